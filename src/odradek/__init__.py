@@ -1,0 +1,9 @@
+"""odradek: a Kafka-compatible distributed commit log in Python.
+
+The public API is re-exported here as it grows; code inside the package never imports from
+the package root (STYLE.md rule 3).
+"""
+
+from odradek._version import __version__
+
+__all__ = ["__version__"]

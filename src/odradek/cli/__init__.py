@@ -1,0 +1,1 @@
+"""The ``odradek`` command line: one module per noun, one function per verb."""

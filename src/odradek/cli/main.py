@@ -1,0 +1,37 @@
+"""Entry point of the ``odradek`` command: the top-level group and error handling.
+
+A user mistake prints one line on stderr and exits with status 2; it never shows a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from odradek._version import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="odradek")
+def cli() -> None:
+    """odradek: a Kafka-compatible commit log."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the CLI and returns its exit status."""
+    try:
+        cli.main(args=argv, prog_name="odradek", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("odradek: aborted", err=True)
+        return 130
+    except click.ClickException as error:
+        click.echo(f"odradek: {error.format_message()}", err=True)
+        return error.exit_code
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Python Kafka clients (later issue)."""

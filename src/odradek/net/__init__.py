@@ -1,0 +1,1 @@
+"""asyncio shells around protocol connections (issue 3)."""

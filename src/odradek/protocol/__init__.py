@@ -1,0 +1,1 @@
+"""Sans-I/O Kafka wire protocol (issue 3)."""
