@@ -226,6 +226,12 @@ class MessageTooLargeError(KafkaError):
     code = ErrorCode.MESSAGE_TOO_LARGE
 
 
+class RecordBatchTooLargeError(KafkaError):
+    """The appended data is larger than a whole segment (RECORD_LIST_TOO_LARGE)."""
+
+    code = ErrorCode.RECORD_LIST_TOO_LARGE
+
+
 class UnsupportedCompressionTypeError(KafkaError):
     """The batch names a compression codec we do not know (UNSUPPORTED_COMPRESSION_TYPE)."""
 
@@ -273,9 +279,98 @@ _SPECIFIC: tuple[type[KafkaError], ...] = (
     InvalidRecordError,
     UnsupportedForMessageFormatError,
     MessageTooLargeError,
+    RecordBatchTooLargeError,
     UnsupportedCompressionTypeError,
     InvalidTimestampError,
     KafkaStorageError,
     UnknownTopicOrPartitionError,
     InvalidTopicError,
 )
+
+
+# --- Wire protocol (odradek.protocol) ------------------------------------------------------
+
+
+class ProtocolError(OdradekError):
+    """The peer broke the Kafka wire protocol; the broker answers with an error or closes.
+
+    Raised by ``odradek.protocol`` while framing or decoding bytes a peer sent. Never raised for
+    a local programming mistake (see ``ConnectionStateError``).
+    """
+
+
+class InvalidFrameError(ProtocolError):
+    """A frame's 4-byte size prefix is unusable (negative), so the stream cannot be re-synced.
+
+    ``size`` is the size the prefix announced.
+    """
+
+    def __init__(self, message: str, *, size: int) -> None:
+        super().__init__(message)
+        self.size = size
+
+
+class FrameTooLargeError(InvalidFrameError):
+    """A frame announces more than ``socket.request.max.bytes``; rejected before buffering it."""
+
+    def __init__(self, *, size: int, max_frame_bytes: int) -> None:
+        super().__init__(
+            f"frame of {size} bytes exceeds socket.request.max.bytes={max_frame_bytes}",
+            size=size,
+        )
+        self.max_frame_bytes = max_frame_bytes
+
+
+class RequestDecodeError(ProtocolError, KafkaError):
+    """A request frame could not be decoded (INVALID_REQUEST); Kafka closes the connection.
+
+    ``api_key``, ``api_version`` and ``correlation_id`` are ``None`` when the frame was too short
+    to carry them.
+    """
+
+    code = ErrorCode.INVALID_REQUEST
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        api_key: int | None = None,
+        api_version: int | None = None,
+        correlation_id: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+
+
+class UnsupportedVersionError(ProtocolError, KafkaError):
+    """The request's API key is unknown or its version is not one we serve (UNSUPPORTED_VERSION).
+
+    ``api_key_known`` tells an unknown API key from an unsupported version of a known one.
+    """
+
+    code = ErrorCode.UNSUPPORTED_VERSION
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        api_key: int,
+        api_version: int,
+        correlation_id: int,
+        api_key_known: bool,
+    ) -> None:
+        super().__init__(message)
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.api_key_known = api_key_known
+
+
+class ConnectionStateError(OdradekError, RuntimeError):
+    """A protocol connection was used out of order by its owner (a local bug, not the peer's).
+
+    For example a response for a correlation id that is not awaiting one, or a response whose
+    API key or version does not match the request.
+    """

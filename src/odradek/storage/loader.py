@@ -1,0 +1,187 @@
+"""Opening a log directory: finishing interrupted deletes, loading segments, and recovering
+after a crash.
+
+After a clean shutdown each segment's indexes are sanity-checked and trusted, and only the
+batches after the last index entry are validated. After an unclean shutdown every batch from
+the segment holding the recovery point onwards — and at least the whole newest segment, where
+torn writes happen — is checked (the batch fits in the file, CRC32C matches, offsets increase)
+and the log is truncated at the first bad one; indexes of checked segments are rebuilt, and
+segments after a truncation are removed. Indexes that do not check out are rebuilt anywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from odradek.storage.config import LogConfig
+from odradek.storage.index_errors import CorruptIndexError
+from odradek.storage.naming import DELETED_SUFFIX, LOG_SUFFIX, parse_segment_file_name
+from odradek.storage.segment import LogSegment
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedLog:
+    """What the loader hands the log."""
+
+    segments: list[LogSegment]
+    log_start_offset: int
+    log_end_offset: int
+    recovery_point: int
+    #: Bytes cut from the log during recovery, and segments removed after a truncation.
+    truncated_bytes: int
+    removed_segments: int
+
+
+class LogLoader:
+    """Loads one partition directory (see the module docstring for the rules).
+
+    Args:
+        directory: the partition directory (created when missing).
+        config: the log's configuration.
+        recovery_point: offsets below this were flushed before the last shutdown.
+        log_start_offset: from the log-start-offset checkpoint (0 when unknown).
+        had_clean_shutdown: the log directory's clean-shutdown marker was present.
+        now_ms: the current time (segment creation times).
+        name: the log's name for log lines (``topic-partition``).
+    """
+
+    def __init__(
+        self,
+        directory: str,
+        config: LogConfig,
+        *,
+        recovery_point: int,
+        log_start_offset: int,
+        had_clean_shutdown: bool,
+        now_ms: int,
+        name: str,
+    ) -> None:
+        self.directory = directory
+        self.config = config
+        self.recovery_point = recovery_point
+        self.log_start_offset = log_start_offset
+        self.had_clean_shutdown = had_clean_shutdown
+        self.now_ms = now_ms
+        self.name = name
+
+    def load(self) -> LoadedLog:
+        os.makedirs(self.directory, exist_ok=True)
+        base_offsets = self._clean_directory()
+        segments = [
+            LogSegment.open_existing(self.directory, base, self.config, self.now_ms)
+            for base in base_offsets
+        ]
+        truncated, removed = self._load_segments(segments)
+        if removed:
+            segments = segments[: len(segments) - removed]
+        if not segments:
+            segments = [
+                LogSegment.create(self.directory, self.log_start_offset, self.config, self.now_ms)
+            ]
+        log_end_offset = segments[-1].next_offset
+        log_start_offset = max(self.log_start_offset, segments[0].base_offset)
+        if log_end_offset < log_start_offset:
+            logger.warning(
+                "%s: log end offset %d is below the log start offset %d; starting empty at %d",
+                self.name,
+                log_end_offset,
+                log_start_offset,
+                log_start_offset,
+            )
+            for segment in segments:
+                segment.delete_files()
+            segments = [
+                LogSegment.create(self.directory, log_start_offset, self.config, self.now_ms)
+            ]
+            log_end_offset = log_start_offset
+        segments[-1].prepare_for_appends(self.config)
+        recovery_point = self.recovery_point
+        if truncated or not self.had_clean_shutdown:
+            # Everything is checked now; make the repairs durable before trusting them.
+            for segment in segments:
+                if segment.next_offset > min(recovery_point, log_end_offset):
+                    segment.flush()
+            recovery_point = log_end_offset
+        recovery_point = min(max(recovery_point, log_start_offset), log_end_offset)
+        if truncated or removed:
+            logger.warning(
+                "%s: recovery truncated %d bytes and removed %d segments; log end offset %d",
+                self.name,
+                truncated,
+                removed,
+                log_end_offset,
+            )
+        return LoadedLog(
+            segments, log_start_offset, log_end_offset, recovery_point, truncated, removed
+        )
+
+    def _clean_directory(self) -> list[int]:
+        """Removes leftovers of interrupted operations; returns the segments' base offsets."""
+        logs: set[int] = set()
+        indexes: dict[int, list[str]] = {}
+        for name in os.listdir(self.directory):
+            path = os.path.join(self.directory, name)
+            if name.endswith(".tmp"):
+                os.remove(path)
+                continue
+            parsed = parse_segment_file_name(name)
+            if parsed is None:
+                continue
+            base_offset, suffix, state = parsed
+            if state:
+                # .deleted: a delete that did not finish; .cleaned/.swap: an interrupted
+                # compaction (its originals are still in place).
+                if state == DELETED_SUFFIX:
+                    logger.info("%s: finishing the deletion of %s", self.name, name)
+                os.remove(path)
+            elif suffix == LOG_SUFFIX:
+                logs.add(base_offset)
+            else:
+                indexes.setdefault(base_offset, []).append(path)
+        for base_offset, paths in indexes.items():
+            if base_offset not in logs:
+                for path in paths:
+                    os.remove(path)
+        return sorted(logs)
+
+    def _load_segments(self, segments: list[LogSegment]) -> tuple[int, int]:
+        """Loads or recovers each segment; returns (bytes truncated, segments removed)."""
+        truncated = 0
+        last = len(segments) - 1
+        for index, segment in enumerate(segments):
+            must_check = not self.had_clean_shutdown and (
+                index == last
+                or (index < last and segments[index + 1].base_offset > self.recovery_point)
+            )
+            if must_check:
+                cut = self._recover(segment, index == last)
+            else:
+                try:
+                    cut = segment.load_trusting_indexes()
+                    if index != last:
+                        segment.on_become_inactive()
+                except CorruptIndexError as error:
+                    logger.warning("%s: rebuilding indexes of %r: %s", self.name, segment, error)
+                    cut = self._recover(segment, index == last)
+            truncated += cut
+            following_overlaps = index < last and (
+                segments[index + 1].base_offset < segment.next_offset
+            )
+            if (cut or following_overlaps) and index < last:
+                removed = segments[index + 1 :]
+                for later in removed:
+                    logger.warning("%s: removing %r after a damaged segment", self.name, later)
+                    later.delete_files()
+                return truncated, len(removed)
+        return truncated, 0
+
+    def _recover(self, segment: LogSegment, is_last: bool) -> int:
+        segment.prepare_for_appends(self.config)
+        cut = segment.recover()
+        if not is_last:
+            segment.on_become_inactive()
+        return cut

@@ -1,0 +1,621 @@
+"""The log of one partition: an ordered list of segments with one active segment at the end.
+
+``Log`` appends validated record batches with offsets assigned from the log end offset, rolls
+to a new segment when the active one is full or old, reads by offset into file slices, finds
+offsets by timestamp, truncates (replication), flushes by policy and deletes old segments by
+retention policy.
+
+Offsets: ``log_start_offset`` ≤ every readable offset < ``log_end_offset``; the recovery point
+is the offset below which everything is fsynced.
+
+Thread safety: appends, rolls, truncation, retention and flush bookkeeping take the log's
+lock; reads take no lock and work on a copy-on-write snapshot of the segment list, so a read
+in progress is never disturbed by a roll or a deletion. fsync runs outside the lock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import shutil
+import threading
+from dataclasses import dataclass
+
+from odradek._clock import SYSTEM_CLOCK, Clock
+from odradek._types import TopicPartition
+from odradek.errors import (
+    InvalidRecordError,
+    MessageTooLargeError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+)
+from odradek.records.batch import (
+    iter_batches,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from odradek.storage.config import LogConfig
+from odradek.storage.file_records import FileSlice
+from odradek.storage.loader import LogLoader
+from odradek.storage.retention import DEFAULT_POLICIES, DeletePolicy, SegmentInfo, plan_deletions
+from odradek.storage.scheduler import Scheduler
+from odradek.storage.segment import BatchPosition, LogSegment, TimestampAndOffset
+from odradek.storage.segments import LogSegments
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    """What an append did."""
+
+    first_offset: int
+    last_offset: int
+    #: The largest timestamp appended (the log append time with LogAppendTime).
+    max_timestamp: int
+    #: The log append time, or -1 when the topic uses CreateTime.
+    log_append_time_ms: int
+    records_count: int
+    size_bytes: int
+    log_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogReadInfo:
+    """The result of a read: the bytes to send (None when there are none) and the offsets
+    the fetch response reports."""
+
+    records: FileSlice | None
+    fetch_offset: int
+    log_start_offset: int
+    log_end_offset: int
+
+    def read_bytes(self) -> bytes:
+        return b"" if self.records is None else self.records.read()
+
+
+class Log:
+    """A partition log; open it with ``Log.open``. See the module docstring."""
+
+    def __init__(
+        self,
+        directory: str,
+        topic_partition: TopicPartition,
+        config: LogConfig,
+        segments: list[LogSegment],
+        *,
+        log_start_offset: int,
+        log_end_offset: int,
+        recovery_point: int,
+        clock: Clock,
+        scheduler: Scheduler | None,
+        policies: tuple[DeletePolicy, ...],
+    ) -> None:
+        self.directory = directory
+        self.topic_partition = topic_partition
+        self._config = config
+        self._segments = LogSegments()
+        for segment in segments:
+            self._segments.add(segment)
+        self._log_start_offset = log_start_offset
+        self._log_end_offset = log_end_offset
+        self._recovery_point = recovery_point
+        self._clock = clock
+        self._scheduler = scheduler
+        self._policies = policies
+        self._lock = threading.RLock()
+        self._flush_lock = threading.Lock()
+        self._unflushed_messages = 0
+        self._last_flush_ms = clock.monotonic_ms()
+        self._flush_scheduled = False
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        directory: str,
+        topic_partition: TopicPartition,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        had_clean_shutdown: bool = False,
+        clock: Clock = SYSTEM_CLOCK,
+        scheduler: Scheduler | None = None,
+        policies: tuple[DeletePolicy, ...] = DEFAULT_POLICIES,
+    ) -> Log:
+        """Opens (or creates) the log in ``directory``, recovering it when needed.
+
+        Args:
+            scheduler: where flushes and delayed file deletion run; without one they run
+                inline on the caller's thread (tests, tools).
+            policies: the retention policies, applied in order.
+        """
+        loaded = LogLoader(
+            directory,
+            config,
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            had_clean_shutdown=had_clean_shutdown,
+            now_ms=clock.now_ms(),
+            name=str(topic_partition),
+        ).load()
+        return cls(
+            directory,
+            topic_partition,
+            config,
+            loaded.segments,
+            log_start_offset=loaded.log_start_offset,
+            log_end_offset=loaded.log_end_offset,
+            recovery_point=loaded.recovery_point,
+            clock=clock,
+            scheduler=scheduler,
+            policies=policies,
+        )
+
+    # ----------------------------------------------------------------- state
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    def update_config(self, config: LogConfig) -> None:
+        """Applies new settings (they take effect for later appends, rolls and retention)."""
+        with self._lock:
+            self._config = config
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._unflushed_messages
+
+    def segments(self) -> tuple[LogSegment, ...]:
+        """A snapshot of the segments, oldest first."""
+        return self._segments.snapshot().segments
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments.snapshot())
+
+    def statistics(self) -> dict[str, int]:
+        snapshot = self._segments.snapshot()
+        return {
+            "log_start_offset": self._log_start_offset,
+            "log_end_offset": self._log_end_offset,
+            "recovery_point": self._recovery_point,
+            "segments": len(snapshot),
+            "size_bytes": sum(segment.size for segment in snapshot),
+            "unflushed_messages": self._unflushed_messages,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.topic_partition}, log_start_offset={self._log_start_offset}, "
+            f"log_end_offset={self._log_end_offset})"
+        )
+
+    # ----------------------------------------------------------------- append
+
+    def append(
+        self,
+        data: bytes | bytearray | memoryview,
+        *,
+        assign_offsets: bool = True,
+        leader_epoch: int | None = None,
+    ) -> AppendInfo:
+        """Validates and appends one or more whole record batches.
+
+        Args:
+            data: batches back to back. With ``assign_offsets`` their base offsets (and the
+                leader epoch, and LogAppendTime timestamps) are rewritten in place: pass a
+                ``bytearray`` to avoid a copy.
+            assign_offsets: True for a leader (offsets from the log end offset); False for a
+                follower, whose batches already carry offsets at or after the log end offset.
+            leader_epoch: written into each batch's partition leader epoch when given.
+
+        Raises:
+            CorruptRecordError: a batch is truncated, malformed or fails its CRC32C.
+            UnsupportedForMessageFormatError: message format v0/v1.
+            MessageTooLargeError: a batch exceeds ``max.message.bytes`` (leader appends).
+            RecordBatchTooLargeError: the data is larger than ``segment.bytes``.
+            InvalidRecordError: no batches, or (follower) offsets that go backwards.
+        """
+        if (assign_offsets or leader_epoch is not None) and not isinstance(data, bytearray):
+            data = bytearray(data)
+        batches = [BatchPosition(position, header) for position, header in iter_batches(data)]
+        if not batches:
+            raise InvalidRecordError("no record batches to append")
+        with self._lock:
+            self._check_open()
+            config = self._config
+            if len(data) > config.segment_bytes:
+                raise RecordBatchTooLargeError(
+                    f"{len(data)} bytes do not fit in a segment of {config.segment_bytes} bytes"
+                )
+            log_append_time_ms = -1
+            if assign_offsets:
+                assert isinstance(data, bytearray)
+                if config.log_append_time:
+                    log_append_time_ms = self._clock.now_ms()
+                batches = self._assign(data, batches, config, leader_epoch, log_append_time_ms)
+            else:
+                self._check_follower_offsets(batches)
+                if leader_epoch is not None:
+                    assert isinstance(data, bytearray)
+                    for batch in batches:
+                        set_partition_leader_epoch(data, batch.position, leader_epoch)
+            first = batches[0].header
+            last = batches[-1].header
+            max_timestamp = max(batch.header.max_timestamp for batch in batches)
+            segment = self._segments.active
+            if segment.should_roll(
+                len(data),
+                max_timestamp,
+                last.last_offset,
+                config.segment_ms,
+                config.segment_bytes,
+                self._clock.now_ms(),
+            ):
+                segment = self._roll_locked(first.base_offset)
+            segment.append(data, batches)
+            self._log_end_offset = last.next_offset
+            records = sum(batch.header.records_count for batch in batches)
+            self._unflushed_messages += records
+            flush_now = self._unflushed_messages >= config.flush_messages
+        if flush_now:
+            self._request_flush()
+        return AppendInfo(
+            first.base_offset,
+            last.last_offset,
+            max_timestamp,
+            log_append_time_ms,
+            records,
+            len(data),
+            self._log_start_offset,
+        )
+
+    def _assign(
+        self,
+        data: bytearray,
+        batches: list[BatchPosition],
+        config: LogConfig,
+        leader_epoch: int | None,
+        log_append_time_ms: int,
+    ) -> list[BatchPosition]:
+        next_offset = self._log_end_offset
+        assigned = []
+        for batch in batches:
+            header = batch.header
+            if header.size > config.max_message_bytes:
+                raise MessageTooLargeError(
+                    f"batch of {header.size} bytes exceeds max.message.bytes "
+                    f"({config.max_message_bytes})"
+                )
+        for batch in batches:
+            header = batch.header
+            set_base_offset(data, batch.position, next_offset)
+            changes: dict[str, int] = {"base_offset": next_offset}
+            if leader_epoch is not None:
+                set_partition_leader_epoch(data, batch.position, leader_epoch)
+                changes["partition_leader_epoch"] = leader_epoch
+            if log_append_time_ms >= 0:
+                set_log_append_time(data, batch.position, log_append_time_ms)
+                changes["max_timestamp"] = log_append_time_ms
+            assigned.append(BatchPosition(batch.position, dataclasses.replace(header, **changes)))
+            next_offset += header.last_offset_delta + 1
+        return assigned
+
+    def _check_follower_offsets(self, batches: list[BatchPosition]) -> None:
+        expected = self._log_end_offset
+        for batch in batches:
+            if batch.header.base_offset < expected:
+                raise InvalidRecordError(
+                    f"{self.topic_partition}: batch offset {batch.header.base_offset} is below "
+                    f"the next expected offset {expected}"
+                )
+            expected = batch.header.next_offset
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidRecordError(f"{self.topic_partition}: the log is closed")
+
+    # ----------------------------------------------------------------- roll
+
+    def roll(self) -> LogSegment:
+        """Starts a new active segment at the log end offset (no-op when the active segment
+        is empty); returns the active segment."""
+        with self._lock:
+            self._check_open()
+            return self._roll_locked(self._log_end_offset)
+
+    def _roll_locked(self, base_offset: int) -> LogSegment:
+        active = self._segments.active
+        if active.is_empty and active.base_offset == base_offset:
+            return active
+        base_offset = max(base_offset, self._log_end_offset)
+        segment = LogSegment.create(self.directory, base_offset, self._config, self._clock.now_ms())
+        active.on_become_inactive()
+        if active.is_empty:
+            self._segments.remove(active)
+            active.delete_files()
+        self._segments.add(segment)
+        logger.info("%s: rolled to a new segment at offset %d", self.topic_partition, base_offset)
+        # The old segment is complete: make it durable off the hot path.
+        self._request_flush()
+        return segment
+
+    # ----------------------------------------------------------------- reads
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> LogReadInfo:
+        """Reads from the batch holding ``start_offset``.
+
+        Args:
+            max_bytes: the most bytes to return; the slice may end inside a batch.
+            max_offset: return no batch at or past this offset (the high watermark).
+            min_one_message: return a whole first batch even when larger than ``max_bytes``.
+
+        Raises:
+            OffsetOutOfRangeError: ``start_offset`` is outside
+                [log start offset, log end offset].
+        """
+        snapshot = self._segments.snapshot()
+        log_end_offset = self._log_end_offset
+        log_start_offset = self._log_start_offset
+        if start_offset < log_start_offset or start_offset > log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"{self.topic_partition}: offset {start_offset} is outside "
+                f"[{log_start_offset}, {log_end_offset}]"
+            )
+        upper = log_end_offset if max_offset is None else min(max_offset, log_end_offset)
+        records = None
+        if start_offset < upper:
+            for segment in snapshot.from_offset(start_offset):
+                if segment.base_offset >= upper:
+                    break
+                max_position = None
+                if upper < segment.next_offset:
+                    bound = segment.translate_offset(upper)
+                    max_position = None if bound is None else bound.position
+                records = segment.read(
+                    start_offset,
+                    max_bytes,
+                    max_position=max_position,
+                    min_one_message=min_one_message,
+                )
+                if records is not None:
+                    break
+        return LogReadInfo(records, start_offset, log_start_offset, log_end_offset)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> TimestampAndOffset | None:
+        """The first record (at or after the log start offset) whose timestamp is
+        ≥ ``timestamp_ms``; None when there is none."""
+        log_start_offset = self._log_start_offset
+        for segment in self._segments.snapshot():
+            if segment.largest_timestamp < timestamp_ms or segment.next_offset <= log_start_offset:
+                continue
+            found = segment.find_offset_by_timestamp(timestamp_ms)
+            if found is not None:
+                if found.offset < log_start_offset:
+                    return TimestampAndOffset(found.timestamp, log_start_offset)
+                return found
+        return None
+
+    # ----------------------------------------------------------------- flush
+
+    def flush_due(self, now_monotonic_ms: int | None = None) -> bool:
+        """Whether ``flush.ms`` has passed since the last flush with messages unflushed."""
+        if self._unflushed_messages == 0 and self._recovery_point >= self._log_end_offset:
+            return False
+        now = self._clock.monotonic_ms() if now_monotonic_ms is None else now_monotonic_ms
+        return now - self._last_flush_ms >= self._config.flush_ms
+
+    def _request_flush(self) -> None:
+        if self._scheduler is None:
+            self.flush()
+            return
+        with self._lock:
+            if self._flush_scheduled:
+                return
+            self._flush_scheduled = True
+        self._scheduler.schedule(f"flush {self.topic_partition}", self._scheduled_flush)
+
+    def _scheduled_flush(self) -> None:
+        with self._lock:
+            self._flush_scheduled = False
+        self.flush()
+
+    def flush(self) -> int:
+        """fsyncs every segment holding offsets at or past the recovery point and moves the
+        recovery point to the log end offset seen at the start. Returns the new recovery
+        point. Runs the fsyncs outside the log lock, so appends go on meanwhile."""
+        with self._flush_lock:
+            with self._lock:
+                if self._closed:
+                    return self._recovery_point
+                target = self._log_end_offset
+                flushed_messages = self._unflushed_messages
+                snapshot = self._segments.snapshot()
+                recovery_point = self._recovery_point
+            for segment in snapshot:
+                if segment.next_offset > recovery_point and segment.base_offset <= target:
+                    try:
+                        segment.flush()
+                    except (OSError, ValueError):
+                        if not segment.deleted:
+                            raise
+            with self._lock:
+                self._recovery_point = max(self._recovery_point, target)
+                self._unflushed_messages = max(0, self._unflushed_messages - flushed_messages)
+                self._last_flush_ms = self._clock.monotonic_ms()
+                return self._recovery_point
+
+    # ----------------------------------------------------------------- retention
+
+    def delete_old_segments(self) -> int:
+        """Applies the retention policies; deletes claimed segments one at a time, oldest
+        first, never the active one. Returns how many segments were deleted."""
+        with self._lock:
+            self._check_open()
+            snapshot = self._segments.snapshot()
+            inactive = snapshot.segments[:-1]
+            infos = [_segment_info(segment) for segment in inactive]
+            plan = plan_deletions(
+                infos,
+                snapshot.active.size,
+                self._log_start_offset,
+                self._config,
+                self._clock.now_ms(),
+                self._policies,
+            )
+            by_base = {segment.base_offset: segment for segment in inactive}
+            for deletion in plan:
+                segment = by_base[deletion.segment.base_offset]
+                logger.info(
+                    "%s: deleting segment %d-%d (%s)",
+                    self.topic_partition,
+                    segment.base_offset,
+                    segment.next_offset - 1,
+                    deletion.reason,
+                )
+                self._delete_segment(segment)
+            if plan:
+                first = self._segments.snapshot().segments[0]
+                self._log_start_offset = max(self._log_start_offset, first.base_offset)
+            return len(plan)
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """Moves the log start offset forward (DeleteRecords); segments wholly below it go at
+        the next retention pass. Returns whether it moved.
+
+        Raises:
+            OffsetOutOfRangeError: ``offset`` is past the log end offset.
+        """
+        with self._lock:
+            if offset > self._log_end_offset:
+                raise OffsetOutOfRangeError(
+                    f"{self.topic_partition}: cannot move the log start offset to {offset}, "
+                    f"past the log end offset {self._log_end_offset}"
+                )
+            if offset <= self._log_start_offset:
+                return False
+            self._log_start_offset = offset
+            return True
+
+    def _delete_segment(self, segment: LogSegment) -> None:
+        """Removes the segment from the list, renames its files ``.deleted`` and removes them
+        after ``file.delete.delay.ms`` (readers in progress keep their descriptors)."""
+        self._segments.remove(segment)
+        segment.mark_deleted()
+        if self._scheduler is None or self._config.file_delete_delay_ms == 0:
+            segment.delete_files()
+        else:
+            self._scheduler.schedule(
+                f"delete {segment.log.path}",
+                segment.delete_files,
+                self._config.file_delete_delay_ms,
+            )
+
+    # ----------------------------------------------------------------- truncation
+
+    def truncate_to(self, offset: int) -> bool:
+        """Removes every batch at or past ``offset`` (a batch boundary); returns whether
+        anything was removed. Below the log start offset the log is emptied and restarts
+        at ``offset``."""
+        with self._lock:
+            self._check_open()
+            if offset >= self._log_end_offset:
+                return False
+            if offset < self._log_start_offset:
+                self._truncate_fully_locked(offset)
+                return True
+            snapshot = self._segments.snapshot()
+            for segment in reversed(snapshot.segments):
+                if segment.base_offset > offset:
+                    self._delete_segment(segment)
+            active = self._segments.active
+            if active is not snapshot.active:
+                active.prepare_for_appends(self._config)
+            active.truncate_to(offset)
+            self._log_end_offset = active.next_offset
+            self._recovery_point = min(self._recovery_point, self._log_end_offset)
+            self._unflushed_messages = 0
+            logger.info("%s: truncated to offset %d", self.topic_partition, offset)
+            return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Deletes every segment and restarts the empty log at ``offset``."""
+        with self._lock:
+            self._check_open()
+            self._truncate_fully_locked(offset)
+
+    def _truncate_fully_locked(self, offset: int) -> None:
+        new_segment = None
+        for segment in self._segments.snapshot().segments:
+            if segment.base_offset == offset:
+                segment.truncate_to(offset)
+                segment.prepare_for_appends(self._config)
+                new_segment = segment
+            else:
+                self._delete_segment(segment)
+        if new_segment is None:
+            new_segment = LogSegment.create(
+                self.directory, offset, self._config, self._clock.now_ms()
+            )
+            self._segments.add(new_segment)
+        self._log_start_offset = offset
+        self._log_end_offset = offset
+        self._recovery_point = offset
+        self._unflushed_messages = 0
+        logger.info("%s: truncated fully, restarting at offset %d", self.topic_partition, offset)
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        """Flushes, records the final index entries, trims the indexes and closes the files."""
+        with self._lock:
+            if self._closed:
+                return
+        self.flush()
+        with self._lock:
+            self._closed = True
+            for segment in self._segments.snapshot():
+                segment.close()
+
+    def delete(self) -> None:
+        """Closes the log and removes its directory with everything in it."""
+        with self._lock:
+            self._closed = True
+            for segment in self._segments.snapshot():
+                segment.deleted = True
+                segment.log.close()
+                segment.offset_index.close()
+                segment.time_index.close()
+            self._segments.clear()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _segment_info(segment: LogSegment) -> SegmentInfo:
+    largest = segment.largest_timestamp
+    if largest < 0:
+        largest = int(os.stat(segment.log.path).st_mtime * 1000)
+    return SegmentInfo(segment.base_offset, segment.next_offset, segment.size, largest)

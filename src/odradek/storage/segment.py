@@ -1,0 +1,501 @@
+"""One log segment: a ``.log`` file of batches plus its ``.index`` and ``.timeindex``.
+
+Files, all named by the segment's base offset as 20 digits (see ``naming``)::
+
+    00000000000000001000.log        record batches back to back (FileRecords)
+    00000000000000001000.index      sparse offset index: (batch base offset, position)
+    00000000000000001000.timeindex  sparse time index: (max timestamp so far, batch offset)
+
+An index entry is added every ``index.interval.bytes`` of appended batches; lookups go to the
+nearest entry at or before the target and scan a few batch headers from there.
+
+Invariants: batches are stored in offset order; ``next_offset`` is the offset after the last
+batch; the index files are preallocated while the segment is active and trimmed when it rolls.
+Every index lookup is checked against the batch header it points at: an entry that does not
+match (a corrupt index that passed the sanity check) is reported and the segment falls back to
+scanning from its start, so a damaged index costs speed, never correctness.
+
+Thread safety: one writer (the log, under its lock) appends, truncates and rolls; readers on
+any thread may call ``read``, ``translate_offset`` and ``find_offset_by_timestamp``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from odradek.errors import CorruptRecordError
+from odradek.records.batch import BatchHeader, TimestampType, parse_header
+from odradek.records.codec import decode_batch_records
+from odradek.storage.config import LogConfig
+from odradek.storage.file_records import FileRecords, FileSlice
+from odradek.storage.index_errors import CorruptIndexError
+from odradek.storage.naming import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    segment_path,
+)
+from odradek.storage.offset_index import OffsetIndex
+from odradek.storage.time_index import TimeIndex
+
+logger = logging.getLogger(__name__)
+
+_MAX_RELATIVE_OFFSET = 2**31 - 1
+NO_TIMESTAMP = -1
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPosition:
+    """Where a batch starts and what its header says."""
+
+    position: int
+    header: BatchHeader
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampAndOffset:
+    """The answer to an offset-for-timestamp lookup."""
+
+    timestamp: int
+    offset: int
+
+
+class LogSegment:
+    """A segment of a partition log. Create with ``create`` or ``open``.
+
+    Args:
+        directory: the partition directory.
+        base_offset: the offset of the first batch this segment may hold.
+        config: segment and index sizes, index interval.
+        created_ms: when the segment was created or loaded (for time-based rolls).
+    """
+
+    def __init__(
+        self,
+        directory: str,
+        base_offset: int,
+        config: LogConfig,
+        created_ms: int,
+        log: FileRecords,
+        offset_index: OffsetIndex,
+        time_index: TimeIndex,
+    ) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.created_ms = created_ms
+        self.log = log
+        self.offset_index = offset_index
+        self.time_index = time_index
+        self._index_interval_bytes = config.index_interval_bytes
+        self._bytes_since_last_index_entry = 0
+        self.next_offset = base_offset
+        self.max_timestamp_so_far = NO_TIMESTAMP
+        self.offset_of_max_timestamp = base_offset
+        self.first_batch_timestamp = NO_TIMESTAMP
+        self._index_trusted = True
+        self.deleted = False
+
+    # ----------------------------------------------------------------- construction
+
+    @classmethod
+    def create(cls, directory: str, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
+        """Creates the files of a new, empty segment (replacing leftovers of the same name)."""
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            path = segment_path(directory, base_offset, suffix)
+            if os.path.exists(path):
+                os.remove(path)
+        return cls._open_files(directory, base_offset, config, now_ms)
+
+    @classmethod
+    def _open_files(
+        cls, directory: str, base_offset: int, config: LogConfig, now_ms: int
+    ) -> LogSegment:
+        log = FileRecords(segment_path(directory, base_offset, LOG_SUFFIX))
+        offset_index = OffsetIndex(
+            segment_path(directory, base_offset, INDEX_SUFFIX),
+            base_offset,
+            config.segment_index_bytes,
+        )
+        time_index = TimeIndex(
+            segment_path(directory, base_offset, TIME_INDEX_SUFFIX),
+            base_offset,
+            config.segment_index_bytes,
+        )
+        return cls(directory, base_offset, config, now_ms, log, offset_index, time_index)
+
+    @classmethod
+    def open_existing(
+        cls, directory: str, base_offset: int, config: LogConfig, now_ms: int
+    ) -> LogSegment:
+        """Opens an existing segment without checking it; the loader then calls
+        ``load_trusting_indexes`` or ``recover``."""
+        return cls._open_files(directory, base_offset, config, now_ms)
+
+    # ----------------------------------------------------------------- state
+
+    @property
+    def size(self) -> int:
+        """Bytes of batches in the ``.log`` file."""
+        return self.log.size
+
+    @property
+    def is_empty(self) -> bool:
+        return self.log.size == 0
+
+    @property
+    def largest_timestamp(self) -> int:
+        """The largest batch timestamp in the segment, or -1 when it holds none."""
+        return self.max_timestamp_so_far
+
+    def statistics(self) -> dict[str, int]:
+        return {
+            "base_offset": self.base_offset,
+            "next_offset": self.next_offset,
+            "size_bytes": self.size,
+            "index_entries": self.offset_index.entries,
+            "time_index_entries": self.time_index.entries,
+            "largest_timestamp": self.max_timestamp_so_far,
+        }
+
+    # ----------------------------------------------------------------- append
+
+    def fits_relative_offset(self, last_offset: int) -> bool:
+        """Whether an offset can be stored relative to this segment's base (int32)."""
+        return 0 <= last_offset - self.base_offset <= _MAX_RELATIVE_OFFSET
+
+    def should_roll(
+        self,
+        batch_bytes: int,
+        max_timestamp: int,
+        last_offset: int,
+        segment_ms: int,
+        segment_bytes: int,
+        now_ms: int,
+    ) -> bool:
+        """Whether appending this data must go to a new segment (Kafka's ``shouldRoll``).
+
+        A segment rolls when the data would push it past ``segment.bytes``, when it has
+        waited ``segment.ms`` (measured between the first batch's timestamp and the new
+        batch's, or from creation when batches carry no timestamp), when an index is full, or
+        when the offsets no longer fit relative to the base offset. An empty segment only
+        rolls for the last two reasons.
+        """
+        if self.offset_index.is_full or self.time_index.is_full:
+            return True
+        if not self.fits_relative_offset(last_offset):
+            return True
+        if self.is_empty:
+            return False
+        if self.size + batch_bytes > segment_bytes:
+            return True
+        if self.first_batch_timestamp >= 0 and max_timestamp >= 0:
+            waited = max_timestamp - self.first_batch_timestamp
+        else:
+            waited = now_ms - self.created_ms
+        return waited > segment_ms
+
+    def append(self, data: bytes | bytearray | memoryview, batches: list[BatchPosition]) -> int:
+        """Appends already validated batches (``batches`` positions are relative to ``data``).
+
+        Adds index entries every ``index.interval.bytes``. Returns the file position where
+        ``data`` starts. The caller checked ``should_roll`` and offset order.
+        """
+        start = self.log.append(data)
+        for batch in batches:
+            header = batch.header
+            if start + batch.position == 0:
+                self.first_batch_timestamp = header.max_timestamp
+            self._index_batch(header, start + batch.position)
+        return start
+
+    def _index_batch(self, header: BatchHeader, position: int) -> None:
+        if header.max_timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = header.max_timestamp
+            self.offset_of_max_timestamp = header.base_offset
+        if self._bytes_since_last_index_entry > self._index_interval_bytes:
+            # A full index (after segment.index.bytes shrank) only makes lookups sparser.
+            if not self.offset_index.is_full:
+                self.offset_index.append(header.base_offset, position)
+            if not self.time_index.is_full:
+                self.time_index.maybe_append(
+                    self.max_timestamp_so_far, self.offset_of_max_timestamp
+                )
+            self._bytes_since_last_index_entry = 0
+        self._bytes_since_last_index_entry += header.size
+        self.next_offset = header.next_offset
+
+    # ----------------------------------------------------------------- lookups
+
+    def translate_offset(self, target: int, start_position: int = 0) -> BatchPosition | None:
+        """The first batch at or after ``start_position`` whose last offset is ≥ ``target``,
+        or None when no batch in this segment reaches ``target``."""
+        position = start_position
+        if self._index_trusted:
+            entry = self.offset_index.lookup(target)
+            if entry.position > position:
+                header = self._checked_index_target(entry.offset, entry.position)
+                if header is not None:
+                    if header.last_offset >= target:
+                        return BatchPosition(entry.position, header)
+                    position = entry.position + header.size
+        for batch_position, header in self.log.batches_from(position):
+            if header.last_offset >= target:
+                return BatchPosition(batch_position, header)
+        return None
+
+    def _checked_index_target(self, offset: int, position: int) -> BatchHeader | None:
+        """The header an index entry points at, or None (and distrust of the index) when the
+        entry does not point at a batch with that base offset."""
+        try:
+            header = self.log.header_at(position)
+        except CorruptRecordError:
+            header = None
+        if header is None or header.base_offset != offset:
+            self._distrust_indexes(f"entry ({offset}, {position}) does not match the log")
+            return None
+        return header
+
+    def _distrust_indexes(self, reason: str) -> None:
+        if self._index_trusted:
+            logger.error(
+                "%s: index does not match the log (%s); scanning instead until it is rebuilt",
+                self.offset_index.path,
+                reason,
+            )
+        self._index_trusted = False
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        *,
+        max_position: int | None = None,
+        min_one_message: bool = True,
+    ) -> FileSlice | None:
+        """A slice starting at the batch that holds ``start_offset``.
+
+        Args:
+            start_offset: an offset in this segment (or after its last batch).
+            max_bytes: the most bytes to return; the slice may end inside a batch.
+            max_position: never return bytes at or past this position (the high watermark's
+                position in this segment), or None for the end of the segment.
+            min_one_message: return the whole first batch even when it is larger than
+                ``max_bytes`` (KIP-74), so a consumer always makes progress.
+
+        Returns:
+            The slice, or None when the segment holds nothing at or after ``start_offset``.
+        """
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return None
+        limit = self.log.size if max_position is None else min(max_position, self.log.size)
+        if found.position >= limit:
+            return None
+        length = min(max_bytes, limit - found.position)
+        if min_one_message and length < found.header.size:
+            length = min(found.header.size, limit - found.position)
+        return self.log.slice(found.position, length)
+
+    def find_offset_by_timestamp(self, timestamp_ms: int) -> TimestampAndOffset | None:
+        """The first record whose timestamp is ≥ ``timestamp_ms``, or None.
+
+        Starts from the time index (the last entry whose timestamp is below the target), then
+        scans batches and decodes the records of the first batch whose max timestamp reaches
+        the target.
+        """
+        position = 0
+        if self._index_trusted:
+            entry = self.time_index.lookup(timestamp_ms)
+            if entry.timestamp >= 0:
+                found = self.translate_offset(entry.offset)
+                if (
+                    found is None
+                    or found.header.base_offset != entry.offset
+                    or (found.header.max_timestamp != entry.timestamp)
+                ):
+                    self._distrust_indexes(f"time entry {entry} does not match the log")
+                else:
+                    position = found.position
+        for batch_position, header in self.log.batches_from(position):
+            if header.max_timestamp < timestamp_ms or header.is_control:
+                continue
+            if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
+                return TimestampAndOffset(header.max_timestamp, header.base_offset)
+            data = self.log.read(batch_position, header.size)
+            for record in decode_batch_records(data):
+                if record.timestamp >= timestamp_ms:
+                    return TimestampAndOffset(record.timestamp, record.offset)
+        return None
+
+    # ----------------------------------------------------------------- loading and recovery
+
+    def load_trusting_indexes(self) -> int:
+        """Loads a segment of a cleanly shut-down log: checks the indexes' structure and
+        that their last entries point at real batches, then validates the batches after the
+        last offset-index entry (CRC included) and truncates anything invalid at the end.
+
+        Returns the number of bytes truncated. Raises CorruptIndexError when an index does
+        not check out (the loader then calls ``recover``).
+        """
+        self.offset_index.sanity_check()
+        self.time_index.sanity_check()
+        last = self.offset_index.last_entry()
+        start = 0
+        next_offset = self.base_offset
+        if self.offset_index.entries:
+            if self._checked_index_target(last.offset, last.position) is None:
+                raise CorruptIndexError(f"{self.offset_index.path}: last entry does not match")
+            start = last.position
+            next_offset = last.offset
+        time_last = self.time_index.last_entry()
+        if self.time_index.entries:
+            self.max_timestamp_so_far = time_last.timestamp
+            self.offset_of_max_timestamp = time_last.offset
+        valid_end = start
+        for position, header in self.log.validated_batches(start):
+            if header.base_offset < next_offset:
+                break
+            if header.max_timestamp > self.max_timestamp_so_far:
+                self.max_timestamp_so_far = header.max_timestamp
+                self.offset_of_max_timestamp = header.base_offset
+            valid_end = position + header.size
+            next_offset = header.next_offset
+        self._bytes_since_last_index_entry = valid_end - start
+        if time_last.offset >= next_offset and self.time_index.entries:
+            raise CorruptIndexError(f"{self.time_index.path}: entry past the end of the log")
+        self.next_offset = next_offset
+        self._load_first_batch_timestamp()
+        return self._truncate_invalid_tail(valid_end)
+
+    def recover(self) -> int:
+        """Rebuilds both indexes by validating every batch (size and CRC32C) from the start,
+        and truncates the file at the first invalid one. Returns the bytes truncated."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        self._index_trusted = True
+        self._bytes_since_last_index_entry = 0
+        self.max_timestamp_so_far = NO_TIMESTAMP
+        self.offset_of_max_timestamp = self.base_offset
+        self.next_offset = self.base_offset
+        self.first_batch_timestamp = NO_TIMESTAMP
+        valid_end = 0
+        for position, header in self.log.validated_batches(0):
+            if header.base_offset < self.next_offset or not self.fits_relative_offset(
+                header.last_offset
+            ):
+                break
+            if position == 0:
+                self.first_batch_timestamp = header.max_timestamp
+            self._index_batch(header, position)
+            valid_end = position + header.size
+        return self._truncate_invalid_tail(valid_end)
+
+    def _truncate_invalid_tail(self, valid_end: int) -> int:
+        file_size = self.log.file_size()
+        if valid_end < file_size:
+            logger.warning(
+                "%s: truncating %d invalid bytes at position %d",
+                self.log.path,
+                file_size - valid_end,
+                valid_end,
+            )
+        self.log.truncate_to(valid_end)
+        return file_size - valid_end
+
+    def _load_first_batch_timestamp(self) -> None:
+        if self.log.size > 0:
+            self.first_batch_timestamp = parse_header(self.log.read(0, 61)).max_timestamp
+
+    # ----------------------------------------------------------------- truncation and roll
+
+    def truncate_to(self, offset: int) -> int:
+        """Removes every batch whose base offset is ≥ ``offset``; returns the bytes removed.
+
+        ``offset`` must be a batch boundary or past the last batch (replication truncates to
+        batch boundaries). Index entries at or past it are dropped.
+        """
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0
+        position = found.position
+        if found.header.base_offset < offset:
+            position += found.header.size
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        removed = self.log.truncate_to(position)
+        self._rescan_after_truncation()
+        return removed
+
+    def _rescan_after_truncation(self) -> None:
+        last = self.offset_index.last_entry()
+        start = last.position if self.offset_index.entries else 0
+        self.next_offset = self.base_offset if start == 0 else last.offset
+        time_last = self.time_index.last_entry()
+        self.max_timestamp_so_far = time_last.timestamp
+        self.offset_of_max_timestamp = time_last.offset
+        self._bytes_since_last_index_entry = 0
+        for _position, header in self.log.batches_from(start):
+            if header.max_timestamp > self.max_timestamp_so_far:
+                self.max_timestamp_so_far = header.max_timestamp
+                self.offset_of_max_timestamp = header.base_offset
+            self._bytes_since_last_index_entry += header.size
+            self.next_offset = header.next_offset
+        if self.log.size == 0:
+            self.first_batch_timestamp = NO_TIMESTAMP
+
+    def on_become_inactive(self) -> None:
+        """Called when the log rolls past this segment: records the final time-index entry
+        (the segment's largest timestamp) and trims both index files."""
+        if self.max_timestamp_so_far >= 0:
+            self.time_index.maybe_append(
+                self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True
+            )
+        self.offset_index.trim()
+        self.time_index.trim()
+
+    def prepare_for_appends(self, config: LogConfig) -> None:
+        """Re-preallocates the indexes of a loaded segment that becomes the active one."""
+        self.offset_index.resize(config.segment_index_bytes)
+        self.time_index.resize(config.segment_index_bytes)
+
+    # ----------------------------------------------------------------- durability and files
+
+    def flush(self) -> None:
+        """fsyncs the log and both indexes."""
+        self.log.flush()
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        """Closes the files, recording the final time-index entry and trimming the indexes."""
+        if self.deleted:
+            return
+        self.on_become_inactive()
+        self.log.close()
+        self.offset_index.close()
+        self.time_index.close()
+
+    def mark_deleted(self) -> None:
+        """Renames every file with ``.deleted`` appended; the files stay open (readers in
+        progress keep working) until ``delete_files``."""
+        self.deleted = True
+        self.log.rename_to(self.log.path + DELETED_SUFFIX)
+        self.offset_index.rename_to(self.offset_index.path + DELETED_SUFFIX)
+        self.time_index.rename_to(self.time_index.path + DELETED_SUFFIX)
+
+    def delete_files(self) -> None:
+        """Closes and removes the files (after ``mark_deleted``, or directly)."""
+        self.deleted = True
+        self.log.close()
+        os.remove(self.log.path)
+        self.offset_index.delete()
+        self.time_index.delete()
+
+    def __repr__(self) -> str:
+        return (
+            f"LogSegment(base_offset={self.base_offset}, next_offset={self.next_offset}, "
+            f"size={self.size})"
+        )
