@@ -20,7 +20,7 @@ from odradek._clock import SYSTEM_CLOCK, Clock
 
 logger = logging.getLogger(__name__)
 
-Task = Callable[[], None]
+Task = Callable[[], object]
 
 
 class Scheduler(Protocol):

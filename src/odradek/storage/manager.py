@@ -1,0 +1,269 @@
+"""The log manager: every partition log under ``log.dirs``, and the work that keeps them
+healthy — flushing by policy, retention, recovery-point checkpoints, clean shutdown.
+
+Each log directory holds, besides the partition directories::
+
+    recovery-point-offset-checkpoint   offsets below which each log was fsynced
+    log-start-offset-checkpoint        each log's start offset (moved by DeleteRecords)
+    .odradek_cleanshutdown             present only after a clean shutdown
+
+At start-up the marker decides whether logs are trusted or recovered (see ``loader``); it is
+removed once the logs are loaded, and written again by ``shutdown`` after every log is flushed
+and closed. A partition directory renamed ``<topic>-<partition>.<id>-delete`` is a deletion in
+progress and is removed.
+
+Thread safety: all public methods may be called from any thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+
+from odradek._clock import SYSTEM_CLOCK, Clock
+from odradek._types import TopicPartition
+from odradek.errors import KafkaStorageError
+from odradek.storage.checkpoints import OffsetCheckpointFile, atomic_write, fsync_directory
+from odradek.storage.config import LogConfig
+from odradek.storage.log import Log
+from odradek.storage.naming import parse_partition_dir_name, partition_dir_name
+from odradek.storage.scheduler import Scheduler, ThreadScheduler
+
+logger = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".odradek_cleanshutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+_DELETE_DIR_SUFFIX = "-delete"
+
+
+class LogManager:
+    """Owns the logs of one broker.
+
+    Args:
+        log_dirs: the ``log.dirs`` directories (created when missing).
+        default_config: the broker-level log configuration.
+        topic_config: the configuration of a topic's logs (topic overrides applied); defaults
+            to ``default_config`` for every topic.
+        scheduler: runs flushes, deletions and periodic tasks; a ``ThreadScheduler`` is
+            started (and stopped by ``shutdown``) when none is given.
+        flush_check_interval_ms: ``log.flush.scheduler.interval.ms``.
+        retention_check_interval_ms: ``log.retention.check.interval.ms``.
+        checkpoint_interval_ms: ``log.flush.offset.checkpoint.interval.ms``.
+    """
+
+    def __init__(
+        self,
+        log_dirs: Sequence[str],
+        default_config: LogConfig,
+        *,
+        topic_config: Callable[[str], LogConfig] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        scheduler: Scheduler | None = None,
+        flush_check_interval_ms: int = 1000,
+        retention_check_interval_ms: int = 300_000,
+        checkpoint_interval_ms: int = 60_000,
+    ) -> None:
+        if not log_dirs:
+            raise KafkaStorageError("log.dirs is empty")
+        self.log_dirs = [os.path.abspath(directory) for directory in log_dirs]
+        self.default_config = default_config
+        self._topic_config = topic_config or (lambda _topic: self.default_config)
+        self._clock = clock
+        self._owns_scheduler = scheduler is None
+        self._scheduler: Scheduler = scheduler or ThreadScheduler(clock=clock)
+        self._intervals = (
+            flush_check_interval_ms,
+            retention_check_interval_ms,
+            checkpoint_interval_ms,
+        )
+        self._logs: dict[TopicPartition, Log] = {}
+        self._log_dir_of: dict[TopicPartition, str] = {}
+        self._lock = threading.RLock()
+        self._checkpoint_lock = threading.Lock()
+        self._started = False
+        self._stopped = False
+
+    # ----------------------------------------------------------------- start-up
+
+    def startup(self) -> None:
+        """Loads every log (recovering after an unclean shutdown) and schedules the periodic
+        flush, retention and checkpoint tasks."""
+        with self._lock:
+            if self._started:
+                return
+            for directory in self.log_dirs:
+                self._load_dir(directory)
+            self._started = True
+        flush_ms, retention_ms, checkpoint_ms = self._intervals
+        self._scheduler.schedule("flush dirty logs", self.flush_dirty_logs, flush_ms, flush_ms)
+        self._scheduler.schedule("log retention", self.cleanup_logs, retention_ms, retention_ms)
+        self._scheduler.schedule(
+            "checkpoint recovery points", self.checkpoint_logs, checkpoint_ms, checkpoint_ms
+        )
+
+    def _load_dir(self, directory: str) -> None:
+        os.makedirs(directory, exist_ok=True)
+        marker = os.path.join(directory, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        recovery_points = OffsetCheckpointFile(
+            os.path.join(directory, RECOVERY_POINT_CHECKPOINT)
+        ).read()
+        start_offsets = OffsetCheckpointFile(
+            os.path.join(directory, LOG_START_OFFSET_CHECKPOINT)
+        ).read()
+        logger.info("loading logs in %s (%s shutdown)", directory, "clean" if clean else "unclean")
+        for name in sorted(os.listdir(directory)):
+            path = os.path.join(directory, name)
+            if not os.path.isdir(path):
+                continue
+            if name.endswith(_DELETE_DIR_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            topic_partition = parse_partition_dir_name(name)
+            if topic_partition is None:
+                continue
+            if topic_partition in self._logs:
+                raise KafkaStorageError(
+                    f"duplicate log directories for {topic_partition}: {path} and "
+                    f"{self._logs[topic_partition].directory}"
+                )
+            log = Log.open(
+                path,
+                topic_partition,
+                self._topic_config(topic_partition.topic),
+                recovery_point=recovery_points.get(topic_partition, 0),
+                log_start_offset=start_offsets.get(topic_partition, 0),
+                had_clean_shutdown=clean,
+                clock=self._clock,
+                scheduler=self._scheduler,
+            )
+            self._logs[topic_partition] = log
+            self._log_dir_of[topic_partition] = directory
+        if clean:
+            os.remove(marker)
+            fsync_directory(directory)
+
+    # ----------------------------------------------------------------- logs
+
+    def get_log(self, topic_partition: TopicPartition) -> Log | None:
+        return self._logs.get(topic_partition)
+
+    def all_logs(self) -> dict[TopicPartition, Log]:
+        with self._lock:
+            return dict(self._logs)
+
+    def get_or_create_log(
+        self, topic_partition: TopicPartition, config: LogConfig | None = None
+    ) -> Log:
+        """The partition's log, created (in the log dir holding the fewest logs) if needed."""
+        with self._lock:
+            existing = self._logs.get(topic_partition)
+            if existing is not None:
+                return existing
+            if self._stopped:
+                raise KafkaStorageError("the log manager is shut down")
+            directory = self._next_log_dir()
+            path = os.path.join(directory, partition_dir_name(topic_partition))
+            log = Log.open(
+                path,
+                topic_partition,
+                config or self._topic_config(topic_partition.topic),
+                clock=self._clock,
+                scheduler=self._scheduler,
+            )
+            fsync_directory(directory)
+            self._logs[topic_partition] = log
+            self._log_dir_of[topic_partition] = directory
+            logger.info("created log %s in %s", topic_partition, directory)
+            return log
+
+    def _next_log_dir(self) -> str:
+        counts = dict.fromkeys(self.log_dirs, 0)
+        for directory in self._log_dir_of.values():
+            counts[directory] += 1
+        return min(self.log_dirs, key=lambda directory: counts[directory])
+
+    def delete_log(self, topic_partition: TopicPartition) -> bool:
+        """Removes a partition's log: its directory is renamed ``...-delete`` at once (so a
+        crash cannot bring it back) and removed in the background. Returns whether it
+        existed."""
+        with self._lock:
+            log = self._logs.pop(topic_partition, None)
+            directory = self._log_dir_of.pop(topic_partition, None)
+        if log is None or directory is None:
+            return False
+        doomed = f"{log.directory}.{uuid.uuid4().hex}{_DELETE_DIR_SUFFIX}"
+        os.rename(log.directory, doomed)
+        fsync_directory(directory)
+        log.directory = doomed
+        self._scheduler.schedule(f"delete log {topic_partition}", log.delete)
+        self.checkpoint_logs()
+        return True
+
+    # ----------------------------------------------------------------- periodic work
+
+    def flush_dirty_logs(self) -> None:
+        """Flushes every log whose ``flush.ms`` has passed with messages unflushed."""
+        for log in self.all_logs().values():
+            try:
+                if log.flush_due():
+                    log.flush()
+            except Exception:
+                logger.exception("%s: flush failed", log.topic_partition)
+
+    def cleanup_logs(self) -> int:
+        """Applies retention to every log; returns the number of segments deleted."""
+        deleted = 0
+        for log in self.all_logs().values():
+            try:
+                deleted += log.delete_old_segments()
+            except Exception:
+                logger.exception("%s: retention failed", log.topic_partition)
+        return deleted
+
+    def checkpoint_logs(self) -> None:
+        """Writes the recovery-point and log-start-offset checkpoints of every log dir."""
+        with self._checkpoint_lock:
+            with self._lock:
+                by_dir: dict[str, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
+                for topic_partition, log in self._logs.items():
+                    by_dir[self._log_dir_of[topic_partition]][topic_partition] = log
+            for directory, logs in by_dir.items():
+                OffsetCheckpointFile(os.path.join(directory, RECOVERY_POINT_CHECKPOINT)).write(
+                    {tp: log.recovery_point for tp, log in logs.items()}
+                )
+                OffsetCheckpointFile(os.path.join(directory, LOG_START_OFFSET_CHECKPOINT)).write(
+                    {tp: log.log_start_offset for tp, log in logs.items()}
+                )
+
+    # ----------------------------------------------------------------- shutdown
+
+    def shutdown(self) -> None:
+        """Flushes and closes every log, writes the checkpoints, then the clean-shutdown
+        markers. Idempotent."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            logs = list(self._logs.values())
+        if self._owns_scheduler:
+            self._scheduler.shutdown()
+        for log in logs:
+            log.close()
+        self.checkpoint_logs()
+        for directory in self.log_dirs:
+            atomic_write(os.path.join(directory, CLEAN_SHUTDOWN_FILE), b"")
+        logger.info("log manager shut down cleanly")
+
+    def statistics(self) -> dict[str, int]:
+        logs = self.all_logs()
+        return {
+            "logs": len(logs),
+            "size_bytes": sum(log.size_bytes for log in logs.values()),
+            "segments": sum(len(log.segments()) for log in logs.values()),
+        }
