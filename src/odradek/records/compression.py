@@ -113,7 +113,8 @@ def lz4_blocks_independent(frame: ReadableBuffer) -> bool:
 def _compress_lz4(data: ReadableBuffer) -> bytes:
     # cramjam.lz4.compress links blocks; only the streaming compressor lets us unlink them.
     compressor = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
-    compressor.compress(data)
+    # The streaming compressor takes bytes only (cramjam 2.14).
+    compressor.compress(data if isinstance(data, bytes) else bytes(data))
     frame = bytes(compressor.finish())
     if not lz4_blocks_independent(frame):  # pragma: no cover - guards a cramjam change
         raise RuntimeError("cramjam wrote an LZ4 frame with linked blocks, which Kafka rejects")
