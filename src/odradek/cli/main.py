@@ -10,12 +10,16 @@ import sys
 import click
 
 from odradek._version import __version__
+from odradek.cli.dump_log import dump_log
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="odradek")
 def cli() -> None:
     """odradek: a Kafka-compatible commit log."""
+
+
+cli.add_command(dump_log)
 
 
 def main(argv: list[str] | None = None) -> int:
