@@ -1,6 +1,7 @@
 """The record codec of batch v2: decode a batch into records, build a batch from records.
 
-This module is the one facade clients and tools call. The per-record hot loops live behind two
+This module is the one facade clients and tools call (it re-exports the value types of
+``records.record``). The per-record hot loops live behind two
 module-level names, ``_encode_record`` and ``_decode_records``, bound here to the pure-Python
 ``records._pyrecords``; a compiled accelerator with the same two signatures can be bound in
 their place later without touching any caller. Everything else here (batch header, CRC,
@@ -52,6 +53,9 @@ __all__ = [
     "DEFAULT_BATCH_SIZE_BYTES",
     "BatchBuilder",
     "DecodedBatch",
+    "Header",
+    "Record",
+    "SimpleRecord",
     "build_batch",
     "decode_batch",
     "decode_batch_records",
