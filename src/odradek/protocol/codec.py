@@ -1,0 +1,273 @@
+"""The codec facade: request frames in, ``Request`` values out; responses in, frames out.
+
+This module owns the boundary with kio (the Kafka schema codec, pinned): no other odradek
+package imports kio. The rules it keeps:
+
+- ``decode_request`` decodes only what ``api_keys`` says is implemented (optionally narrowed
+  further by the caller's advertised ranges); anything else raises ``UnsupportedVersionError``
+  carrying the api key, version and correlation id, so the broker can answer or close;
+- a frame that does not decode raises ``RequestDecodeError`` and nothing else;
+- cold responses are encoded with kio (``encode_response``); the hot ones are written with
+  ``struct`` (``encode_produce_response``, ``encode_fetch_response``, re-exported here);
+- bytes after a request body are ignored, as Kafka ignores them.
+
+Response frame layout: ``size: int32`` (bytes that follow), response header, body.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import struct
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final, NamedTuple, TypeAlias
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import SerialError
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from odradek.errors import RequestDecodeError, UnsupportedVersionError
+from odradek.protocol.api_keys import (
+    ADVERTISED_ONLY_VERSIONS,
+    ApiKey,
+    VersionRange,
+    api_key_or_none,
+    is_implemented,
+)
+from odradek.protocol.bounds import check_request_body
+from odradek.protocol.fetch_response import (
+    FETCH_RESPONSE_VERSIONS,
+    AbortedTransaction,
+    FetchableTopicResponse,
+    FetchPartitionData,
+    FetchResponseFrame,
+    RecordsSlot,
+    encode_fetch_response,
+)
+from odradek.protocol.header import (
+    RequestHeader,
+    encode_response_header,
+    parse_request_header,
+    peek_request_header,
+    request_header_version,
+    response_header_version,
+)
+from odradek.protocol.produce_response import (
+    PRODUCE_RESPONSE_VERSIONS,
+    BatchIndexAndErrorMessage,
+    PartitionProduceResponse,
+    TopicProduceResponse,
+    encode_produce_response,
+)
+
+__all__ = [
+    "FETCH_RESPONSE_VERSIONS",
+    "PRODUCE_RESPONSE_VERSIONS",
+    "AbortedTransaction",
+    "BatchIndexAndErrorMessage",
+    "FetchPartitionData",
+    "FetchResponseFrame",
+    "FetchableTopicResponse",
+    "PartitionProduceResponse",
+    "RecordsSlot",
+    "Request",
+    "RequestPayload",
+    "ResponsePayload",
+    "SupportedVersions",
+    "TopicProduceResponse",
+    "decode_request",
+    "encode_api_versions_fallback",
+    "encode_fetch_response",
+    "encode_produce_response",
+    "encode_response",
+    "response_class",
+]
+
+#: Advertised version ranges by API key, as the broker's router computes them.
+SupportedVersions: TypeAlias = Mapping[ApiKey, VersionRange]
+
+_SIZE = struct.Struct(">i")
+_API_VERSIONS_V0_HEAD = struct.Struct(">iihi")  # size, correlation_id, error_code, count
+_API_VERSION_ENTRY = struct.Struct(">hhh")
+_UNSUPPORTED_VERSION: Final = 35
+
+# Everything kio's native readers raise on malformed input (found by fuzzing the decoder).
+# KeyError is an unknown tagged field: kio rejects those, where Kafka would skip them.
+_DECODE_ERRORS: Final = (
+    SerialError,
+    ValueError,
+    TypeError,
+    OverflowError,
+    LookupError,
+    struct.error,
+)
+
+
+class Request(NamedTuple):
+    """A decoded request: its header and kio's request object (``body``).
+
+    ``frame_size`` is the frame's length without its 4-byte size prefix. (A NamedTuple: one
+    is built per request, see ``RequestHeader``.)
+    """
+
+    header: RequestHeader
+    body: RequestPayload
+    frame_size: int
+
+    @property
+    def api_key(self) -> ApiKey:
+        return ApiKey(self.header.api_key)
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def correlation_id(self) -> int:
+        return self.header.correlation_id
+
+
+@dataclass(frozen=True, slots=True)
+class _Decoder:
+    header_version: int
+    check_body: Callable[[bytes, int], int]
+    read_body: Callable[[bytes, int], tuple[RequestPayload, int]]
+
+
+_decoders: dict[tuple[int, int], _Decoder] = {}
+
+
+def _decoder(api_key: int, api_version: int) -> _Decoder:
+    # Loading a kio schema imports a module: do it once per (key, version), on first use.
+    key = (api_key, api_version)
+    decoder = _decoders.get(key)
+    if decoder is None:
+        schema = load_request_schema(api_key, api_version)
+        decoder = _Decoder(
+            header_version=request_header_version(api_key, api_version),
+            check_body=functools.partial(check_request_body, schema),
+            read_body=entity_reader(schema),
+        )
+        _decoders[key] = decoder
+    return decoder
+
+
+def _unsupported(api_key: int, api_version: int, correlation_id: int) -> UnsupportedVersionError:
+    name = api_key_or_none(api_key)
+    if name is None:
+        message = f"unknown api key {api_key} (version {api_version})"
+    elif name in ADVERTISED_ONLY_VERSIONS and api_version in ADVERTISED_ONLY_VERSIONS[name]:
+        message = f"{name.name} v{api_version} is advertised for old clients but not served"
+    else:
+        message = f"{name.name} v{api_version} is not supported"
+    return UnsupportedVersionError(
+        message,
+        api_key=api_key,
+        api_version=api_version,
+        correlation_id=correlation_id,
+        api_key_known=name is not None,
+    )
+
+
+def decode_request(
+    frame: bytes | bytearray | memoryview, supported: SupportedVersions | None = None
+) -> Request:
+    """Decodes one request frame (the payload after its 4-byte size prefix).
+
+    Args:
+        frame: the frame's bytes; a ``bytearray`` or ``memoryview`` is copied first (kio's
+            readers need read-only buffers).
+        supported: the advertised ranges; a version outside them is rejected even if the codec
+            could decode it. ``None``: every implemented version.
+
+    Raises:
+        UnsupportedVersionError: the API key is unknown, or the version is not implemented
+            (or not in ``supported``).
+        RequestDecodeError: the header or body is truncated or malformed.
+    """
+    if not isinstance(frame, bytes):
+        frame = bytes(frame)
+    api_key, api_version, correlation_id = peek_request_header(frame)
+    decoder = _decoders.get((api_key, api_version))
+    if decoder is None:
+        if not is_implemented(api_key, api_version):
+            raise _unsupported(api_key, api_version, correlation_id)
+        decoder = _decoder(api_key, api_version)
+    if supported is not None:
+        name = api_key_or_none(api_key)
+        advertised = None if name is None else supported.get(name)
+        if advertised is None or api_version not in advertised:
+            raise _unsupported(api_key, api_version, correlation_id)
+    header, offset = parse_request_header(frame, decoder.header_version)
+    try:
+        # Bounds first: kio reserves memory for arrays from their declared counts.
+        decoder.check_body(frame, offset)
+        body, _size = decoder.read_body(frame, offset)
+    except _DECODE_ERRORS as exc:
+        raise RequestDecodeError(
+            f"malformed {ApiKey(api_key).name} v{api_version} request body: {exc}",
+            api_key=api_key,
+            api_version=api_version,
+            correlation_id=correlation_id,
+        ) from exc
+    return Request(header, body, len(frame))
+
+
+def response_class(api_key: int, api_version: int) -> type[ResponsePayload]:
+    """The kio response class that answers a request of this key and version.
+
+    Raises:
+        UnsupportedVersionError: the version is not implemented (correlation id -1).
+    """
+    if not is_implemented(api_key, api_version):
+        raise _unsupported(api_key, api_version, -1)
+    return load_response_schema(api_key, api_version)
+
+
+def encode_response(header_version: int, correlation_id: int, response: ResponsePayload) -> bytes:
+    """Returns a whole response frame (size prefix, header, body) encoded by kio: the cold path.
+
+    ``header_version`` comes from ``header.response_header_version`` for the request's key and
+    version (ApiVersions always uses 0).
+
+    Raises:
+        ValueError: ``header_version`` is not 0 or 1.
+        kio.serial.errors.SerialError: a value does not fit its field.
+    """
+    buffer = io.BytesIO()
+    buffer.write(b"\x00\x00\x00\x00")
+    buffer.write(encode_response_header(header_version, correlation_id))
+    entity_writer(type(response))(buffer, response)
+    with buffer.getbuffer() as view:
+        _SIZE.pack_into(view, 0, len(view) - 4)
+    return buffer.getvalue()
+
+
+def encode_api_versions_fallback(correlation_id: int, supported: SupportedVersions) -> bytes:
+    """The answer to an ApiVersions request of a version newer than we serve (KIP-511).
+
+    A v0 body (error UNSUPPORTED_VERSION, then every advertised range in api key order) under
+    a v0 response header: any client can read it and retries with a version we list.
+    """
+    entries = sorted(supported.items())
+    body_size = 4 + 2 + 4 + _API_VERSION_ENTRY.size * len(entries)
+    parts = [
+        _API_VERSIONS_V0_HEAD.pack(body_size, correlation_id, _UNSUPPORTED_VERSION, len(entries))
+    ]
+    parts.extend(
+        _API_VERSION_ENTRY.pack(key, versions.min_version, versions.max_version)
+        for key, versions in entries
+    )
+    return b"".join(parts)
+
+
+def is_response_for(response: ResponsePayload, api_key: int, api_version: int) -> bool:
+    """Whether ``response`` is kio's response type for this request key and version."""
+    return response.__api_key__ == api_key and response.__version__ == api_version
+
+
+def response_header_version_for(request: Request) -> int:
+    """The response header version for answering ``request``."""
+    return response_header_version(request.header.api_key, request.header.api_version)
