@@ -183,4 +183,5 @@ def make_batch() -> BatchFactory:
 def logs(tmp_path: Path, clock: MockClock, scheduler: ManualScheduler) -> Iterator[LogHarness]:
     harness = LogHarness(tmp_path, clock, scheduler)
     yield harness
+    scheduler.shutdown()  # runs pending one-off tasks: delayed file deletions
     harness.close_all()

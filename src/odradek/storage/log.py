@@ -413,10 +413,8 @@ class Log:
         for segment in self._segments.snapshot():
             if segment.largest_timestamp < timestamp_ms or segment.next_offset <= log_start_offset:
                 continue
-            found = segment.find_offset_by_timestamp(timestamp_ms)
+            found = segment.find_offset_by_timestamp(timestamp_ms, log_start_offset)
             if found is not None:
-                if found.offset < log_start_offset:
-                    return TimestampAndOffset(found.timestamp, log_start_offset)
                 return found
         return None
 

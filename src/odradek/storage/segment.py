@@ -299,8 +299,11 @@ class LogSegment:
             length = min(found.header.size, limit - found.position)
         return self.log.slice(found.position, length)
 
-    def find_offset_by_timestamp(self, timestamp_ms: int) -> TimestampAndOffset | None:
-        """The first record whose timestamp is ≥ ``timestamp_ms``, or None.
+    def find_offset_by_timestamp(
+        self, timestamp_ms: int, start_offset: int = 0
+    ) -> TimestampAndOffset | None:
+        """The first record at or after ``start_offset`` (the log start offset) whose
+        timestamp is ≥ ``timestamp_ms``, or None.
 
         Starts from the time index (the last entry whose timestamp is below the target), then
         scans batches and decodes the records of the first batch whose max timestamp reaches
@@ -320,13 +323,19 @@ class LogSegment:
                 else:
                     position = found.position
         for batch_position, header in self.log.batches_from(position):
-            if header.max_timestamp < timestamp_ms or header.is_control:
+            if (
+                header.max_timestamp < timestamp_ms
+                or header.is_control
+                or header.last_offset < start_offset
+            ):
                 continue
             if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
-                return TimestampAndOffset(header.max_timestamp, header.base_offset)
+                return TimestampAndOffset(
+                    header.max_timestamp, max(header.base_offset, start_offset)
+                )
             data = self.log.read(batch_position, header.size)
             for record in decode_batch_records(data):
-                if record.timestamp >= timestamp_ms:
+                if record.timestamp >= timestamp_ms and record.offset >= start_offset:
                     return TimestampAndOffset(record.timestamp, record.offset)
         return None
 
