@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from odradek._types import ReadableBuffer
-from odradek.errors import CorruptRecordError
+from odradek.errors import CorruptRecordError, UnsupportedForMessageFormatError
 from odradek.records.batch import HEADER_SIZE, BatchHeader, parse_header, validate_batch
 
 
@@ -104,7 +104,11 @@ class FileRecords:
         Raises CorruptRecordError when the header is malformed or runs past ``size``.
         """
         data = os.pread(self._fd, HEADER_SIZE, position)
-        header = parse_header(data)
+        try:
+            header = parse_header(data)
+        except UnsupportedForMessageFormatError as error:
+            # Only v2 batches are ever stored: another magic byte here is damage.
+            raise CorruptRecordError(f"{self._path} at {position}: {error}") from None
         if position + header.size > self._size:
             raise CorruptRecordError(
                 f"{self._path}: batch at {position} of {header.size} bytes runs past the "
@@ -142,7 +146,7 @@ class FileRecords:
                     return
             try:
                 header = parse_header(buffer, offset_in_buffer)
-            except CorruptRecordError:
+            except (CorruptRecordError, UnsupportedForMessageFormatError):
                 return
             if position + header.size > file_size:
                 return
@@ -154,7 +158,7 @@ class FileRecords:
                     return
             try:
                 validate_batch(buffer, offset_in_buffer)
-            except CorruptRecordError:
+            except (CorruptRecordError, UnsupportedForMessageFormatError):
                 return
             yield position, header
             position += header.size

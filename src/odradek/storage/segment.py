@@ -44,6 +44,7 @@ from odradek.storage.time_index import TimeIndex
 logger = logging.getLogger(__name__)
 
 _MAX_RELATIVE_OFFSET = 2**31 - 1
+TIME_INDEX_ENTRY_BYTES = 12
 NO_TIMESTAMP = -1
 
 
@@ -131,8 +132,15 @@ class LogSegment:
         cls, directory: str, base_offset: int, config: LogConfig, now_ms: int
     ) -> LogSegment:
         """Opens an existing segment without checking it; the loader then calls
-        ``load_trusting_indexes`` or ``recover``."""
-        return cls._open_files(directory, base_offset, config, now_ms)
+        ``load_trusting_indexes`` or ``recover``. A missing index file is created empty and
+        makes ``load_trusting_indexes`` refuse the segment (it must be rebuilt)."""
+        indexes_present = all(
+            os.path.exists(segment_path(directory, base_offset, suffix))
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+        )
+        segment = cls._open_files(directory, base_offset, config, now_ms)
+        segment._index_trusted = indexes_present
+        return segment
 
     # ----------------------------------------------------------------- state
 
@@ -349,6 +357,8 @@ class LogSegment:
         Returns the number of bytes truncated. Raises CorruptIndexError when an index does
         not check out (the loader then calls ``recover``).
         """
+        if not self._index_trusted:
+            raise CorruptIndexError(f"{self.offset_index.path}: an index file is missing")
         self.offset_index.sanity_check()
         self.time_index.sanity_check()
         last = self.offset_index.last_entry()
@@ -361,6 +371,15 @@ class LogSegment:
             next_offset = last.offset
         time_last = self.time_index.last_entry()
         if self.time_index.entries:
+            try:
+                found = self.translate_offset(time_last.offset)
+            except CorruptRecordError:
+                found = None
+            if found is None or (found.header.base_offset, found.header.max_timestamp) != (
+                time_last.offset,
+                time_last.timestamp,
+            ):
+                raise CorruptIndexError(f"{self.time_index.path}: last entry does not match")
             self.max_timestamp_so_far = time_last.timestamp
             self.offset_of_max_timestamp = time_last.offset
         valid_end = start
@@ -458,17 +477,22 @@ class LogSegment:
     def on_become_inactive(self) -> None:
         """Called when the log rolls past this segment: records the final time-index entry
         (the segment's largest timestamp) and trims both index files."""
-        if self.max_timestamp_so_far >= 0:
-            self.time_index.maybe_append(
+        index = self.time_index
+        last = index.last_entry()
+        if self.max_timestamp_so_far > last.timestamp:
+            if index.entries >= index.max_entries:
+                # A trimmed index (loaded from a clean shutdown) has no free slot: make one.
+                index.resize((index.entries + 1) * TIME_INDEX_ENTRY_BYTES)
+            index.maybe_append(
                 self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True
             )
         self.offset_index.trim()
-        self.time_index.trim()
+        index.trim()
 
     def prepare_for_appends(self, config: LogConfig) -> None:
         """Re-preallocates the indexes of a loaded segment that becomes the active one."""
-        self.offset_index.resize(config.segment_index_bytes)
-        self.time_index.resize(config.segment_index_bytes)
+        for index in (self.offset_index, self.time_index):
+            index.resize(max(config.segment_index_bytes, index.size_bytes))
 
     # ----------------------------------------------------------------- durability and files
 
