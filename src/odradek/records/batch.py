@@ -37,7 +37,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from odradek._types import ReadableBuffer, WritableBuffer
 from odradek.errors import CorruptRecordError, UnsupportedForMessageFormatError
@@ -90,9 +90,12 @@ class TimestampType(enum.IntEnum):
     LOG_APPEND_TIME = 1
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
-    """The decoded 61-byte header of one record batch (see the module docstring)."""
+class BatchHeader(NamedTuple):
+    """The decoded 61-byte header of one record batch (see the module docstring).
+
+    A NamedTuple rather than a frozen dataclass: one is built per batch on the produce path,
+    and a tuple is several times cheaper to build.
+    """
 
     base_offset: int
     batch_length: int
@@ -183,7 +186,7 @@ def parse_header(buf: ReadableBuffer, pos: int = 0) -> BatchHeader:
         raise CorruptRecordError(
             f"truncated batch at position {pos}: {available} bytes, a header needs {HEADER_SIZE}"
         )
-    header = BatchHeader(*_HEADER.unpack_from(buf, pos))
+    header = BatchHeader._make(_HEADER.unpack_from(buf, pos))
     if header.batch_length < MIN_BATCH_LENGTH:
         raise CorruptRecordError(
             f"batch at position {pos} declares length {header.batch_length}, "

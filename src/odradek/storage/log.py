@@ -15,12 +15,12 @@ in progress is never disturbed by a roll or a deletion. fsync runs outside the l
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import shutil
 import threading
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
@@ -31,10 +31,13 @@ from odradek.errors import (
     RecordBatchTooLargeError,
 )
 from odradek.records.batch import (
+    BatchHeader,
     iter_batches,
+    parse_header,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
+    validate_batch,
 )
 from odradek.storage.config import LogConfig
 from odradek.storage.file_records import FileSlice
@@ -47,9 +50,8 @@ from odradek.storage.segments import LogSegments
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class AppendInfo:
-    """What an append did."""
+class AppendInfo(NamedTuple):
+    """What an append did (a NamedTuple: one is built per append)."""
 
     first_offset: int
     last_offset: int
@@ -235,9 +237,13 @@ class Log:
         """
         if (assign_offsets or leader_epoch is not None) and not isinstance(data, bytearray):
             data = bytearray(data)
-        batches = [BatchPosition(position, header) for position, header in iter_batches(data)]
-        if not batches:
+        if not data:
             raise InvalidRecordError("no record batches to append")
+        header = validate_batch(data, 0)
+        if header.size == len(data):  # the common case: one batch per produce request
+            batches = [BatchPosition(0, header)]
+        else:
+            batches = [BatchPosition(position, header) for position, header in iter_batches(data)]
         with self._lock:
             self._check_open()
             config = self._config
@@ -295,27 +301,28 @@ class Log:
         leader_epoch: int | None,
         log_append_time_ms: int,
     ) -> list[BatchPosition]:
-        next_offset = self._log_end_offset
-        assigned = []
+        """Rewrites base offsets (and epoch, LogAppendTime) in place; returns fresh headers."""
         for batch in batches:
-            header = batch.header
-            if header.size > config.max_message_bytes:
+            if batch.header.size > config.max_message_bytes:
                 raise MessageTooLargeError(
-                    f"batch of {header.size} bytes exceeds max.message.bytes "
+                    f"batch of {batch.header.size} bytes exceeds max.message.bytes "
                     f"({config.max_message_bytes})"
                 )
-        for batch in batches:
-            header = batch.header
-            set_base_offset(data, batch.position, next_offset)
-            changes: dict[str, int] = {"base_offset": next_offset}
+        next_offset = self._log_end_offset
+        assigned = []
+        for position, original in batches:
+            set_base_offset(data, position, next_offset)
+            header = original
             if leader_epoch is not None:
-                set_partition_leader_epoch(data, batch.position, leader_epoch)
-                changes["partition_leader_epoch"] = leader_epoch
+                set_partition_leader_epoch(data, position, leader_epoch)
             if log_append_time_ms >= 0:
-                set_log_append_time(data, batch.position, log_append_time_ms)
-                changes["max_timestamp"] = log_append_time_ms
-            assigned.append(BatchPosition(batch.position, dataclasses.replace(header, **changes)))
-            next_offset += header.last_offset_delta + 1
+                set_log_append_time(data, position, log_append_time_ms)
+            if leader_epoch is None and log_append_time_ms < 0:
+                header = BatchHeader(next_offset, *header[1:])
+            else:
+                header = parse_header(data, position)
+            assigned.append(BatchPosition(position, header))
+            next_offset += original.last_offset_delta + 1
         return assigned
 
     def _check_follower_offsets(self, batches: list[BatchPosition]) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from odradek.errors import CorruptRecordError
 from odradek.records.batch import BatchHeader, TimestampType, parse_header
@@ -48,9 +49,8 @@ TIME_INDEX_ENTRY_BYTES = 12
 NO_TIMESTAMP = -1
 
 
-@dataclass(frozen=True, slots=True)
-class BatchPosition:
-    """Where a batch starts and what its header says."""
+class BatchPosition(NamedTuple):
+    """Where a batch starts and what its header says (a NamedTuple: built per append)."""
 
     position: int
     header: BatchHeader
