@@ -65,8 +65,9 @@ class FrameDecoder:
 
     @property
     def buffered_bytes(self) -> int:
-        """Bytes received but not yet returned as part of a frame."""
-        return len(self._prefix) + self._body_bytes
+        """Bytes received but not yet returned as part of a frame (size prefixes included)."""
+        pending_prefix = SIZE_PREFIX_BYTES if self._frame_size >= 0 else 0
+        return len(self._prefix) + pending_prefix + self._body_bytes
 
     @property
     def pending_frame_bytes(self) -> int:

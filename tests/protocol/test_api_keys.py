@@ -1,0 +1,168 @@
+"""ApiKey names, the implemented-versions table, and flexible versions read from kio."""
+
+from __future__ import annotations
+
+import pytest
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.index import api_key_map
+
+from odradek.protocol.api_keys import (
+    ADVERTISED_ONLY_VERSIONS,
+    IMPLEMENTED_VERSIONS,
+    ApiKey,
+    VersionRange,
+    api_key_or_none,
+    flexible_versions,
+    is_flexible,
+    is_implemented,
+    schema_versions,
+)
+
+WIRE_NOTES_FLOOR = {
+    ApiKey.PRODUCE: (0, 7),
+    ApiKey.FETCH: (4, 11),
+    ApiKey.LIST_OFFSETS: (1, 2),
+    ApiKey.METADATA: (0, 4),
+    ApiKey.OFFSET_COMMIT: (2, 3),
+    ApiKey.OFFSET_FETCH: (1, 3),
+    ApiKey.FIND_COORDINATOR: (0, 1),
+    ApiKey.JOIN_GROUP: (0, 5),
+    ApiKey.HEARTBEAT: (0, 1),
+    ApiKey.LEAVE_GROUP: (0, 1),
+    ApiKey.SYNC_GROUP: (0, 3),
+    ApiKey.DESCRIBE_GROUPS: (0, 2),
+    ApiKey.LIST_GROUPS: (0, 1),
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.CREATE_TOPICS: (2, 3),
+    ApiKey.DELETE_TOPICS: (1, 1),
+    ApiKey.INIT_PRODUCER_ID: (0, 0),
+}
+
+
+def test_api_key_names_match_kafkas() -> None:
+    for value, name in api_key_map.items():
+        assert ApiKey(value).name == name.upper()
+    # Kafka's inter-broker APIs that kio does not model keep their numbers.
+    assert ApiKey.LEADER_AND_ISR == 4
+    assert ApiKey.STOP_REPLICA == 5
+    assert ApiKey.UPDATE_METADATA == 6
+    assert ApiKey.CONTROLLED_SHUTDOWN == 7
+    assert {int(key) for key in ApiKey} == set(range(max(api_key_map) + 1))
+
+
+def test_api_key_or_none() -> None:
+    assert api_key_or_none(18) is ApiKey.API_VERSIONS
+    assert api_key_or_none(10_000) is None
+    assert api_key_or_none(-1) is None
+
+
+def test_the_table_covers_the_measured_floor_exactly() -> None:
+    for key, (low, high) in WIRE_NOTES_FLOOR.items():
+        assert IMPLEMENTED_VERSIONS[key] == VersionRange(low, high), key.name
+
+
+def test_the_admin_apis_of_the_broker_issue_are_listed() -> None:
+    for key in (
+        ApiKey.CREATE_PARTITIONS,
+        ApiKey.DESCRIBE_CONFIGS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.DELETE_RECORDS,
+        ApiKey.DESCRIBE_CLUSTER,
+    ):
+        assert key in IMPLEMENTED_VERSIONS, key.name
+
+
+def test_every_implemented_version_has_a_kio_request_and_response() -> None:
+    for key, versions in IMPLEMENTED_VERSIONS.items():
+        for version in versions:
+            if not is_implemented(key, version):
+                continue
+            assert load_request_schema(key, version).__api_key__ == key
+            assert load_response_schema(key, version).__version__ == version
+
+
+def test_produce_v0_to_v2_are_advertised_but_not_implemented() -> None:
+    assert ADVERTISED_ONLY_VERSIONS[ApiKey.PRODUCE] == VersionRange(0, 2)
+    assert [v for v in range(10) if is_implemented(ApiKey.PRODUCE, v)] == [3, 4, 5, 6, 7]
+    # kio has no schema before v3 either: nothing could decode them.
+    assert schema_versions(ApiKey.PRODUCE) == VersionRange(3, 13)
+
+
+def test_is_implemented_rejects_unknown_keys_and_versions() -> None:
+    assert not is_implemented(10_000, 0)
+    assert not is_implemented(ApiKey.FETCH, 3)
+    assert not is_implemented(ApiKey.FETCH, 12)
+    assert not is_implemented(ApiKey.SASL_HANDSHAKE, 0)
+    assert is_implemented(ApiKey.FETCH, 11)
+
+
+@pytest.mark.parametrize(
+    ("api_key", "first_flexible"),
+    [
+        (ApiKey.PRODUCE, 9),
+        (ApiKey.FETCH, 12),
+        (ApiKey.METADATA, 9),
+        (ApiKey.API_VERSIONS, 3),
+        (ApiKey.OFFSET_COMMIT, 8),
+        (ApiKey.JOIN_GROUP, 6),
+        (ApiKey.CREATE_PARTITIONS, 2),
+        (ApiKey.DESCRIBE_CLUSTER, 0),
+    ],
+)
+def test_flexible_versions_come_from_kio(api_key: ApiKey, first_flexible: int) -> None:
+    flexible = flexible_versions(api_key)
+    assert flexible is not None
+    assert flexible.min_version == first_flexible
+    assert not any(
+        is_flexible(api_key, v)
+        for v in range(first_flexible)
+        if v in (schema_versions(api_key) or ())
+    )
+    assert all(is_flexible(api_key, v) for v in flexible)
+
+
+def test_apis_without_flexible_versions() -> None:
+    assert flexible_versions(ApiKey.SASL_HANDSHAKE) is None
+    assert flexible_versions(ApiKey.CONTROLLED_SHUTDOWN) is None  # not modelled by kio
+
+
+def test_is_flexible_of_an_unknown_version_is_a_lookup_error() -> None:
+    with pytest.raises(LookupError):
+        is_flexible(ApiKey.FETCH, 3)
+    with pytest.raises(LookupError):
+        is_flexible(ApiKey.LEADER_AND_ISR, 0)
+
+
+def test_only_these_implemented_versions_are_flexible() -> None:
+    flexible = {
+        (key.name, version)
+        for key, versions in IMPLEMENTED_VERSIONS.items()
+        for version in versions
+        if is_implemented(key, version) and is_flexible(key, version)
+    }
+    assert flexible == {
+        ("API_VERSIONS", 3),
+        ("DELETE_RECORDS", 2),
+        ("DESCRIBE_CONFIGS", 4),
+        ("CREATE_PARTITIONS", 2),
+        ("CREATE_PARTITIONS", 3),
+        ("INCREMENTAL_ALTER_CONFIGS", 1),
+        ("DESCRIBE_CLUSTER", 0),
+        ("DESCRIBE_CLUSTER", 1),
+        ("DESCRIBE_CLUSTER", 2),
+    }
+
+
+def test_version_range() -> None:
+    versions = VersionRange(2, 4)
+    assert list(versions) == [2, 3, 4]
+    assert 2 in versions
+    assert 5 not in versions
+    assert "3" not in versions
+    assert str(versions) == "2..4"
+    assert versions.intersect(VersionRange(3, 9)) == VersionRange(3, 4)
+    assert versions.intersect(VersionRange(5, 9)) is None
+    with pytest.raises(ValueError, match="invalid version range"):
+        VersionRange(3, 2)
+    with pytest.raises(ValueError, match="invalid version range"):
+        VersionRange(-1, 2)
