@@ -36,8 +36,9 @@ START_MS = 1_700_000_000_000
 
 
 class BatchFactory:
-    """Builds record batches with distinct values (``b"v<n>"`` padded with ``.``) so that a
-    round trip can tell every record apart."""
+    """Builds record batches with distinct keys and values (``k<n>``, ``v<n>`` padded with
+    ``.``, ``n`` eight digits wide) so that a round trip can tell every record apart, while a
+    batch's size depends only on its shape, never on how many were built before it."""
 
     def __init__(self) -> None:
         self._counter = itertools.count()
@@ -59,8 +60,8 @@ class BatchFactory:
         records = []
         for timestamp in timestamps:
             n = next(self._counter)
-            value = f"v{n}".encode().ljust(value_bytes, b".")
-            records.append(SimpleRecord(timestamp, f"k{n}".encode(), value))
+            value = f"v{n:08d}".encode().ljust(value_bytes, b".")
+            records.append(SimpleRecord(timestamp, f"k{n:08d}".encode(), value))
         return build_batch(
             records,
             base_offset=base_offset,

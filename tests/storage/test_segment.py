@@ -146,15 +146,19 @@ def test_read_honours_max_bytes_max_position_and_min_one_message(
     assert clipped.length == 10
 
 
+@pytest.mark.parametrize("exact", [False, True])
 def test_index_entry_every_index_interval_bytes(
-    new_segment: SegmentFactory, make_batch: BatchFactory
+    new_segment: SegmentFactory, make_batch: BatchFactory, exact: bool
 ) -> None:
-    segment = new_segment(index_interval_bytes=250)
-    written = fill(segment, make_batch, 10, value_bytes=10)
-    size = written[0][1].size
-    assert 250 // 3 < size < 250 // 2  # three batches pass the interval, two do not
-    # An entry goes to the batch appended once more than 250 bytes went in since the last.
-    expected = [IndexEntry(written[i][1].base_offset, written[i][0]) for i in (3, 6, 9)]
+    size = len(make_batch(3))
+    # Two and a half batches, or exactly three: an entry goes to the batch appended once
+    # *more* than index.interval.bytes went in since the last entry (Kafka's rule).
+    interval = 3 * size if exact else 2 * size + size // 2
+    segment = new_segment(index_interval_bytes=interval)
+    written = fill(segment, make_batch, 13)
+    assert {header.size for _, header in written} == {size}
+    indexed = (4, 8, 12) if exact else (3, 6, 9, 12)
+    expected = [IndexEntry(written[i][1].base_offset, written[i][0]) for i in indexed]
     assert [segment.offset_index.entry(i) for i in range(segment.offset_index.entries)] == (
         expected
     )
