@@ -497,6 +497,25 @@ def test_deleted_segments_are_renamed_then_removed_after_the_delay(
     assert logs.files() == sorted(f"{2:020d}{s}" for s in (".index", ".log", ".timeindex"))
 
 
+def test_a_base_offset_deleted_twice_within_the_delay_is_cleaned_up(
+    logs: LogHarness, make_batch: BatchFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    size = len(make_batch(1))
+    log = logs.open(segment_bytes=2 * size, file_delete_delay_ms=60_000)
+    fill(log, make_batch, 3, records=1)
+    assert log.truncate_to(1)  # segment 2 goes
+    fill(log, make_batch, 2, records=1)  # and comes back at the same base offset
+    again = log.segments()[-1]
+    assert again.base_offset == 2
+    assert log.truncate_to(1)  # its .deleted files replace the pending ones
+    logs.clock.advance(60_000)
+    logs.scheduler.run_due()
+    assert "failed" not in caplog.text
+    assert again.offset_index.closed
+    assert again.time_index.closed
+    assert not [name for name in logs.files() if name.endswith(".deleted")]
+
+
 def test_retention_by_size(logs: LogHarness, make_batch: BatchFactory) -> None:
     size = len(make_batch(1))
     log = logs.open(segment_bytes=2 * size, retention_bytes=5 * size)

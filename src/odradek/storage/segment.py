@@ -21,6 +21,7 @@ any thread may call ``read``, ``translate_offset`` and ``find_offset_by_timestam
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from dataclasses import dataclass
@@ -523,7 +524,10 @@ class LogSegment:
         """Closes and removes the files (after ``mark_deleted``, or directly)."""
         self.deleted = True
         self.log.close()
-        os.remove(self.log.path)
+        # Already gone when a later segment with the same base offset was renamed over this
+        # one's ``.deleted`` file and an earlier deletion removed it: close the indexes anyway.
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self.log.path)
         self.offset_index.delete()
         self.time_index.delete()
 
