@@ -12,12 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.index import load_request_schema
 from kio.schema.delete_records.v2.request import DeleteRecordsRequest
+from kio.schema.fetch.v11.request import FetchRequest
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataRequestV1
 from kio.schema.produce.v7.request import ProduceRequest
 from kio.serial import entity_writer
 
 from odradek.protocol.api_keys import IMPLEMENTED_VERSIONS, is_implemented
 from odradek.protocol.bounds import check_request_body
+
+# replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch
+FETCH_V11_HEAD = "ffffffff 000001f4 00000001 00100000 00 00000000 ffffffff"
 
 SCHEMAS = [
     load_request_schema(key, version)
@@ -48,6 +52,9 @@ def test_valid_bodies_pass_and_end_where_kio_ends(schema: type, data: st.DataObj
         (ProduceRequest, "ffff ffff 00007530 00000001 0001 74 00000001 00000000 7fffffff"),
         (ProduceRequest, "ffff ffff 00007530 00000001 0001 74 00000001 00000000 fffffffe"),
         (ProduceRequest, "fffe"),  # transactional_id length -2
+        (FetchRequest, FETCH_V11_HEAD + "00000001 0001 74 7fffffff"),  # fixed-size partitions
+        (FetchRequest, FETCH_V11_HEAD + "00000001 0001 74 00000002" + "00" * 28),  # 2, 1 given
+        (FetchRequest, FETCH_V11_HEAD + "00000001 0001 74 fffffffe"),
         (DeleteRecordsRequest, "ffffffff0f"),  # compact count 2**32 - 2
         (DeleteRecordsRequest, "e0e283e26dac77"),  # overlong varint
         (DeleteRecordsRequest, "02 05 6f7264"),  # compact string longer than the buffer
@@ -64,6 +71,14 @@ def test_null_arrays_and_strings_pass() -> None:
     assert check_request_body(MetadataRequestV1, bytes.fromhex("ffffffff"), 0) == 4
     body = bytes.fromhex("ffff 0001 00000000 00000001 0001 74 00000001 00000000 ffffffff")
     assert check_request_body(ProduceRequest, body, 0) == len(body)
+
+
+def test_fixed_size_partition_arrays_are_checked_without_walking_them() -> None:
+    partitions = "00000000 ffffffff 0000000000000000 ffffffffffffffff 00100000" * 3
+    body = bytes.fromhex(
+        FETCH_V11_HEAD + "00000001 0001 74 00000003" + partitions + "00000000" + "0000"
+    )
+    assert check_request_body(FetchRequest, body, 0) == len(body)
 
 
 def test_unknown_tagged_fields_are_walked_over() -> None:
