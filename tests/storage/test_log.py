@@ -603,6 +603,34 @@ def test_flush_ms_makes_a_flush_due(logs: LogHarness, make_batch: BatchFactory) 
     assert not log.flush_due()
 
 
+@pytest.mark.parametrize("fully", [False, True])
+def test_a_truncation_during_a_flush_does_not_advance_the_recovery_point(
+    logs: LogHarness, make_batch: BatchFactory, fully: bool
+) -> None:
+    log = logs.open()
+    fill(log, make_batch, 4)
+    segment = log.segments()[-1]
+    fsync = segment.flush
+
+    def flush_while_truncating() -> None:
+        fsync()
+        # The replica fetcher truncates while the scheduler's flush is in its fsyncs.
+        if fully:
+            log.truncate_fully_and_start_at(4)
+        else:
+            log.truncate_to(4)
+
+    segment.flush = flush_while_truncating  # type: ignore[method-assign]
+    log.flush()
+    assert log.log_end_offset == 4
+    assert log.recovery_point <= 4
+    fill(log, make_batch, 2)  # offsets 4-7 again, not flushed
+    assert log.recovery_point <= 4
+    assert log.unflushed_messages == 4
+    segment.flush = fsync  # type: ignore[method-assign]
+    assert log.flush() == 8
+
+
 def test_roll_flushes_the_finished_segment(logs: LogHarness, make_batch: BatchFactory) -> None:
     size = len(make_batch(1))
     log = logs.open(segment_bytes=size)

@@ -112,6 +112,7 @@ class Log:
         self._unflushed_messages = 0
         self._last_flush_ms = clock.monotonic_ms()
         self._flush_scheduled = False
+        self._truncations = 0
         self._closed = False
 
     @classmethod
@@ -461,6 +462,7 @@ class Log:
                 flushed_messages = self._unflushed_messages
                 snapshot = self._segments.snapshot()
                 recovery_point = self._recovery_point
+                truncations = self._truncations
             for segment in snapshot:
                 if segment.next_offset > recovery_point and segment.base_offset <= target:
                     try:
@@ -469,9 +471,12 @@ class Log:
                         if not segment.deleted:
                             raise
             with self._lock:
-                self._recovery_point = max(self._recovery_point, target)
-                self._unflushed_messages = max(0, self._unflushed_messages - flushed_messages)
-                self._last_flush_ms = self._clock.monotonic_ms()
+                # A truncation during the fsyncs may have replaced the offsets below the
+                # target with new, unflushed ones: then this flush proves nothing.
+                if self._truncations == truncations:
+                    self._recovery_point = max(self._recovery_point, target)
+                    self._unflushed_messages = max(0, self._unflushed_messages - flushed_messages)
+                    self._last_flush_ms = self._clock.monotonic_ms()
                 return self._recovery_point
 
     # ----------------------------------------------------------------- retention
@@ -564,6 +569,7 @@ class Log:
             self._log_end_offset = active.next_offset
             self._recovery_point = min(self._recovery_point, self._log_end_offset)
             self._unflushed_messages = 0
+            self._truncations += 1
             logger.info("%s: truncated to offset %d", self.topic_partition, offset)
             return True
 
@@ -591,6 +597,7 @@ class Log:
         self._log_end_offset = offset
         self._recovery_point = offset
         self._unflushed_messages = 0
+        self._truncations += 1
         logger.info("%s: truncated fully, restarting at offset %d", self.topic_partition, offset)
 
     # ----------------------------------------------------------------- lifecycle
