@@ -122,8 +122,8 @@ def test_thread_runs_tasks_in_due_order(thread_scheduler: ThreadScheduler) -> No
     gate = threading.Event()
     # Hold the thread so that both tasks are queued before either runs.
     thread_scheduler.schedule("gate", lambda: gate.wait(WAIT_S))
-    thread_scheduler.schedule("second", lambda: (ran.append("second"), done.set()), 20)
-    thread_scheduler.schedule("first", lambda: ran.append("first"), 10)
+    thread_scheduler.schedule("second", lambda: (ran.append("second"), done.set()), 300)
+    thread_scheduler.schedule("first", lambda: ran.append("first"), 0)
     gate.set()
     assert done.wait(WAIT_S)
     assert ran == ["first", "second"]
