@@ -21,6 +21,7 @@ import io
 import struct
 import time
 from collections.abc import Callable
+from typing import Any
 
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
@@ -74,14 +75,14 @@ def measure(fn: Callable[[], object], number: int, repeat: int = 5) -> float:
     return best * 1e6
 
 
-def request_frame(body: object, correlation_id: int = 1) -> bytes:
-    header_type = body.__header_schema__  # type: ignore[attr-defined]
+def request_frame(body: Any, correlation_id: int = 1) -> bytes:
+    header_type = body.__header_schema__
     buffer = io.BytesIO()
     entity_writer(header_type)(
         buffer,
         header_type(
-            request_api_key=body.__api_key__,  # type: ignore[attr-defined]
-            request_api_version=body.__version__,  # type: ignore[attr-defined]
+            request_api_key=body.__api_key__,
+            request_api_version=body.__version__,
             correlation_id=correlation_id,
             client_id="rdkafka",
         ),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import importlib
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -126,3 +128,22 @@ def test_plain_tuples_are_accepted() -> None:
         7, 1, [TopicProduceResponse("t", [PartitionProduceResponse(*(0, 0, 1))])]
     )
     assert named == plain
+
+
+@pytest.mark.parametrize("version", list(PRODUCE_RESPONSE_VERSIONS))
+@pytest.mark.parametrize("name", ["t", "événements-ü", "x" * 300])
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_one_topic_one_partition_fast_path_equals_kio(
+    version: int, name: str, data: st.DataObject, response_frame: Callable[[Any, int], bytes]
+) -> None:
+    schema = load_response_schema(ApiKey.PRODUCE, version)
+    module = importlib.import_module(schema.__module__)
+    partition = data.draw(st.from_type(module.PartitionProduceResponse))
+    response = dataclasses.replace(
+        data.draw(st.from_type(schema)),
+        responses=(module.TopicProduceResponse(name=name, partition_responses=(partition,)),),
+    )
+    topics, throttle_time_ms = ours(response)
+    encoded = encode_produce_response(version, 3, topics, throttle_time_ms)
+    assert encoded == response_frame(response, 3)

@@ -6,7 +6,9 @@ package imports kio. The rules it keeps:
 - ``decode_request`` decodes only what ``api_keys`` says is implemented (optionally narrowed
   further by the caller's advertised ranges); anything else raises ``UnsupportedVersionError``
   carrying the api key, version and correlation id, so the broker can answer or close;
-- a frame that does not decode raises ``RequestDecodeError`` and nothing else;
+- a frame that does not decode raises ``RequestDecodeError`` and nothing else, and before kio
+  reads a body, ``bounds.check_request_body`` proves every length and array count in it fits
+  the frame (kio would otherwise reserve memory for a lying count, and abort on failure);
 - cold responses are encoded with kio (``encode_response``); the hot ones are written with
   ``struct`` (``encode_produce_response``, ``encode_fetch_response``, re-exported here);
 - bytes after a request body are ignored, as Kafka ignores them.
@@ -52,7 +54,6 @@ from odradek.protocol.header import (
     parse_request_header,
     peek_request_header,
     request_header_version,
-    response_header_version,
 )
 from odradek.protocol.produce_response import (
     PRODUCE_RESPONSE_VERSIONS,
@@ -266,8 +267,3 @@ def encode_api_versions_fallback(correlation_id: int, supported: SupportedVersio
 def is_response_for(response: ResponsePayload, api_key: int, api_version: int) -> bool:
     """Whether ``response`` is kio's response type for this request key and version."""
     return response.__api_key__ == api_key and response.__version__ == api_version
-
-
-def response_header_version_for(request: Request) -> int:
-    """The response header version for answering ``request``."""
-    return response_header_version(request.header.api_key, request.header.api_version)

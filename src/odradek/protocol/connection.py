@@ -150,7 +150,11 @@ class ServerConnection(Generic[R]):
 
     @property
     def in_flight(self) -> int:
-        """Requests that still owe a response (sent or not): the owner may stop reading."""
+        """Responses not yet released: awaiting their handler, or an earlier response.
+
+        The owner may stop reading from the socket while this is high (Kafka reads nothing
+        more from a connection until its one request in flight is answered).
+        """
         return len(self._queue)
 
     def statistics(self) -> ConnectionStatistics:
