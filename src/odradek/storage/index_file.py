@@ -182,7 +182,7 @@ class IndexFile(abc.ABC):
     @property
     def is_full(self) -> bool:
         """Whether an append would raise ``IndexFullError``; the segment rolls when it is."""
-        return self.entries >= self.max_entries
+        return len(self._columns[0]) >= self._length // self.entry_size
 
     @property
     def size_bytes(self) -> int:

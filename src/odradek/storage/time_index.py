@@ -63,7 +63,7 @@ class TimeIndex(IndexFile):
     @property
     def is_full(self) -> bool:
         """Whether an ordinary append would raise ``IndexFullError`` (the last slot is kept)."""
-        return self.entries >= self.max_entries - 1
+        return len(self._columns[0]) >= self._length // 12 - 1
 
     def maybe_append(
         self, timestamp_ms: int, offset: int, *, skip_full_check: bool = False
