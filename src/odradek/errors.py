@@ -374,3 +374,83 @@ class ConnectionStateError(OdradekError, RuntimeError):
     For example a response for a correlation id that is not awaiting one, or a response whose
     API key or version does not match the request.
     """
+
+
+# --- Topic administration (odradek.controller.topics) --------------------------------------
+
+
+class TopicAlreadyExistsError(KafkaError):
+    """A topic with this name already exists (TOPIC_ALREADY_EXISTS)."""
+
+    code = ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+class InvalidPartitionsError(KafkaError):
+    """A partition count is not acceptable: below 1, or not above the current count when adding
+    partitions (INVALID_PARTITIONS)."""
+
+    code = ErrorCode.INVALID_PARTITIONS
+
+
+class InvalidReplicationFactorError(KafkaError):
+    """A replication factor is below 1 or larger than the number of available brokers
+    (INVALID_REPLICATION_FACTOR)."""
+
+    code = ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+class InvalidReplicaAssignmentError(KafkaError):
+    """A manual replica assignment is malformed: partitions not numbered 0..n-1 (or continuing
+    the existing ones), an empty or duplicated replica list, or replica lists of different
+    lengths (INVALID_REPLICA_ASSIGNMENT)."""
+
+    code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+_SPECIFIC = (
+    *_SPECIFIC,
+    TopicAlreadyExistsError,
+    InvalidPartitionsError,
+    InvalidReplicationFactorError,
+    InvalidReplicaAssignmentError,
+)
+
+
+# --- Metadata store (odradek.controller.store) ---------------------------------------------
+
+
+class MetadataStoreError(OdradekError):
+    """A metadata store operation failed; subclasses mirror ZooKeeper's error conditions."""
+
+
+class NoNodeError(MetadataStoreError):
+    """The node (or, for ``create``, its parent) does not exist."""
+
+
+class NodeExistsError(MetadataStoreError):
+    """``create`` found a node already at that path."""
+
+
+class BadVersionError(MetadataStoreError):
+    """A conditional write or delete named a version that is not the node's current one."""
+
+
+class NotEmptyError(MetadataStoreError):
+    """A non-recursive ``delete`` of a node that has children."""
+
+
+class NoChildrenForEphemeralsError(MetadataStoreError):
+    """``create`` under an ephemeral node: ephemeral nodes cannot have children."""
+
+
+class InvalidPathError(MetadataStoreError, ValueError):
+    """A path is not absolute, ends with ``/``, or has an empty, ``.`` or ``..`` component."""
+
+
+class SessionClosedError(MetadataStoreError):
+    """The store's session has ended (closed, or expired with ZooKeeper); its ephemeral nodes
+    are gone and the store accepts no further operations."""
+
+
+class CorruptMetadataError(MetadataStoreError):
+    """Persisted metadata cannot be read: an unreadable store file or malformed node JSON."""

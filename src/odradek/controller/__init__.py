@@ -1,0 +1,40 @@
+"""Cluster metadata: the ``MetadataStore`` port, its embedded implementation, and Kafka's
+ZooKeeper layout on top of it.
+
+- ``store``: the port (a ZooKeeper-shaped tree of versioned nodes) and path helpers.
+- ``local``: ``LocalMetadataStore``, the single-node store persisted to one JSON file.
+- ``topics``: ``ClusterMetadata`` (cluster id, broker registrations, topics, topic configs,
+  partition states) and the pure rules for topic names and replica assignment.
+
+``zookeeper.py`` (later) is the only module that may import kazoo; nothing here imports it.
+"""
+
+from odradek.controller.local import LocalMetadataStore, LocalStoreStatistics
+from odradek.controller.store import MetadataStore, WatchCallback
+from odradek.controller.topics import (
+    BrokerRegistration,
+    ClusterMetadata,
+    Endpoint,
+    PartitionState,
+    assign_replicas,
+    new_uuid_string,
+    topic_names_collide,
+    validate_assignment,
+    validate_topic_name,
+)
+
+__all__ = [
+    "BrokerRegistration",
+    "ClusterMetadata",
+    "Endpoint",
+    "LocalMetadataStore",
+    "LocalStoreStatistics",
+    "MetadataStore",
+    "PartitionState",
+    "WatchCallback",
+    "assign_replicas",
+    "new_uuid_string",
+    "topic_names_collide",
+    "validate_assignment",
+    "validate_topic_name",
+]
