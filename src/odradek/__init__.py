@@ -5,5 +5,6 @@ the package root (STYLE.md rule 3).
 """
 
 from odradek._version import __version__
+from odradek.broker.embedded import Broker
 
-__all__ = ["__version__"]
+__all__ = ["Broker", "__version__"]

@@ -397,7 +397,7 @@ def _render_bool(value: Any) -> str:
 
 
 def _render_list(value: Any) -> str:
-    return ",".join(str(item) for item in value)
+    return "" if value is None else ",".join(str(item) for item in value)
 
 
 def _int_setting(default: int | None, minimum: int, maximum: int = _MAX_INT) -> _Setting:

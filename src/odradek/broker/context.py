@@ -1,0 +1,32 @@
+"""What every handler gets: the broker's configuration, identity and services."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from odradek._clock import Clock
+from odradek.broker.purgatory import FetchPurgatory
+from odradek.broker.replica_manager import ReplicaManager
+
+if TYPE_CHECKING:
+    from odradek.broker.config import BrokerConfig
+    from odradek.broker.topic_manager import TopicManager
+    from odradek.protocol import ApiKey, VersionRange
+
+
+@dataclass
+class BrokerContext:
+    """The broker as handlers see it. Mutable only by the server (the bound port)."""
+
+    config: BrokerConfig
+    cluster_id: str
+    broker_id: int
+    replicas: ReplicaManager
+    topics: TopicManager
+    purgatory: FetchPurgatory
+    clock: Clock
+    #: Advertised address of the listener (the real port once bound, for port 0).
+    host: str = "127.0.0.1"
+    port: int = 9092
+    supported_versions: dict[ApiKey, VersionRange] = field(default_factory=dict)

@@ -1,0 +1,82 @@
+"""Produce: validate and append each partition's record batch, answer with base offsets.
+
+Rules kept (Kafka's): each partition's data is exactly one v2 record batch (INVALID_RECORD
+otherwise); a batch is validated (size, magic, CRC32C, max.message.bytes) and appended with
+offsets assigned in place; an unknown partition gets UNKNOWN_TOPIC_OR_PARTITION; acks=0
+requests get no response, and when one of their partitions fails the connection is closed so
+the producer notices. The response is encoded by the hand-written encoder (hot path).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from odradek._types import TopicPartition
+from odradek.broker.context import BrokerContext
+from odradek.errors import CorruptRecordError, ErrorCode, KafkaError
+from odradek.protocol import (
+    ApiKey,
+    PartitionProduceResponse,
+    Request,
+    TopicProduceResponse,
+    encode_produce_response,
+)
+from odradek.records.batch import read_prefix
+
+API_KEY = ApiKey.PRODUCE
+
+
+def handle(ctx: BrokerContext, request: Request) -> bytes | None:
+    body: Any = request.body  # a kio request of any supported version
+    acks = int(body.acks)
+    responses = []
+    failed = None
+    for topic_data in body.topic_data:
+        name = str(topic_data.name)
+        partitions = []
+        for partition_data in topic_data.partition_data:
+            result = _append(ctx, name, int(partition_data.index), partition_data.records, acks)
+            if result.error_code and failed is None:
+                failed = result
+            partitions.append(result)
+        responses.append(TopicProduceResponse(name, partitions))
+    if acks == 0:
+        if failed is not None:
+            # Kafka closes the connection: an acks=0 producer has no other way to learn.
+            raise KafkaError(
+                f"acks=0 produce failed for partition {failed.partition_index}",
+                code=ErrorCode(failed.error_code),
+            )
+        return None
+    return encode_produce_response(request.api_version, request.correlation_id, responses)
+
+
+def _append(
+    ctx: BrokerContext, topic: str, index: int, records: bytes | None, acks: int
+) -> PartitionProduceResponse:
+    topic_partition = TopicPartition(topic, index)
+    partition = ctx.replicas.get(topic_partition)
+    if partition is None:
+        return PartitionProduceResponse(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    try:
+        if not records:
+            raise KafkaError("no record batch", code=ErrorCode.INVALID_RECORD)
+        _, size = read_prefix(records)
+        if size != len(records):
+            raise KafkaError(
+                "a produce request must carry exactly one record batch per partition",
+                code=ErrorCode.INVALID_RECORD if size < len(records) else ErrorCode.CORRUPT_MESSAGE,
+            )
+        info = partition.append_as_leader(bytearray(records), acks)
+    except CorruptRecordError:
+        return PartitionProduceResponse(index, ErrorCode.CORRUPT_MESSAGE)
+    except KafkaError as error:
+        return PartitionProduceResponse(index, error.error_code)
+    ctx.purgatory.notify(topic_partition)
+    return PartitionProduceResponse(
+        index,
+        ErrorCode.NONE,
+        info.first_offset,
+        info.log_append_time_ms,
+        partition.log_start_offset,
+    )

@@ -1,0 +1,123 @@
+"""One partition as this broker holds it: its log, its leader epoch, and the high watermark.
+
+The log end offset (LEO) is where the next record goes; the high watermark (HW) is the offset
+below which records are committed — held by every in-sync replica — and visible to consumers.
+With one replica HW equals LEO after each append; replication moves HW by the followers'
+LEOs later without reshaping produce and fetch (ARCHITECTURE.md).
+
+Thread safety: called from the broker's event loop; the log itself is thread-safe, and the
+storage thread only flushes and deletes.
+"""
+
+from __future__ import annotations
+
+from odradek._types import TopicPartition
+from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from odradek.storage.log import AppendInfo, Log, LogReadInfo
+
+ACKS_NONE = 0
+ACKS_LEADER = 1
+ACKS_ALL = -1
+
+
+class Partition:
+    """A partition led by this broker.
+
+    Args:
+        log: the partition's log.
+        broker_id: this broker, the leader.
+        replicas: every replica's broker id (the assignment).
+        leader_epoch: the current leader epoch, written into appended batches.
+    """
+
+    def __init__(
+        self,
+        topic_partition: TopicPartition,
+        log: Log,
+        *,
+        broker_id: int,
+        replicas: list[int],
+        leader_epoch: int = 0,
+    ) -> None:
+        self.topic_partition = topic_partition
+        self.log = log
+        self.broker_id = broker_id
+        self.replicas = list(replicas)
+        self.isr = [broker_id]
+        self.leader_epoch = leader_epoch
+        self.high_watermark = log.log_end_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    def append_as_leader(self, data: bytearray, required_acks: int) -> AppendInfo:
+        """Validates and appends a producer's batches; offsets are assigned in place.
+
+        Raises:
+            KafkaError: INVALID_REQUIRED_ACKS, NOT_ENOUGH_REPLICAS, or the log's validation
+                errors (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, ...).
+        """
+        if required_acks not in (ACKS_NONE, ACKS_LEADER, ACKS_ALL):
+            raise KafkaError(f"acks={required_acks}", code=ErrorCode.INVALID_REQUIRED_ACKS)
+        if required_acks == ACKS_ALL and len(self.isr) < self.log.config.min_insync_replicas:
+            raise KafkaError(
+                f"{self.topic_partition}: {len(self.isr)} in-sync replicas, "
+                f"min.insync.replicas is {self.log.config.min_insync_replicas}",
+                code=ErrorCode.NOT_ENOUGH_REPLICAS,
+            )
+        info = self.log.append(data, leader_epoch=self.leader_epoch)
+        self._maybe_advance_high_watermark()
+        return info
+
+    def _maybe_advance_high_watermark(self) -> None:
+        # One replica: everything appended is committed. Replication replaces this rule with
+        # the minimum LEO over the ISR.
+        if self.isr == [self.broker_id]:
+            self.high_watermark = self.log.log_end_offset
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        min_one_message: bool = True,
+        committed_only: bool = True,
+    ) -> LogReadInfo:
+        """Reads up to the high watermark (consumers) or the log end offset (followers).
+
+        Raises:
+            OffsetOutOfRangeError: ``fetch_offset`` outside [log start offset, LEO].
+        """
+        return self.log.read(
+            fetch_offset,
+            max_bytes,
+            max_offset=self.high_watermark if committed_only else None,
+            min_one_message=min_one_message,
+        )
+
+    def delete_records_before(self, offset: int) -> int:
+        """Moves the log start offset to ``offset`` (DeleteRecords; -1 means the high
+        watermark) and returns the new log start offset.
+
+        Raises:
+            OffsetOutOfRangeError: ``offset`` is past the high watermark.
+        """
+        target = self.high_watermark if offset == -1 else offset
+        if target > self.high_watermark or target < 0:
+            raise OffsetOutOfRangeError(
+                f"{self.topic_partition}: cannot delete records before {offset}: "
+                f"the high watermark is {self.high_watermark}"
+            )
+        self.log.maybe_increment_log_start_offset(target)
+        return self.log.log_start_offset
+
+    def __repr__(self) -> str:
+        return (
+            f"Partition({self.topic_partition}, leo={self.log_end_offset}, "
+            f"hw={self.high_watermark}, epoch={self.leader_epoch})"
+        )

@@ -1,0 +1,87 @@
+"""The partitions this broker holds, keyed by topic-partition, over the log manager.
+
+Owns the ``Partition`` objects: creating them (and their logs) when the broker becomes a
+replica, finding them for produce and fetch, applying new topic configs to their logs, and
+removing them with their logs when a topic is deleted.
+
+Thread safety: used from the broker's event loop thread only (the log manager underneath is
+thread-safe for its background work).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from odradek._types import TopicPartition
+from odradek.broker.partition import Partition
+from odradek.storage.config import LogConfig
+from odradek.storage.manager import LogManager
+
+logger = logging.getLogger(__name__)
+
+
+class ReplicaManager:
+    """Partitions of this broker.
+
+    Args:
+        broker_id: this broker.
+        log_manager: owner of the logs (already started).
+        log_config_for: the log configuration of a topic (broker defaults + topic overrides).
+    """
+
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        log_config_for: Callable[[str], LogConfig],
+    ) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self._log_config_for = log_config_for
+        self._partitions: dict[TopicPartition, Partition] = {}
+
+    def get(self, topic_partition: TopicPartition) -> Partition | None:
+        return self._partitions.get(topic_partition)
+
+    def partitions(self) -> dict[TopicPartition, Partition]:
+        return dict(self._partitions)
+
+    def become_leader(
+        self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int = 0
+    ) -> Partition:
+        """Makes this broker the leader of a partition, creating its log when missing."""
+        partition = self._partitions.get(topic_partition)
+        if partition is None:
+            log = self.log_manager.get_or_create_log(
+                topic_partition, self._log_config_for(topic_partition.topic)
+            )
+            partition = Partition(
+                topic_partition,
+                log,
+                broker_id=self.broker_id,
+                replicas=replicas,
+                leader_epoch=leader_epoch,
+            )
+            self._partitions[topic_partition] = partition
+        else:
+            partition.leader_epoch = leader_epoch
+            partition.replicas = list(replicas)
+        return partition
+
+    def update_topic_config(self, topic: str) -> None:
+        """Re-reads a topic's log configuration into its partitions' logs."""
+        config = self._log_config_for(topic)
+        for topic_partition, partition in self._partitions.items():
+            if topic_partition.topic == topic:
+                partition.log.update_config(config)
+
+    def remove_topic(self, topic: str) -> int:
+        """Stops serving a topic's partitions and deletes their logs; returns how many."""
+        doomed = [tp for tp in self._partitions if tp.topic == topic]
+        for topic_partition in doomed:
+            del self._partitions[topic_partition]
+            self.log_manager.delete_log(topic_partition)
+        if doomed:
+            logger.info("deleted %d partitions of topic %s", len(doomed), topic)
+        return len(doomed)

@@ -1,0 +1,268 @@
+"""The broker's network server: the only socket code in the broker.
+
+One asyncio ``Protocol`` per connection feeds bytes to a sans-I/O ``ServerConnection``,
+dispatches decoded requests through the router, and writes responses in request order. The
+responses produced while handling one read are coalesced into one write. Fetch responses
+carry file slices: small ones are read and written like any bytes; large ones go out with
+``os.sendfile`` once the transport's buffer has drained (see ``odradek.net.sendfile``).
+
+Bad input never crashes the broker: a rejected frame closes that connection only; a handler
+that raises (other than by design) is logged and its connection closed.
+
+Shutdown (``stop``): stop accepting, let requests in flight finish (bounded by a grace
+period), then close the connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections import deque
+from collections.abc import Awaitable
+from typing import Any
+
+from odradek.broker.context import BrokerContext
+from odradek.broker.router import Response, Router
+from odradek.errors import KafkaError
+from odradek.net.sendfile import send_file_slice
+from odradek.protocol import RecordsSlot, RequestReceived, RequestRejected, ServerConnection
+from odradek.storage.file_records import FileSlice
+
+logger = logging.getLogger(__name__)
+
+#: Slices smaller than this are copied into the write buffer; larger ones use sendfile.
+SENDFILE_MIN_BYTES = 64 * 1024
+#: Stop reading from a client with this many requests in flight (backpressure).
+MAX_IN_FLIGHT = 1000
+
+Part = bytes | RecordsSlot[FileSlice]
+
+
+class BrokerServer:
+    """Listens on one address and serves Kafka connections.
+
+    Args:
+        ctx: the broker context handed to handlers.
+        router: the handlers.
+        host, port: where to listen (port 0 picks a free port; ``port`` then tells it).
+        max_frame_bytes: ``socket.request.max.bytes``.
+    """
+
+    def __init__(
+        self, ctx: BrokerContext, router: Router, host: str, port: int, max_frame_bytes: int
+    ) -> None:
+        self.ctx = ctx
+        self.router = router
+        self.host = host
+        self.port = port
+        self.max_frame_bytes = max_frame_bytes
+        self._server: asyncio.Server | None = None
+        self._connections: set[KafkaProtocol] = set()
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: KafkaProtocol(self), self.host, self.port, reuse_address=True
+        )
+        sockets = self._server.sockets
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+        logger.info("listening on %s:%d", self.host, self.port)
+
+    async def stop(self, grace_seconds: float = 10.0) -> None:
+        """Stops accepting, waits for requests in flight, closes every connection."""
+        if self._server is not None:
+            self._server.close()
+        deadline = asyncio.get_running_loop().time() + grace_seconds
+        while any(c.busy for c in self._connections):
+            if asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.01)
+        for connection in list(self._connections):
+            connection.close()
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    def statistics(self) -> dict[str, int]:
+        return {"connections": len(self._connections)}
+
+
+class KafkaProtocol(asyncio.Protocol):
+    """One client connection."""
+
+    def __init__(self, server: BrokerServer) -> None:
+        self.server = server
+        self.ctx = server.ctx
+        self.conn: ServerConnection[FileSlice] = ServerConnection(
+            supported=server.router.supported_versions,
+            max_frame_bytes=server.max_frame_bytes,
+        )
+        self.transport: asyncio.Transport | None = None
+        self._outbox: deque[Part] = deque()
+        self._writer: asyncio.Task[None] | None = None
+        self._pending_tasks: set[asyncio.Task[None]] = set()
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._closing = False
+        self._reading_paused = False
+        self.peer = "?"
+
+    # ----------------------------------------------------------------- asyncio callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.server._connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        self.server._connections.discard(self)
+        for task in list(self._pending_tasks):
+            task.cancel()
+        if self._writer is not None:
+            self._writer.cancel()
+        self._drained.set()
+
+    def pause_writing(self) -> None:
+        self._drained.clear()
+
+    def resume_writing(self) -> None:
+        self._drained.set()
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        parts: list[Part] = []
+        for event in self.conn.receive_data(data):
+            if isinstance(event, RequestRejected):
+                parts.extend(self.conn.data_to_send())
+                self._write(parts)
+                parts = []
+                if event.close_connection:
+                    logger.info("closing connection from %s: %s", self.peer, event.error)
+                    self.close(after_writes=True)
+                    return
+                continue
+            assert isinstance(event, RequestReceived)
+            if not self._handle(event, parts):
+                return
+        parts.extend(self.conn.data_to_send())
+        self._write(parts)
+        if self.conn.in_flight >= MAX_IN_FLIGHT and self.transport and not self._reading_paused:
+            self.transport.pause_reading()
+            self._reading_paused = True
+
+    # ----------------------------------------------------------------- requests
+
+    def _handle(self, event: RequestReceived, parts: list[Part]) -> bool:
+        request = event.request
+        try:
+            result = self.server.router.dispatch(self.ctx, request)
+        except Exception as error:
+            self._fail(request.api_key.name, error)
+            return False
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(self._finish(request.correlation_id, result, event))
+            self._pending_tasks.add(task)
+            task.add_done_callback(self._pending_tasks.discard)
+            return True
+        if event.expects_response:
+            parts.extend(self.conn.send_response(request.correlation_id, result))  # type: ignore[arg-type]
+        return True
+
+    async def _finish(
+        self, correlation_id: int, pending: Awaitable[Response], event: RequestReceived
+    ) -> None:
+        try:
+            result = await pending
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            self._fail(event.request.api_key.name, error)
+            return
+        if self._closing or not event.expects_response:
+            return
+        self._write(self.conn.send_response(correlation_id, result))  # type: ignore[arg-type]
+        self._maybe_resume_reading()
+
+    def _fail(self, api: str, error: Exception) -> None:
+        if isinstance(error, KafkaError):
+            logger.info("closing connection from %s after %s: %s", self.peer, api, error)
+        else:
+            logger.exception("handler for %s failed; closing connection from %s", api, self.peer)
+        self.close()
+
+    def _maybe_resume_reading(self) -> None:
+        if self._reading_paused and self.conn.in_flight < MAX_IN_FLIGHT // 2 and self.transport:
+            self._reading_paused = False
+            self.transport.resume_reading()
+
+    # ----------------------------------------------------------------- writing
+
+    def _write(self, parts: list[Part]) -> None:
+        """Writes parts in order; bytes and small slices are joined into one write."""
+        if not parts or self.transport is None or self._closing:
+            return
+        if self._writer is not None or any(
+            isinstance(part, RecordsSlot) and part.size >= SENDFILE_MIN_BYTES for part in parts
+        ):
+            self._outbox.extend(parts)
+            if self._writer is None:
+                self._writer = asyncio.ensure_future(self._drain_outbox())
+            return
+        self.transport.write(b"".join(_as_bytes(part) for part in parts))
+
+    async def _drain_outbox(self) -> None:
+        transport = self.transport
+        assert transport is not None
+        try:
+            while self._outbox and not self._closing:
+                part = self._outbox.popleft()
+                if isinstance(part, RecordsSlot) and part.size >= SENDFILE_MIN_BYTES:
+                    await self._wait_drained(transport)
+                    await send_file_slice(transport, part.records, part.size)
+                else:
+                    transport.write(_as_bytes(part))
+        except (ConnectionError, OSError) as error:
+            logger.info("write to %s failed: %s", self.peer, error)
+            self.close()
+        finally:
+            self._writer = None
+
+    async def _wait_drained(self, transport: asyncio.Transport) -> None:
+        # The transport's buffer must be empty before bytes bypass it via sendfile.
+        while transport.get_write_buffer_size() > 0 and not self._closing:
+            self._drained.clear()
+            transport.set_write_buffer_limits(high=0)
+            await self._drained.wait()
+        transport.set_write_buffer_limits()
+
+    # ----------------------------------------------------------------- lifecycle
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._pending_tasks) or self._writer is not None
+
+    def close(self, *, after_writes: bool = False) -> None:
+        if self._closing or self.transport is None:
+            return
+        self._closing = True
+        if after_writes:
+            self.transport.close()  # flushes the buffer, then closes
+        else:
+            self.transport.abort()
+
+
+def _as_bytes(part: Any) -> bytes:
+    if isinstance(part, bytes):
+        return part
+    records = part.records
+    if records is None or part.size == 0:
+        return b""
+    data: bytes = records.read()
+    if len(data) != part.size:
+        raise OSError(f"records slice changed size: {len(data)} != {part.size}")
+    return data
