@@ -189,7 +189,9 @@ def assign_replicas(
 
     Brokers are sorted. Partition ``p``'s first replica is broker ``(p + start_index) % n``, so
     leaders go round-robin; the other replicas follow it at a shift that grows by one every
-    ``n`` partitions, so followers of consecutive rounds land on different brokers.
+    ``n`` partitions, so followers of consecutive rounds land on different brokers. With
+    ``start_partition`` > 0 the shift continues from partition 0's round, so assigning
+    partitions in two calls gives what one call would have.
 
     Args:
         partitions: how many partitions to assign (≥ 1).
@@ -198,7 +200,7 @@ def assign_replicas(
         start_index: the index of the first partition's leader among the sorted brokers (and
             the initial follower shift); random when ``None``, as in Kafka.
         start_partition: the id of the first partition assigned (the current partition count
-            when adding partitions), so new partitions continue the pattern.
+            when adding partitions).
         rng: the random source for a ``None`` ``start_index``.
 
     Returns:
@@ -229,13 +231,15 @@ def assign_replicas(
         shift = start_index
     assignment: dict[int, list[int]] = {}
     for partition in range(start_partition, start_partition + partitions):
-        if partition > 0 and partition % count == 0:
-            shift += 1
         first = (partition + start_index) % count
+        # The shift grows by one every round of ``count`` partitions. Counting rounds from
+        # partition 0 (Kafka restarts at the initial shift when adding partitions) makes an
+        # assignment made in two calls equal to the one made in one call.
+        round_shift = shift + partition // count
         replicas = [brokers[first]]
         for follower in range(replication_factor - 1):
             # Never 0 (the leader itself): a step of 1..n-1 from the leader.
-            step = 1 + (shift + follower) % (count - 1)
+            step = 1 + (round_shift + follower) % (count - 1)
             replicas.append(brokers[(first + step) % count])
         assignment[partition] = replicas
     return assignment
@@ -418,6 +422,12 @@ class ClusterMetadata:
             return []
 
     def topic_exists(self, topic: str) -> bool:
+        """Whether ``topic`` exists.
+
+        Raises:
+            InvalidTopicError: an illegal name (as does every method taking a topic name: a
+                name is checked before it becomes part of a path).
+        """
         return self.store.exists(_topic_path(topic))
 
     def create_topic(
