@@ -17,6 +17,7 @@ from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers import (
     api_versions,
+    create_topics,
     fetch,
     list_offsets,
     metadata,
@@ -34,7 +35,14 @@ from odradek.storage.manager import LogManager
 
 logger = logging.getLogger(__name__)
 
-HANDLER_MODULES = (api_versions, metadata, produce, fetch, list_offsets)
+HANDLER_MODULES = (
+    api_versions,
+    metadata,
+    produce,
+    fetch,
+    list_offsets,
+    create_topics,
+)
 
 
 class BrokerApp:

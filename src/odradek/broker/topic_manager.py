@@ -18,11 +18,17 @@ from dataclasses import dataclass
 from odradek._types import TopicPartition
 from odradek.broker.config import BrokerConfig
 from odradek.broker.replica_manager import ReplicaManager
-from odradek.controller.topics import ClusterMetadata, assign_replicas, validate_topic_name
+from odradek.controller.topics import (
+    ClusterMetadata,
+    assign_replicas,
+    validate_assignment,
+    validate_topic_name,
+)
 from odradek.errors import (
     ConfigError,
     ErrorCode,
     InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
     KafkaError,
     UnknownTopicOrPartitionError,
 )
@@ -183,6 +189,8 @@ class TopicManager:
             if partitions < 1:
                 raise InvalidPartitionsError(f"number of partitions must be ≥ 1, not {partitions}")
             assignment = assign_replicas(partitions, factor, [self.broker_id])
+        else:
+            self._check_assignment(assignment)
         if topic in self._known:
             raise KafkaError(f"topic {topic!r} already exists", code=ErrorCode.TOPIC_ALREADY_EXISTS)
         if validate_only:
@@ -239,6 +247,7 @@ class TopicManager:
                     code=ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 )
             new = {first + i: list(replicas) for i, replicas in enumerate(assignment)}
+            self._check_assignment(new, first_partition=first, existing=current)
         else:
             factor = len(next(iter(current.values()))) if current else 1
             new = assign_replicas(
@@ -277,6 +286,34 @@ class TopicManager:
         self.metadata.set_topic_configs(topic, overrides)
         self._log_configs.pop(topic, None)
         self.replicas.update_topic_config(topic)
+
+    def _check_assignment(
+        self,
+        assignment: Mapping[int, Sequence[int]],
+        *,
+        first_partition: int = 0,
+        existing: Mapping[int, Sequence[int]] | None = None,
+    ) -> None:
+        """Checks a manual assignment before anything is written (so ``validate_only``
+        sees the same errors): its shape, the topic's replication factor, live brokers.
+
+        Raises:
+            KafkaError: INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT.
+        """
+        validate_assignment(assignment, first_partition=first_partition)
+        if existing:
+            factor = len(next(iter(existing.values())))
+            if any(len(replicas) != factor for replicas in assignment.values()):
+                raise InvalidReplicaAssignmentError(
+                    f"new partitions must keep the topic's replication factor {factor}"
+                )
+        live = {broker.broker_id for broker in self.metadata.registered_brokers()}
+        live.add(self.broker_id)
+        unknown = sorted({b for replicas in assignment.values() for b in replicas} - live)
+        if unknown:
+            raise InvalidReplicaAssignmentError(
+                f"unknown broker(s) {unknown} in the replica assignment; live: {sorted(live)}"
+            )
 
     def _validate_configs(self, overrides: Mapping[str, str]) -> None:
         try:
