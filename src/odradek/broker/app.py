@@ -19,6 +19,7 @@ from odradek.broker.handlers import (
     api_versions,
     create_topics,
     fetch,
+    init_producer_id,
     list_offsets,
     metadata,
     produce,
@@ -42,6 +43,7 @@ HANDLER_MODULES = (
     fetch,
     list_offsets,
     create_topics,
+    init_producer_id,
 )
 
 
