@@ -18,6 +18,7 @@ from odradek.broker.context import BrokerContext
 from odradek.broker.handlers import (
     api_versions,
     create_topics,
+    delete_topics,
     fetch,
     init_producer_id,
     list_offsets,
@@ -43,6 +44,7 @@ HANDLER_MODULES = (
     fetch,
     list_offsets,
     create_topics,
+    delete_topics,
     init_producer_id,
 )
 
