@@ -17,6 +17,7 @@ from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers import (
     api_versions,
+    create_partitions,
     create_topics,
     delete_topics,
     fetch,
@@ -46,6 +47,7 @@ HANDLER_MODULES = (
     create_topics,
     delete_topics,
     init_producer_id,
+    create_partitions,
 )
 
 
