@@ -20,7 +20,9 @@ from odradek.broker.handlers import (
     create_partitions,
     create_topics,
     delete_topics,
+    describe_configs,
     fetch,
+    find_coordinator,
     init_producer_id,
     list_offsets,
     metadata,
@@ -44,10 +46,12 @@ HANDLER_MODULES = (
     produce,
     fetch,
     list_offsets,
+    find_coordinator,
     create_topics,
     delete_topics,
     init_producer_id,
     create_partitions,
+    describe_configs,
 )
 
 

@@ -1,0 +1,131 @@
+"""DescribeConfigs: the configs of topics (resource type 2) and of this broker (type 4).
+
+A topic reports every topic config with its effective value: an override is
+DYNAMIC_TOPIC_CONFIG (``is_default`` false), anything else DEFAULT_CONFIG. The broker reports
+``BrokerConfig.describe()``: settings given in the properties file (or as overrides) are
+STATIC_BROKER_CONFIG, the rest DEFAULT_CONFIG; all are read-only (no dynamic broker configs
+yet) and sensitive ones carry a null value. ``configuration_keys`` null or empty lists every
+config, otherwise only those named (unknown names are left out). With ``include_synonyms``
+each config lists itself as its only synonym (the broker-level ``log.*`` synonyms of topic
+configs are not reported yet); documentation is never included.
+
+Per resource: a missing topic answers UNKNOWN_TOPIC_OR_PARTITION, an illegal topic name
+INVALID_TOPIC_EXCEPTION, a broker resource naming another broker (or not an integer; the
+empty name, the cluster-wide dynamic default, has no configs) or any other resource type
+INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from odradek.broker.context import BrokerContext
+from odradek.broker.handlers._admin import (
+    TOPIC_CONFIG_TYPES,
+    ConfigResourceType,
+    ConfigSource,
+    ConfigType,
+    error_of,
+)
+from odradek.controller.topics import validate_topic_name
+from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol import ApiKey, Request, ResponsePayload
+from odradek.protocol.builder import build_response
+
+API_KEY = ApiKey.DESCRIBE_CONFIGS
+
+
+def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
+    body: Any = request.body  # a kio request of any supported version
+    include_synonyms = bool(getattr(body, "include_synonyms", False))
+    results = []
+    for resource in body.resources:
+        resource_type = int(resource.resource_type)
+        name = str(resource.resource_name)
+        keys = resource.configuration_keys
+        wanted = {str(key) for key in keys} if keys else None
+        result: dict[str, Any] = {
+            "resource_type": resource_type,
+            "resource_name": name,
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "configs": [],
+        }
+        try:
+            entries = _describe(ctx, resource_type, name)
+        except Exception as error:
+            code, message = error_of(error, what=f"DescribeConfigs of {resource_type}/{name!r}")
+            result.update(error_code=code, error_message=message)
+        else:
+            result["configs"] = [
+                _config(entry, include_synonyms)
+                for entry in entries
+                if wanted is None or entry["name"] in wanted
+            ]
+        results.append(result)
+    return build_response(API_KEY, request.api_version, {"throttle_time": 0, "results": results})
+
+
+def _describe(ctx: BrokerContext, resource_type: int, name: str) -> Iterable[dict[str, Any]]:
+    """The resource's configs as partial response entries.
+
+    Raises:
+        KafkaError: UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, INVALID_REQUEST.
+    """
+    if resource_type == ConfigResourceType.TOPIC:
+        validate_topic_name(name)
+        return [
+            {
+                "name": entry.name,
+                "value": entry.value,
+                "read_only": False,
+                "is_sensitive": False,
+                "config_source": ConfigSource.DEFAULT_CONFIG
+                if entry.is_default
+                else ConfigSource.DYNAMIC_TOPIC_CONFIG,
+                "config_type": TOPIC_CONFIG_TYPES.get(entry.name, ConfigType.UNKNOWN),
+            }
+            for entry in ctx.topics.topic_config_entries(name)
+        ]
+    if resource_type == ConfigResourceType.BROKER:
+        if name == "":
+            return []  # no cluster-wide dynamic broker defaults exist
+        if name != str(ctx.broker_id):
+            raise KafkaError(
+                f"broker resource {name!r} is not this broker ({ctx.broker_id})",
+                code=ErrorCode.INVALID_REQUEST,
+            )
+        return [
+            {
+                "name": entry.name,
+                "value": None if entry.sensitive else entry.value,
+                "read_only": entry.read_only,
+                "is_sensitive": entry.sensitive,
+                "config_source": ConfigSource.DEFAULT_CONFIG
+                if entry.is_default
+                else ConfigSource.STATIC_BROKER_CONFIG,
+                "config_type": ConfigType.UNKNOWN,
+            }
+            for entry in ctx.config.describe().values()
+        ]
+    raise KafkaError(
+        f"resource type {resource_type} is not supported by DescribeConfigs",
+        code=ErrorCode.INVALID_REQUEST,
+    )
+
+
+def _config(entry: dict[str, Any], include_synonyms: bool) -> dict[str, Any]:
+    source = int(entry["config_source"])
+    synonyms = (
+        [{"name": entry["name"], "value": entry["value"], "source": source}]
+        if include_synonyms
+        else []
+    )
+    return {
+        **entry,
+        "config_source": source,
+        "config_type": int(entry["config_type"]),
+        "synonyms": synonyms,
+        "documentation": None,
+    }
