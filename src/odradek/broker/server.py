@@ -20,7 +20,7 @@ import inspect
 import logging
 from collections import deque
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, cast
 
 from odradek.broker.context import BrokerContext
 from odradek.broker.router import Response, Router
@@ -111,8 +111,8 @@ class KafkaProtocol(asyncio.Protocol):
     # ----------------------------------------------------------------- asyncio callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's TCPTransport is not an asyncio.Transport subclass, but has its methods.
+        self.transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.server._connections.add(self)

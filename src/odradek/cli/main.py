@@ -11,6 +11,8 @@ import click
 
 from odradek._version import __version__
 from odradek.cli.dump_log import dump_log
+from odradek.cli.serve import serve
+from odradek.cli.topics import topics
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,6 +22,8 @@ def cli() -> None:
 
 
 cli.add_command(dump_log)
+cli.add_command(serve)
+cli.add_command(topics)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -73,9 +73,12 @@ def _entity_of(hint: Any) -> tuple[type[Any] | None, bool]:
             return inner, True
         return None, True
     if origin in (typing.Union, types.UnionType):
+        # Nullable: ``X | None``, where X may be an entity or a tuple of them.
         for arg in typing.get_args(hint):
-            if isinstance(arg, type) and dataclasses.is_dataclass(arg):
-                return arg, False
+            if arg is not type(None):
+                found = _entity_of(arg)
+                if found != (None, False):
+                    return found
         return None, False
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return hint, False
@@ -105,10 +108,12 @@ def build_entity(cls: type[Any], fields: Mapping[str, Any]) -> Any:
                 raise KeyError(f"{cls.__qualname__} v{cls.__version__} needs {field.name!r}")
             continue
         value = fields[field.name]
-        if field.entity is not None:
+        if value is None:
+            pass  # null: a nullable field (kio checks the rest)
+        elif field.entity is not None:
             if field.is_array:
                 value = tuple(build_entity(field.entity, item) for item in value)
-            elif value is not None:
+            else:
                 value = build_entity(field.entity, value)
         elif field.is_array:
             value = tuple(_convert(field.kafka_type, item) for item in value)

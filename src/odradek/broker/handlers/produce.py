@@ -13,7 +13,12 @@ from typing import Any
 
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
-from odradek.errors import CorruptRecordError, ErrorCode, KafkaError
+from odradek.errors import (
+    CorruptRecordError,
+    ErrorCode,
+    KafkaError,
+    UnsupportedForMessageFormatError,
+)
 from odradek.protocol import (
     ApiKey,
     PartitionProduceResponse,
@@ -70,6 +75,10 @@ def _append(
         info = partition.append_as_leader(bytearray(records), acks)
     except CorruptRecordError:
         return PartitionProduceResponse(index, ErrorCode.CORRUPT_MESSAGE)
+    except UnsupportedForMessageFormatError:
+        # Kafka's ProduceRequest.validateRecords: v3+ carries magic 2 batches only; anything
+        # else is an InvalidRecordException, answered INVALID_RECORD.
+        return PartitionProduceResponse(index, ErrorCode.INVALID_RECORD)
     except KafkaError as error:
         return PartitionProduceResponse(index, error.error_code)
     ctx.purgatory.notify(topic_partition)

@@ -1,0 +1,149 @@
+"""``odradek serve``: run one broker in the foreground until SIGTERM or SIGINT.
+
+    odradek serve [--config server.properties] [--override NAME=VALUE ...] [--log-level LEVEL]
+
+Settings come from the properties file (Kafka's names, ``BrokerConfig.from_properties``), then
+the ``--override``/``-o`` values, later winning. The broker runs on the main thread's event loop
+(uvloop when it is installed) and logs to stderr; once it accepts connections it prints one
+line on stdout::
+
+    odradek: broker 0 serving on 127.0.0.1:9092 (cluster <id>)
+
+with the bound port (a ``listeners`` port of 0 picks a free one, so scripts read it here).
+
+Contract:
+
+- SIGTERM or SIGINT stop the broker cleanly: stop accepting, finish the requests in flight,
+  flush and close the logs and write the clean-shutdown marker; then exit 0. A signal that
+  arrives while the broker starts (log recovery) stops it as soon as it is up.
+- A bad setting, file or ``--override`` is a usage error: one line on stderr, exit 2.
+- A broker that cannot start (port in use, unusable log directory) prints one line, exit 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from odradek.broker.app import BrokerApp
+from odradek.broker.config import BrokerConfig
+from odradek.errors import ConfigError, OdradekError
+
+logger = logging.getLogger(__name__)
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """A new event loop: uvloop's when installed, else asyncio's (the only uvloop import)."""
+    try:
+        import uvloop  # noqa: PLC0415 (optional dependency, kept behind this one function)
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def parse_overrides(values: tuple[str, ...], option: str) -> dict[str, str]:
+    """``NAME=VALUE`` strings to a mapping (later wins); the value may contain ``=``.
+
+    Raises:
+        click.BadParameter: an entry without ``=`` or with an empty name.
+    """
+    settings: dict[str, str] = {}
+    for value in values:
+        name, sep, setting = value.partition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"expected NAME=VALUE, got {value!r}", param_hint=option)
+        settings[name.strip()] = setting.strip()
+    return settings
+
+
+@click.command("serve")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="A server.properties file (Kafka's setting names). Default: Kafka's defaults.",
+)
+@click.option(
+    "--override",
+    "-o",
+    "overrides",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Set one broker setting, after the file (repeatable).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    default="INFO",
+    show_default=True,
+    help="Log level of the messages written to stderr.",
+)
+def serve(config_path: Path | None, overrides: tuple[str, ...], log_level: str) -> None:
+    """Run a broker until SIGTERM or SIGINT (Ctrl-C), then shut it down cleanly."""
+    settings = parse_overrides(overrides, "'--override' / '-o'")
+    try:
+        config = BrokerConfig.from_properties(config_path, settings)
+    except ConfigError as error:
+        raise click.UsageError(str(error)) from None
+    logging.basicConfig(stream=sys.stderr, level=log_level.upper(), format=LOG_FORMAT, force=True)
+    loop = new_event_loop()
+    try:
+        loop.run_until_complete(_serve(BrokerApp(config)))
+    finally:
+        loop.close()
+
+
+async def _serve(app: BrokerApp) -> None:
+    """Starts ``app``, announces it, waits for a stop signal, stops it."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, _on_signal, signum, stop)
+    try:
+        await _start(app)
+        ctx = app.ctx
+        assert ctx is not None
+        click.echo(
+            f"odradek: broker {ctx.broker_id} serving on {ctx.host}:{ctx.port} "
+            f"(cluster {ctx.cluster_id})"
+        )
+        sys.stdout.flush()
+        await stop.wait()
+        await app.stop()
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
+
+
+def _on_signal(signum: signal.Signals, stop: asyncio.Event) -> None:
+    if not stop.is_set():
+        logger.info("%s received: shutting down", signum.name)
+    stop.set()
+
+
+async def _start(app: BrokerApp) -> None:
+    """``app.start``, with a failure turned into one line (exit 1).
+
+    The logs are closed cleanly (marker written) only when the failure came after they were
+    loaded and checked, i.e. once the server exists; a failure during loading leaves the log
+    directory as it was, so the next start recovers it again.
+    """
+    try:
+        await app.start()
+    except (OdradekError, OSError) as error:
+        if app.server is not None:
+            await app.stop()
+        elif app.store is not None:
+            app.store.close()
+        raise click.ClickException(f"cannot start the broker: {error}") from None
