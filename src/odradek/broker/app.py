@@ -23,6 +23,7 @@ from odradek.broker.handlers import (
     describe_configs,
     fetch,
     find_coordinator,
+    incremental_alter_configs,
     init_producer_id,
     list_offsets,
     metadata,
@@ -52,6 +53,7 @@ HANDLER_MODULES = (
     init_producer_id,
     create_partitions,
     describe_configs,
+    incremental_alter_configs,
 )
 
 
