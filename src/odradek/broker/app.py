@@ -19,6 +19,7 @@ from odradek.broker.handlers import (
     api_versions,
     create_partitions,
     create_topics,
+    delete_records,
     delete_topics,
     describe_configs,
     fetch,
@@ -54,6 +55,7 @@ HANDLER_MODULES = (
     create_partitions,
     describe_configs,
     incremental_alter_configs,
+    delete_records,
 )
 
 
