@@ -21,6 +21,7 @@ from odradek.broker.handlers import (
     create_topics,
     delete_records,
     delete_topics,
+    describe_cluster,
     describe_configs,
     fetch,
     find_coordinator,
@@ -56,6 +57,7 @@ HANDLER_MODULES = (
     describe_configs,
     incremental_alter_configs,
     delete_records,
+    describe_cluster,
 )
 
 
