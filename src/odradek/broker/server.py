@@ -206,9 +206,7 @@ class KafkaProtocol(asyncio.Protocol):
         """Writes parts in order; bytes and small slices are joined into one write."""
         if not parts or self.transport is None or self._closing:
             return
-        if self._writer is not None or any(
-            isinstance(part, RecordsSlot) and part.size >= SENDFILE_MIN_BYTES for part in parts
-        ):
+        if self._writer is not None or any(_wants_sendfile(part) for part in parts):
             self._outbox.extend(parts)
             if self._writer is None:
                 self._writer = asyncio.ensure_future(self._drain_outbox())
@@ -221,7 +219,8 @@ class KafkaProtocol(asyncio.Protocol):
         try:
             while self._outbox and not self._closing:
                 part = self._outbox.popleft()
-                if isinstance(part, RecordsSlot) and part.size >= SENDFILE_MIN_BYTES:
+                if _wants_sendfile(part):
+                    assert isinstance(part, RecordsSlot)
                     await self._wait_drained(transport)
                     await send_file_slice(transport, part.records, part.size)
                 else:
@@ -254,6 +253,14 @@ class KafkaProtocol(asyncio.Protocol):
             self.transport.close()  # flushes the buffer, then closes
         else:
             self.transport.abort()
+
+
+def _wants_sendfile(part: Part) -> bool:
+    return (
+        isinstance(part, RecordsSlot)
+        and part.size >= SENDFILE_MIN_BYTES
+        and isinstance(part.records, FileSlice)
+    )
 
 
 def _as_bytes(part: Any) -> bytes:
