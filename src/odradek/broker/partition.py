@@ -55,8 +55,8 @@ class Partition:
     def log_start_offset(self) -> int:
         return self.log.log_start_offset
 
-    def append_as_leader(self, data: bytearray, required_acks: int) -> AppendInfo:
-        """Validates and appends a producer's batches; offsets are assigned in place.
+    def append_as_leader(self, data: bytes | bytearray, required_acks: int) -> AppendInfo:
+        """Validates and appends a producer's batch (bytes are not copied: see Log.append).
 
         Raises:
             KafkaError: INVALID_REQUIRED_ACKS, NOT_ENOUGH_REPLICAS, or the log's validation

@@ -13,7 +13,7 @@ being written. A reader may see a file grow between two calls; never shrink, exc
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from odradek._types import ReadableBuffer
@@ -87,6 +87,28 @@ class FileRecords:
         while written < total:
             written += os.write(self._fd, view[written:])
         self._size = position + total
+        return position
+
+    def append_parts(self, parts: Sequence[ReadableBuffer]) -> int:
+        """Appends the concatenation of ``parts`` with ``writev`` (no copy); returns the
+        position it starts at."""
+        position = self._size
+        views = [memoryview(part) for part in parts]
+        total = sum(len(view) for view in views)
+        written = os.writev(self._fd, views)
+        while written < total:  # a short write: finish the rest piece by piece
+            skip = written
+            remaining = []
+            for view in views:
+                if skip >= len(view):
+                    skip -= len(view)
+                    continue
+                remaining.append(view[skip:])
+                skip = 0
+            views = remaining
+            total -= written
+            written = os.writev(self._fd, views)
+        self._size = position + sum(len(memoryview(part)) for part in parts)
         return position
 
     def slice(self, position: int, length: int) -> FileSlice:

@@ -31,6 +31,7 @@ from odradek.errors import (
     RecordBatchTooLargeError,
 )
 from odradek.records.batch import (
+    HEADER_SIZE,
     BatchHeader,
     iter_batches,
     parse_header,
@@ -236,40 +237,56 @@ class Log:
             RecordBatchTooLargeError: the data is larger than ``segment.bytes``.
             InvalidRecordError: no batches, or (follower) offsets that go backwards.
         """
-        if (assign_offsets or leader_epoch is not None) and not isinstance(data, bytearray):
-            data = bytearray(data)
         if not data:
             raise InvalidRecordError("no record batches to append")
         header = validate_batch(data, 0)
-        if header.size == len(data):  # the common case: one batch per produce request
+        size = len(data)
+        if header.size == size:  # the common case: one batch per produce request
             batches = [BatchPosition(0, header)]
         else:
             batches = [BatchPosition(position, header) for position, header in iter_batches(data)]
+        payload: bytes | bytearray | memoryview | tuple[bytearray, memoryview]
         with self._lock:
             self._check_open()
             config = self._config
-            if len(data) > config.segment_bytes:
+            if size > config.segment_bytes:
                 raise RecordBatchTooLargeError(
-                    f"{len(data)} bytes do not fit in a segment of {config.segment_bytes} bytes"
+                    f"{size} bytes do not fit in a segment of {config.segment_bytes} bytes"
                 )
             log_append_time_ms = -1
-            if assign_offsets:
-                assert isinstance(data, bytearray)
-                if config.log_append_time:
-                    log_append_time_ms = self._clock.now_ms()
-                batches = self._assign(data, batches, config, leader_epoch, log_append_time_ms)
+            if assign_offsets and config.log_append_time:
+                log_append_time_ms = self._clock.now_ms()
+            if (
+                assign_offsets
+                and len(batches) == 1
+                and log_append_time_ms < 0
+                and not (isinstance(data, bytearray))
+            ):
+                # Zero copy: rewrite a copy of the 61-byte header only, and write it and the
+                # untouched rest of the batch with one writev.
+                head = bytearray(memoryview(data)[:HEADER_SIZE])
+                batches = self._assign(head, batches, config, leader_epoch, -1)
+                payload = (head, memoryview(data)[HEADER_SIZE:])
+            elif assign_offsets or leader_epoch is not None:
+                writable = data if isinstance(data, bytearray) else bytearray(data)
+                if assign_offsets:
+                    batches = self._assign(
+                        writable, batches, config, leader_epoch, log_append_time_ms
+                    )
+                else:
+                    self._check_follower_offsets(batches)
+                    for batch in batches:
+                        set_partition_leader_epoch(writable, batch.position, leader_epoch or 0)
+                payload = writable
             else:
                 self._check_follower_offsets(batches)
-                if leader_epoch is not None:
-                    assert isinstance(data, bytearray)
-                    for batch in batches:
-                        set_partition_leader_epoch(data, batch.position, leader_epoch)
+                payload = data
             first = batches[0].header
             last = batches[-1].header
             max_timestamp = max(batch.header.max_timestamp for batch in batches)
             segment = self._segments.active
             if segment.should_roll(
-                len(data),
+                size,
                 max_timestamp,
                 last.last_offset,
                 config.segment_ms,
@@ -277,7 +294,7 @@ class Log:
                 self._clock.now_ms(),
             ):
                 segment = self._roll_locked(first.base_offset)
-            segment.append(data, batches)
+            segment.append(payload, batches)
             self._log_end_offset = last.next_offset
             records = sum(batch.header.records_count for batch in batches)
             self._unflushed_messages += records
@@ -290,7 +307,7 @@ class Log:
             max_timestamp,
             log_append_time_ms,
             records,
-            len(data),
+            size,
             self._log_start_offset,
         )
 

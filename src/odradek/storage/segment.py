@@ -206,13 +206,18 @@ class LogSegment:
             waited = now_ms - self.created_ms
         return waited > segment_ms
 
-    def append(self, data: bytes | bytearray | memoryview, batches: list[BatchPosition]) -> int:
-        """Appends already validated batches (``batches`` positions are relative to ``data``).
+    def append(
+        self,
+        data: bytes | bytearray | memoryview | tuple[bytearray, memoryview],
+        batches: list[BatchPosition],
+    ) -> int:
+        """Appends already validated batches (``batches`` positions are relative to ``data``;
+        a tuple of buffers is written as one piece, with ``writev``).
 
         Adds index entries every ``index.interval.bytes``. Returns the file position where
         ``data`` starts. The caller checked ``should_roll`` and offset order.
         """
-        start = self.log.append(data)
+        start = self.log.append_parts(data) if isinstance(data, tuple) else self.log.append(data)
         for batch in batches:
             header = batch.header
             if start + batch.position == 0:

@@ -72,7 +72,7 @@ def _append(
                 "a produce request must carry exactly one record batch per partition",
                 code=ErrorCode.INVALID_RECORD if size < len(records) else ErrorCode.CORRUPT_MESSAGE,
             )
-        info = partition.append_as_leader(bytearray(records), acks)
+        info = partition.append_as_leader(records, acks)
     except CorruptRecordError:
         return PartitionProduceResponse(index, ErrorCode.CORRUPT_MESSAGE)
     except UnsupportedForMessageFormatError:
