@@ -73,6 +73,22 @@ def test_append_rewrites_a_bytearray_in_place(logs: LogHarness, make_batch: Batc
     assert validate_batch(data).partition_leader_epoch == 4
 
 
+def test_a_bytes_batch_is_stored_with_its_offset_and_left_untouched(
+    logs: LogHarness, make_batch: BatchFactory
+) -> None:
+    log = logs.open()
+    log.append(make_batch(2))
+    data = make_batch(3, base_offset=77)  # bytes: the zero-copy path (header patched apart)
+    original = bytes(data)
+    info = log.append(data, leader_epoch=6)
+    assert data == original
+    assert (info.first_offset, info.last_offset) == (2, 4)
+    header, stored = stored_batches(log)[-1]
+    assert (header.base_offset, header.partition_leader_epoch) == (2, 6)
+    assert stored[61:] == original[61:]
+    assert [r.offset for r in logs.read_all(log)] == list(range(5))
+
+
 def test_leader_epoch_is_written(logs: LogHarness, make_batch: BatchFactory) -> None:
     log = logs.open()
     log.append(make_batch(2))
