@@ -22,14 +22,13 @@ from pathlib import Path
 import pytest
 
 from odradek import Broker
-from odradek.protocol import ApiKey
 from odradek.records.batch import CompressionType, iter_batches
 
 INTEROP_DIR = Path(__file__).parent
 REPO_ROOT = INTEROP_DIR.parent.parent
 VENV_BIN = REPO_ROOT / ".venv" / "bin"
 
-#: Partitions the broker gives an auto-created topic; admin-created topics get ``PARTITIONS``.
+#: Partitions of an auto-created topic (kcat's: no admin API); admin-created: ``PARTITIONS``.
 DEFAULT_PARTITIONS = 3
 PARTITIONS = 4
 #: Create timestamps of produced records: ``BASE_TIMESTAMP_MS + 1000 * sequence``.
@@ -182,11 +181,6 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 15.0, what: str
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what or condition}")
         time.sleep(0.05)
-
-
-def broker_supports(broker: Broker, api_key: ApiKey) -> bool:
-    """True when the broker serves (and so advertises) ``api_key``."""
-    return api_key in broker.app.ctx.supported_versions
 
 
 @pytest.fixture(scope="module")

@@ -15,16 +15,13 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from odradek import Broker
-from odradek.protocol import ApiKey
 
 from .conftest import (
     BASE_TIMESTAMP_MS,
     CODECS,
-    DEFAULT_PARTITIONS,
     PARTITIONS,
     Consumed,
     Produced,
-    broker_supports,
     expected_offset_for_time,
     make_records,
     stored_codecs,
@@ -44,22 +41,17 @@ def assert_no_topic_errors(entries: Any) -> None:
 
 
 async def create_topic(broker: Broker, admin: AIOKafkaAdminClient, topic: str) -> int:
-    """Creates ``topic`` (CreateTopics; auto-creation through a producer's Metadata request on
-    a broker without it) and returns its partition count."""
-    if broker_supports(broker, ApiKey.CREATE_TOPICS):
-        response = await admin.create_topics([NewTopic(topic, PARTITIONS, 1)], timeout_ms=10_000)
-        assert_no_topic_errors(response.topic_errors)
-        expected = PARTITIONS
-    else:
-        expected = DEFAULT_PARTITIONS
+    """Creates ``topic`` with CreateTopics and returns its partition count."""
+    response = await admin.create_topics([NewTopic(topic, PARTITIONS, 1)], timeout_ms=10_000)
+    assert_no_topic_errors(response.topic_errors)
     producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers)
     await producer.start()
     try:
         partitions = await asyncio.wait_for(producer.partitions_for(topic), TIMEOUT_S)
-        assert len(partitions) == expected
+        assert len(partitions) == PARTITIONS
     finally:
         await producer.stop()
-    return expected
+    return PARTITIONS
 
 
 async def produce(broker: Broker, topic: str, records: Sequence[Produced], codec: str) -> None:
@@ -148,9 +140,7 @@ async def check_offsets(
         await consumer.stop()
 
 
-async def delete_topic(broker: Broker, admin: AIOKafkaAdminClient, topic: str) -> None:
-    if not broker_supports(broker, ApiKey.DELETE_TOPICS):
-        return
+async def delete_topic(admin: AIOKafkaAdminClient, topic: str) -> None:
     response = await admin.delete_topics([topic], timeout_ms=10_000)
     assert_no_topic_errors(response.topic_error_codes)
     deadline = time.monotonic() + TIMEOUT_S
@@ -171,7 +161,7 @@ async def round_trip(broker: Broker, codec: str) -> None:
         by_partition = verify_round_trip(records, consumed, partitions=partitions)
         assert stored_codecs(broker, topic) == {codec}
         await check_offsets(broker, topic, partitions, by_partition)
-        await delete_topic(broker, admin, topic)
+        await delete_topic(admin, topic)
     finally:
         await admin.close()
 

@@ -12,16 +12,13 @@ from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartit
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from odradek import Broker
-from odradek.protocol import ApiKey
 
 from .conftest import (
     BASE_TIMESTAMP_MS,
     CODECS,
-    DEFAULT_PARTITIONS,
     PARTITIONS,
     Consumed,
     Produced,
-    broker_supports,
     expected_offset_for_time,
     make_records,
     stored_codecs,
@@ -39,27 +36,19 @@ def admin(broker: Broker) -> AdminClient:
     return AdminClient({"bootstrap.servers": broker.bootstrap_servers})
 
 
-def create_topic(broker: Broker, admin: AdminClient, topic: str) -> int:
-    """Creates ``topic`` (CreateTopics; auto-creation through Metadata on a broker without
-    it) and returns its partition count once the broker's metadata shows it."""
-    if broker_supports(broker, ApiKey.CREATE_TOPICS):
-        futures = admin.create_topics([NewTopic(topic, PARTITIONS, 1)], operation_timeout=10)
-        futures[topic].result(TIMEOUT_S)
-        expected = PARTITIONS
-    else:
-        expected = DEFAULT_PARTITIONS
-        # librdkafka asks for auto-creation in a producer's topic metadata request.
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
-        producer.list_topics(topic, timeout=TIMEOUT_S)
-        producer.close()
+def create_topic(admin: AdminClient, topic: str) -> int:
+    """Creates ``topic`` with CreateTopics and returns its partition count once the broker's
+    metadata shows it."""
+    futures = admin.create_topics([NewTopic(topic, PARTITIONS, 1)], operation_timeout=10)
+    futures[topic].result(TIMEOUT_S)
 
     def created() -> bool:
         topics = admin.list_topics(topic, timeout=TIMEOUT_S).topics
         return topic in topics and topics[topic].error is None
 
     wait_until(created, what=f"topic {topic}")
-    assert len(admin.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions) == expected
-    return expected
+    assert len(admin.list_topics(topic, timeout=TIMEOUT_S).topics[topic].partitions) == PARTITIONS
+    return PARTITIONS
 
 
 def produce(broker: Broker, topic: str, records: Sequence[Produced], codec: str) -> None:
@@ -177,9 +166,7 @@ def check_offsets(
             assert future.result(TIMEOUT_S).offset == (-1 if expected is None else expected)
 
 
-def delete_topic(broker: Broker, admin: AdminClient, topic: str) -> None:
-    if not broker_supports(broker, ApiKey.DELETE_TOPICS):
-        return
+def delete_topic(admin: AdminClient, topic: str) -> None:
     admin.delete_topics([topic], operation_timeout=10)[topic].result(TIMEOUT_S)
     wait_until(
         lambda: topic not in admin.list_topics(timeout=TIMEOUT_S).topics,
@@ -190,11 +177,11 @@ def delete_topic(broker: Broker, admin: AdminClient, topic: str) -> None:
 @pytest.mark.parametrize("codec", CODECS)
 def test_round_trip(broker: Broker, admin: AdminClient, codec: str) -> None:
     topic = f"confluent-{codec}"
-    partitions = create_topic(broker, admin, topic)
+    partitions = create_topic(admin, topic)
     records = make_records(topic, partitions)
     produce(broker, topic, records, codec)
     consumed = consume_all(broker, topic, partitions, len(records))
     by_partition = verify_round_trip(records, consumed, partitions=partitions)
     assert stored_codecs(broker, topic) == {codec}
     check_offsets(broker, admin, topic, by_partition)
-    delete_topic(broker, admin, topic)
+    delete_topic(admin, topic)

@@ -10,16 +10,13 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from odradek import Broker
-from odradek.protocol import ApiKey
 
 from .conftest import (
     BASE_TIMESTAMP_MS,
     CODECS,
-    DEFAULT_PARTITIONS,
     PARTITIONS,
     Consumed,
     Produced,
-    broker_supports,
     expected_offset_for_time,
     make_records,
     stored_codecs,
@@ -51,26 +48,20 @@ def partition_count(consumer: KafkaConsumer, topic: str) -> int:
 
 
 def create_topic(broker: Broker, admin: KafkaAdminClient, topic: str) -> int:
-    """Creates ``topic`` (CreateTopics; a Metadata request with auto-creation on a broker
-    without it) and returns its partition count."""
-    if broker_supports(broker, ApiKey.CREATE_TOPICS):
-        # Raises on an error code; returns the response as a dict.
-        result = admin.create_topics(
-            {topic: {"num_partitions": PARTITIONS, "replication_factor": 1}},
-            timeout_ms=10_000,
-            wait_for_metadata=True,
-        )
-        assert [entry["error_code"] for entry in result["topics"]] == [0], result
-        expected = PARTITIONS
-    else:
-        expected = DEFAULT_PARTITIONS
-    # A producer's Metadata request names the topic and allows auto-creation.
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+    """Creates ``topic`` with CreateTopics and returns its partition count."""
+    # Raises on an error code; returns the response as a dict.
+    result = admin.create_topics(
+        {topic: {"num_partitions": PARTITIONS, "replication_factor": 1}},
+        timeout_ms=10_000,
+        wait_for_metadata=True,
+    )
+    assert [entry["error_code"] for entry in result["topics"]] == [0], result
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers)
     try:
-        assert len(producer.partitions_for(topic)) == expected
+        assert partition_count(consumer, topic) == PARTITIONS
     finally:
-        producer.close(TIMEOUT_S)
-    return expected
+        consumer.close()
+    return PARTITIONS
 
 
 def produce(broker: Broker, topic: str, records: Sequence[Produced], codec: str) -> None:
@@ -79,8 +70,7 @@ def produce(broker: Broker, topic: str, records: Sequence[Produced], codec: str)
         compression_type=None if codec == "none" else codec,
         linger_ms=20,
         acks="all",
-        # kafka-python's default idempotent producer needs InitProducerId.
-        enable_idempotence=broker_supports(broker, ApiKey.INIT_PRODUCER_ID),
+        enable_idempotence=True,  # kafka-python's default: InitProducerId, then sequences
     )
     try:
         futures = [
@@ -158,9 +148,7 @@ def check_offsets(broker: Broker, topic: str, by_partition: dict[int, list[Consu
         consumer.close()
 
 
-def delete_topic(broker: Broker, admin: KafkaAdminClient, topic: str) -> None:
-    if not broker_supports(broker, ApiKey.DELETE_TOPICS):
-        return
+def delete_topic(admin: KafkaAdminClient, topic: str) -> None:
     result = admin.delete_topics([topic], timeout_ms=10_000)
     assert [entry["error_code"] for entry in result["topics"]] == [0], result
     wait_until(lambda: topic not in admin.list_topics(), what=f"topic {topic} deleted")
@@ -176,4 +164,4 @@ def test_round_trip(broker: Broker, admin: KafkaAdminClient, codec: str) -> None
     by_partition = verify_round_trip(records, consumed, partitions=partitions)
     assert stored_codecs(broker, topic) == {codec}
     check_offsets(broker, topic, by_partition)
-    delete_topic(broker, admin, topic)
+    delete_topic(admin, topic)

@@ -31,10 +31,7 @@ from .conftest import (
     verify_round_trip,
 )
 
-pytestmark = [
-    pytest.mark.interop,
-    pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is installed by bootstrap"),
-]
+pytestmark = pytest.mark.interop
 
 TIMEOUT_S = 20.0
 KEY_DELIMITER = "\t"
@@ -47,6 +44,12 @@ BLOCKS: tuple[tuple[tuple[tuple[str, bytes], ...], int | None, int], ...] = (
     ((("seq", b"block-3"),), 0, 6),
     ((("a", b"1"), ("b", b"2")), None, 4),
 )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _kcat_installed() -> None:
+    if shutil.which("kcat") is None:
+        pytest.fail("kcat is missing: run scripts/bootstrap")
 
 
 def kcat(broker: Broker, *args: str, stdin: bytes | None = None) -> str:
