@@ -113,6 +113,7 @@ class Log:
         self._unflushed_messages = 0
         self._last_flush_ms = clock.monotonic_ms()
         self._flush_scheduled = False
+        self._rolled = False
         self._truncations = 0
         self._closed = False
 
@@ -300,7 +301,10 @@ class Log:
             self._unflushed_messages += records
             flush_now = self._unflushed_messages >= config.flush_messages
         if flush_now:
+            self._rolled = False
             self._request_flush()
+        else:
+            self._flush_if_rolled()
         return AppendInfo(
             first.base_offset,
             last.last_offset,
@@ -364,7 +368,9 @@ class Log:
         is empty); returns the active segment."""
         with self._lock:
             self._check_open()
-            return self._roll_locked(self._log_end_offset)
+            segment = self._roll_locked(self._log_end_offset)
+        self._flush_if_rolled()
+        return segment
 
     def _roll_locked(self, base_offset: int) -> LogSegment:
         active = self._segments.active
@@ -378,9 +384,15 @@ class Log:
             active.delete_files()
         self._segments.add(segment)
         logger.info("%s: rolled to a new segment at offset %d", self.topic_partition, base_offset)
-        # The old segment is complete: make it durable off the hot path.
-        self._request_flush()
+        # The old segment is complete: make it durable off the hot path, once the lock is
+        # released (an inline flush under the lock could deadlock with a concurrent flush).
+        self._rolled = True
         return segment
+
+    def _flush_if_rolled(self) -> None:
+        if self._rolled:
+            self._rolled = False
+            self._request_flush()
 
     # ----------------------------------------------------------------- reads
 

@@ -55,6 +55,8 @@ class _Queue:
         self.sequence = itertools.count()
 
     def push(self, name: str, task: Task, delay_ms: int, period_ms: int | None) -> None:
+        if period_ms is not None and period_ms < 1:
+            raise ValueError(f"task {name!r}: a period must be at least 1 ms, not {period_ms}")
         due = self.clock.monotonic_ms() + max(0, delay_ms)
         heapq.heappush(self.entries, _Entry(due, next(self.sequence), name, task, period_ms))
 
