@@ -17,7 +17,9 @@ Contract:
   flush and close the logs and write the clean-shutdown marker; then exit 0. A signal that
   arrives while the broker starts (log recovery) stops it as soon as it is up.
 - A bad setting, file or ``--override`` is a usage error: one line on stderr, exit 2.
-- A broker that cannot start (port in use, unusable log directory) prints one line, exit 1.
+- A broker that cannot start (port in use, unusable log directory), or that fails while
+  closing its logs, prints one line, exit 1 (the log directory then has no clean-shutdown
+  marker, so the next start recovers it).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from odradek.errors import ConfigError, OdradekError
 
 logger = logging.getLogger(__name__)
 
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -85,7 +87,7 @@ def parse_overrides(values: tuple[str, ...], option: str) -> dict[str, str]:
 @click.option(
     "--log-level",
     type=click.Choice(LOG_LEVELS, case_sensitive=False),
-    default="INFO",
+    default="info",
     show_default=True,
     help="Log level of the messages written to stderr.",
 )
@@ -120,7 +122,10 @@ async def _serve(app: BrokerApp) -> None:
         )
         sys.stdout.flush()
         await stop.wait()
-        await app.stop()
+        try:
+            await app.stop()
+        except (OdradekError, OSError) as error:
+            raise click.ClickException(f"the broker did not stop cleanly: {error}") from None
     finally:
         for signum in STOP_SIGNALS:
             loop.remove_signal_handler(signum)
