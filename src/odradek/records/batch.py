@@ -199,11 +199,8 @@ def parse_header(buf: ReadableBuffer, pos: int = 0) -> BatchHeader:
 
 def compute_crc(buf: ReadableBuffer, pos: int, size: int) -> int:
     """CRC32C of the batch at ``pos`` of ``size`` bytes, over attributes .. end."""
-    view = memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size]
-    try:
-        return crc32c(view)
-    finally:
-        view.release()
+    with memoryview(buf) as view:
+        return crc32c(view[pos + ATTRIBUTES_OFFSET : pos + size])
 
 
 def validate_batch(buf: ReadableBuffer, pos: int = 0) -> BatchHeader:

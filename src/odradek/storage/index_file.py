@@ -357,6 +357,19 @@ class IndexFile(abc.ABC):
         values.append(value)
         keys.append(key)
 
+    def _append_trusted(self, key: int, value: int) -> None:
+        """The append hot path for the segment that owns this index: no lock and no checks
+        beyond room. Only for a caller that keeps entries in order and serialises every
+        mutation itself (the log appends, truncates and rolls under its own lock; a
+        concurrent ``flush`` only syncs the map, which is safe)."""
+        keys, values = self._columns
+        slot = len(keys)
+        if slot >= self._length // self.entry_size or self._mmap is None:
+            raise IndexFullError(f"{self._path}: index is full")
+        self._ENTRY.pack_into(self._mmap, slot * self.entry_size, key, value)
+        values.append(value)
+        keys.append(key)
+
     def _check_open(self) -> None:
         if self._closed:
             raise ValueError(f"{self._path}: index is closed")

@@ -284,7 +284,12 @@ class Log:
                 payload = data
             first = batches[0].header
             last = batches[-1].header
-            max_timestamp = max(batch.header.max_timestamp for batch in batches)
+            if len(batches) == 1:
+                max_timestamp = first.max_timestamp
+                records = first.records_count
+            else:
+                max_timestamp = max(batch.header.max_timestamp for batch in batches)
+                records = sum(batch.header.records_count for batch in batches)
             segment = self._segments.active
             if segment.should_roll(
                 size,
@@ -297,7 +302,6 @@ class Log:
                 segment = self._roll_locked(first.base_offset)
             segment.append(payload, batches)
             self._log_end_offset = last.next_offset
-            records = sum(batch.header.records_count for batch in batches)
             self._unflushed_messages += records
             flush_now = self._unflushed_messages >= config.flush_messages
         if flush_now:

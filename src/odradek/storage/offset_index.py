@@ -91,6 +91,11 @@ class OffsetIndex(IndexFile):
                 )
             self._append_locked(relative_offset, position)
 
+    def append_trusted(self, offset: int, position: int) -> None:
+        """``append`` without validation, for the owning segment (see ``_append_trusted``):
+        the caller guarantees increasing offsets and positions within int32 range."""
+        self._append_trusted(offset - self._base_offset, position)
+
     def lookup(self, target_offset: int) -> IndexEntry:
         """Returns the entry with the largest offset ``<= target_offset``.
 

@@ -230,16 +230,17 @@ class LogSegment:
             self.max_timestamp_so_far = header.max_timestamp
             self.offset_of_max_timestamp = header.base_offset
         if self._bytes_since_last_index_entry > self._index_interval_bytes:
+            # The hot path: entries are in order by construction, under the log's lock.
             # A full index (after segment.index.bytes shrank) only makes lookups sparser.
-            if not self.offset_index.is_full:
-                self.offset_index.append(header.base_offset, position)
-            if not self.time_index.is_full:
-                self.time_index.maybe_append(
-                    self.max_timestamp_so_far, self.offset_of_max_timestamp
-                )
+            offset_index = self.offset_index
+            if not offset_index.is_full:
+                offset_index.append_trusted(header.base_offset, position)
+            time_index = self.time_index
+            if self.max_timestamp_so_far > time_index.last_timestamp and not time_index.is_full:
+                time_index.append_trusted(self.max_timestamp_so_far, self.offset_of_max_timestamp)
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += header.size
-        self.next_offset = header.next_offset
+        self.next_offset = header.base_offset + header.last_offset_delta + 1
 
     # ----------------------------------------------------------------- lookups
 

@@ -113,6 +113,18 @@ class TimeIndex(IndexFile):
             self._append_locked(timestamp_ms, relative_offset)
             return True
 
+    @property
+    def last_timestamp(self) -> int:
+        """The last entry's timestamp, or -1 when the index is empty."""
+        keys = self._columns[0]
+        return keys[-1] if keys else NO_TIMESTAMP
+
+    def append_trusted(self, timestamp_ms: int, offset: int) -> None:
+        """``maybe_append`` without validation, for the owning segment (see
+        ``_append_trusted``): the caller guarantees a new maximum timestamp, a
+        non-decreasing offset, and room (``not is_full``)."""
+        self._append_trusted(timestamp_ms, offset - self._base_offset)
+
     def lookup(self, target_timestamp_ms: int) -> TimeIndexEntry:
         """Returns the entry with the largest timestamp ``< target_timestamp_ms``.
 
