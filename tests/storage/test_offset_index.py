@@ -308,3 +308,17 @@ def test_truncate_to_agrees_with_a_model(
             assert index.lookup(target) == _scan(model, target)
     finally:
         index.delete()
+
+
+def test_append_trusted_writes_the_same_entries_as_append(tmp_path: Path) -> None:
+    checked = OffsetIndex(tmp_path / "a.index", BASE, 8 * 3)
+    trusted = OffsetIndex(tmp_path / "b.index", BASE, 8 * 3)
+    for offset, position in [(BASE, 0), (BASE + 7, 400), (BASE + 9, 900)]:
+        checked.append(offset, position)
+        trusted.append_trusted(offset, position)
+    assert trusted.lookup(BASE + 8) == IndexEntry(BASE + 7, 400)
+    with pytest.raises(IndexFullError):
+        trusted.append_trusted(BASE + 10, 1000)
+    checked.close()
+    trusted.close()
+    assert (tmp_path / "a.index").read_bytes() == (tmp_path / "b.index").read_bytes()

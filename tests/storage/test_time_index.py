@@ -287,3 +287,11 @@ def test_truncate_to_agrees_with_a_model(
         index.sanity_check()
     finally:
         index.delete()
+
+
+def test_append_trusted_and_last_timestamp(index: TimeIndex) -> None:
+    assert index.last_timestamp == -1
+    index.append_trusted(1_000, index.base_offset + 3)
+    index.append_trusted(2_000, index.base_offset + 8)
+    assert index.last_timestamp == 2_000
+    assert index.lookup(1_500).offset == index.base_offset + 3
