@@ -31,8 +31,9 @@ pytestmark = pytest.mark.interop
 TIMEOUT_S = 10.0
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def admin(broker: Broker) -> AdminClient:
+    # One per module: AdminClient has no close(), and pytest keeps fixture values to the end.
     return AdminClient({"bootstrap.servers": broker.bootstrap_servers})
 
 
