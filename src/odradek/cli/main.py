@@ -10,7 +10,9 @@ import sys
 import click
 
 from odradek._version import __version__
+from odradek.cli.consume import consume
 from odradek.cli.dump_log import dump_log
+from odradek.cli.produce import produce
 from odradek.cli.serve import serve
 from odradek.cli.topics import topics
 
@@ -21,7 +23,9 @@ def cli() -> None:
     """odradek: a Kafka-compatible commit log."""
 
 
+cli.add_command(consume)
 cli.add_command(dump_log)
+cli.add_command(produce)
 cli.add_command(serve)
 cli.add_command(topics)
 

@@ -122,6 +122,21 @@ class BlockingConnection:
             )
         return body
 
+    def send(self, api_key: int, api_version: int, fields: Mapping[str, Any]) -> None:
+        """Sends one request that the broker does not answer (Produce with acks=0).
+
+        The broker handles a connection's requests in order, so the response to a later
+        ``request`` tells that this one was handled too; a broker that fails such a request
+        closes the connection instead (as Kafka does), which that later ``request`` reports.
+
+        Raises:
+            KafkaError: NETWORK_EXCEPTION or REQUEST_TIMED_OUT while sending.
+        """
+        self._correlation_id += 1
+        self._send(
+            encode_request(api_key, api_version, self._correlation_id, self.client_id, fields)
+        )
+
     def api_versions(self) -> dict[int, VersionRange]:
         """The broker's API version ranges by API key (asked once, then remembered).
 
