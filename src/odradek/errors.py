@@ -454,3 +454,24 @@ class SessionClosedError(MetadataStoreError):
 
 class CorruptMetadataError(MetadataStoreError):
     """Persisted metadata cannot be read: an unreadable store file or malformed node JSON."""
+
+
+# --- Clients (odradek.client) --------------------------------------------------------------
+
+
+class KafkaTimeoutError(KafkaError, TimeoutError):
+    """A client-side wait ran out (REQUEST_TIMED_OUT): ``max.block.ms`` for buffer memory or
+    metadata in ``send``, ``delivery.timeout.ms`` for a record, the timeout given to a
+    future's ``result``, ``flush`` or ``close``. Also a ``TimeoutError``, so code written for
+    ``concurrent.futures`` catches it."""
+
+    code = ErrorCode.REQUEST_TIMED_OUT
+
+
+class SerializationError(OdradekError):
+    """A key or value serializer failed; ``__cause__`` is the serializer's own exception."""
+
+
+class ProducerClosedError(OdradekError):
+    """The producer is closed: ``send`` after ``close``, or a record still pending when
+    ``close`` gave up waiting (its future fails with this)."""
