@@ -475,3 +475,17 @@ class SerializationError(OdradekError):
 class ProducerClosedError(OdradekError):
     """The producer is closed: ``send`` after ``close``, or a record still pending when
     ``close`` gave up waiting (its future fails with this)."""
+
+
+# --- Group coordinator (odradek.broker.group) ----------------------------------------------
+
+
+class CoordinatorRecordError(OdradekError, ValueError):
+    """A ``__consumer_offsets`` record key or value cannot be decoded: truncated, trailing
+    bytes, a negative length where none is allowed, invalid UTF-8, or a value version this
+    coordinator does not read. Loading a partition stops on it: the log is not ours to skip."""
+
+
+class IllegalGroupStateTransitionError(OdradekError, RuntimeError):
+    """The group coordinator tried a state change the classic group protocol does not allow
+    (a local bug, never a client's doing)."""
