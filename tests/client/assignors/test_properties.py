@@ -9,8 +9,11 @@ the per-module files."""
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,6 +30,13 @@ from odradek.client.assignors import (
 from odradek.client.assignors.assignor import subscribed_partitions
 from odradek.client.assignors.cooperative_sticky import member_generation
 from odradek.client.assignors.sticky import PreviousAssignment, sticky_assignment
+
+with warnings.catch_warnings():
+    # kafka-python loads its protocol schemas with the deprecated importlib.resources.read_text.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from kafka.coordinator.assignors.range import RangePartitionAssignor as KpRange
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor as KpRoundRobin
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription as KpSubscription
 
 TOPICS = ("t0", "t1", "t2", "t3")
 MAX_PARTITIONS = 8
@@ -317,3 +327,67 @@ def test_cooperative_settles(group: Group) -> None:
     # second round can tip the balance and move an owned one, which takes a third. A targeted
     # search over 20,000 groups never needed a fourth.
     rounds_until_complete(group, limit=5)
+
+
+# --- kafka-python's range and round robin as a reference -------------------------------------
+
+
+class _Cluster:
+    def __init__(self, partitions_per_topic: Mapping[str, int]) -> None:
+        self._partitions_per_topic = partitions_per_topic
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        count = self._partitions_per_topic.get(topic, 0)
+        return set(range(count)) if count else None
+
+
+def kafka_python_assign(
+    assignor: Any,
+    partitions_per_topic: Mapping[str, int],
+    subscriptions: Mapping[str, Subscription],
+) -> dict[str, set[TopicPartition]]:
+    members = [
+        SimpleNamespace(
+            member_id=member,
+            group_instance_id=subscription.group_instance_id,
+            metadata=KpSubscription(topics=list(subscription.topics), user_data=None, version=0),
+        )
+        for member, subscription in subscriptions.items()
+    ]
+    result = assignor.assign(_Cluster(partitions_per_topic), members)
+    return {
+        member: {TopicPartition(t, p) for t, numbers in a.assigned_partitions for p in numbers}
+        for member, a in result.items()
+    }
+
+
+def ascii_dynamic(group: Group) -> Group:
+    """ASCII member ids (Python's and Java's orders agree), no static members."""
+    partitions_per_topic, subscriptions = group
+    return partitions_per_topic, {
+        member.encode("ascii", "replace").decode() + str(index): Subscription(s.topics)
+        for index, (member, s) in enumerate(subscriptions.items())
+    }
+
+
+# kafka-python 3.0.12 is a reference only where it works: its range assignor splits static and
+# dynamic members with itertools.groupby on unsorted input (a static member is dropped when the
+# two kinds interleave), and its round robin assignor raises KeyError when it must skip a member
+# that does not subscribe to a topic. Hence dynamic members only, and identical subscriptions
+# for round robin.
+
+
+@given(groups().map(ascii_dynamic))
+def test_range_agrees_with_kafka_python(group: Group) -> None:
+    partitions_per_topic, subscriptions = group
+    result = RangeAssignor().assign(partitions_per_topic, subscriptions)
+    reference = kafka_python_assign(KpRange, partitions_per_topic, subscriptions)
+    assert {m: set(a.partitions) for m, a in result.items()} == reference
+
+
+@given(groups(identical=True).map(ascii_dynamic))
+def test_roundrobin_agrees_with_kafka_python(group: Group) -> None:
+    partitions_per_topic, subscriptions = group
+    result = RoundRobinAssignor().assign(partitions_per_topic, subscriptions)
+    reference = kafka_python_assign(KpRoundRobin, partitions_per_topic, subscriptions)
+    assert {m: set(a.partitions) for m, a in result.items()} == reference

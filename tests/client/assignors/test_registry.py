@@ -64,9 +64,27 @@ def test_unknown_names(bad: str) -> None:
         resolve(bad)
 
 
-@pytest.mark.parametrize("bad", [object(), EverythingToTheFirst, 42])
-def test_objects_that_are_not_assignors(bad: object) -> None:
-    with pytest.raises(ConfigError, match="is not an assignor instance"):
+def test_assignor_classes_are_instantiated() -> None:
+    assert isinstance(resolve(EverythingToTheFirst), EverythingToTheFirst)
+    assert isinstance(resolve(StickyAssignor), StickyAssignor)
+
+
+class NeedsArguments(EverythingToTheFirst):
+    def __init__(self, setting: int) -> None:
+        self.setting = setting
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (object(), "is not an assignor"),
+        (42, "is not an assignor"),
+        (int, "is not an assignor"),
+        (NeedsArguments, "cannot create NeedsArguments"),
+    ],
+)
+def test_things_that_are_not_assignors(bad: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
         resolve(bad)  # type: ignore[arg-type]
 
 

@@ -4,6 +4,10 @@ conflicting claims resolve."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from odradek._types import TopicPartition
 from odradek.client.assignors import Assignment, StickyAssignor, Subscription
 from odradek.client.assignors.protocol import encode_sticky_user_data
@@ -108,9 +112,11 @@ def test_higher_generation_claim_wins() -> None:
     assert result == {"A": tps("tp0"), "B": tps("tp2"), "C": tps("tp1")}
 
 
-def test_claims_in_the_same_generation_cancel() -> None:
+def test_claims_in_the_same_generation_cancel(caplog: pytest.LogCaptureFixture) -> None:
     previous = {"A": (tps("tp0 tp1"), 5), "B": (tps("tp1"), 5)}
-    result = sticky_assignment({"t": 3}, {m: Subscription(["t"]) for m in "AB"}, previous)
+    with caplog.at_level(logging.WARNING, logger="odradek.client.assignors.sticky"):
+        result = sticky_assignment({"t": 3}, {m: Subscription(["t"]) for m in "AB"}, previous)
+    assert caplog.messages == ["members A, B all claim t-1 in generation 5; none of them keeps it"]
     # Neither keeps tp1: it is dealt afresh, to the member with fewer (B).
     assert result == {"A": tps("tp0 tp2"), "B": tps("tp1")}
 

@@ -4,14 +4,15 @@ This module owns the mapping from what a user configures to an ``Assignor``. It 
 protocol names (``range``, ``roundrobin``, ``sticky``, ``cooperative-sticky``, as librdkafka
 and kafka-python do), the Java class names (``org.apache.kafka.clients.consumer.RangeAssignor``
 and so on, as the Java consumer does), and any object that already is an assignor (has
-``name()`` and ``assign(...)``), which is returned as is. A comma-separated string or a list
+``name()`` and ``assign(...)``), which is returned as is, or such a class, which is
+instantiated with no arguments. A comma-separated string or a list
 configures several, preferred first; Kafka refuses two assignors with the same name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Any, Final
 
 from odradek.client.assignors.assignor import Assignor
 from odradek.client.assignors.cooperative_sticky import CooperativeStickyAssignor
@@ -42,11 +43,12 @@ _CLASS_NAMES: Final = {
 }
 
 
-def resolve(strategy: str | Assignor) -> Assignor:
-    """The assignor a strategy names, or ``strategy`` itself if it is an assignor.
+def resolve(strategy: str | Assignor | type[Any]) -> Assignor:
+    """The assignor a strategy names, ``strategy`` itself if it is an assignor, or a new
+    instance if it is an assignor class (as kafka-python and aiokafka configure them).
 
     Raises:
-        ConfigError: an unknown name, or an object without ``name()`` and ``assign()``.
+        ConfigError: an unknown name, or something that is not an assignor.
     """
     if isinstance(strategy, str):
         name = strategy.strip()
@@ -57,22 +59,34 @@ def resolve(strategy: str | Assignor) -> Assignor:
                 f"partition.assignment.strategy: unknown assignor {strategy!r} (known: {known})"
             )
         return factory()
-    if isinstance(strategy, type) or not isinstance(strategy, Assignor):
+    candidate: object = strategy
+    if isinstance(strategy, type):
+        try:
+            candidate = strategy()
+        except TypeError as exc:
+            raise ConfigError(
+                f"partition.assignment.strategy: cannot create {strategy.__qualname__}() ({exc})"
+            ) from exc
+    if not isinstance(candidate, Assignor):
         raise ConfigError(
-            f"partition.assignment.strategy: {strategy!r} is not an assignor instance "
+            f"partition.assignment.strategy: {strategy!r} is not an assignor "
             "(an object with name() and assign(partitions_per_topic, subscriptions))"
         )
-    return strategy
+    return candidate
 
 
-def resolve_all(strategies: str | Assignor | Sequence[str | Assignor]) -> list[Assignor]:
+def resolve_all(
+    strategies: str | Assignor | type[Any] | Sequence[str | Assignor | type[Any]],
+) -> list[Assignor]:
     """The assignors of a ``partition.assignment.strategy`` value, preferred first.
 
     Raises:
         ConfigError: an unknown or invalid entry, no entry, or two assignors with one name.
     """
     if isinstance(strategies, str):
-        entries: list[str | Assignor] = [part for part in strategies.split(",") if part.strip()]
+        entries: list[str | Assignor | type[Any]] = [
+            part for part in strategies.split(",") if part.strip()
+        ]
     elif isinstance(strategies, Sequence):
         entries = list(strategies)
     else:

@@ -40,6 +40,7 @@ for T topics; fine for the hundreds of partitions and tens of members of a Pytho
 from __future__ import annotations
 
 import heapq
+import logging
 from collections.abc import Mapping, Sequence
 
 from odradek._types import TopicPartition
@@ -55,6 +56,8 @@ from odradek.client.assignors.assignor import (
 from odradek.client.assignors.protocol import decode_sticky_user_data, encode_sticky_user_data
 
 __all__ = ["PreviousAssignment", "StickyAssignor", "partition_sort_key", "sticky_assignment"]
+
+logger = logging.getLogger(__name__)
 
 #: A member's previous partitions and the generation it received them in.
 PreviousAssignment = tuple[Sequence[TopicPartition], int]
@@ -85,7 +88,18 @@ def _previous_owners(
                 best[tp] = (generation_id, [member])
             elif generation_id == claim[0]:
                 claim[1].append(member)
-    return {tp: claimants[0] for tp, (_, claimants) in best.items() if len(claimants) == 1}
+    owners = {}
+    for tp, (generation_id, claimants) in best.items():
+        if len(claimants) == 1:
+            owners[tp] = claimants[0]
+        else:
+            logger.warning(
+                "members %s all claim %s in generation %d; none of them keeps it",
+                ", ".join(claimants),
+                tp,
+                generation_id,
+            )
+    return owners
 
 
 def _find_move(
