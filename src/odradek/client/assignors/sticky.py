@@ -18,7 +18,8 @@ same (highest) generation cancel out, so neither member keeps it (Kafka logs tha
 Claims on topics a member no longer subscribes to, or on partitions that no longer exist, are
 dropped.
 
-The algorithm (our own; Kafka's result differs only where several balanced answers exist):
+The algorithm (our own; it reproduces the examples in Kafka's documentation, and may pick a
+different one of several equally balanced and sticky answers than Kafka's does):
 
 - keep the valid previous ownership;
 - deal the other partitions one at a time, those with the fewest possible owners first (so
@@ -33,8 +34,9 @@ by ``subscription_user_data``, Kafka's v1 layout, see ``protocol``); a member wi
 user data is taken to own its subscription's ``owned_partitions`` in ``generation_id``.
 Rack ids are ignored (rack-aware stickiness needs partition replica racks).
 
-Cost: O(P log M) to deal P partitions to M members, plus O(M log M + M·T) per balancing move
-for T topics; fine for the hundreds of partitions and tens of members of a Python group.
+Cost: about O(P log M) to deal P partitions to M members, plus O(M log M + P/M) per balancing
+move. A member joining costs a few milliseconds at 2,000 partitions and 200 members; the worst
+case, one member owning all 2,000 before 199 others join, about a second.
 """
 
 from __future__ import annotations
