@@ -6,5 +6,6 @@ the package root (STYLE.md rule 3).
 
 from odradek._version import __version__
 from odradek.broker.embedded import Broker
+from odradek.client import AdminClient, NewTopic, SimpleConsumer
 
-__all__ = ["Broker", "__version__"]
+__all__ = ["AdminClient", "Broker", "NewTopic", "SimpleConsumer", "__version__"]

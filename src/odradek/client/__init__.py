@@ -1,1 +1,34 @@
-"""Python Kafka clients (later issue)."""
+"""odradek's Python Kafka clients: admin, simple consumer (producer and consumer join here).
+
+Layers inside (each module's docstring states its contract): ``config`` (settings by Kafka
+name), ``network`` / ``connection`` (non-blocking pipelined connections, one owner thread),
+``codecs`` (the request/response codec seam), ``cluster`` (metadata), then the clients.
+"""
+
+from odradek.client.admin import AdminClient
+from odradek.client.admin_types import (
+    AlterConfigOp,
+    AlterConfigOpType,
+    ConfigResource,
+    ConfigResourceType,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+)
+from odradek.client.config import ClientConfig
+from odradek.client.simple_consumer import FetchRequest, Message, SimpleConsumer
+
+__all__ = [
+    "AdminClient",
+    "AlterConfigOp",
+    "AlterConfigOpType",
+    "ClientConfig",
+    "ConfigResource",
+    "ConfigResourceType",
+    "FetchRequest",
+    "Message",
+    "NewPartitions",
+    "NewTopic",
+    "OffsetSpec",
+    "SimpleConsumer",
+]

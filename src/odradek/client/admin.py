@@ -138,9 +138,9 @@ class AdminClient:
         """
         deadline = self._deadline(timeout_ms)
 
-        def fields(version: int) -> dict[str, Any]:
+        def fields(_version: int) -> dict[str, Any]:
             return {
-                "topics": [_creatable_topic(topic, version) for topic in new_topics],
+                "topics": [_creatable_topic(topic) for topic in new_topics],
                 "timeout": self._remaining(deadline),
                 "validate_only": validate_only,
             }
@@ -727,13 +727,11 @@ def _metadata_fields(topics: list[dict[str, Any]] | None) -> dict[str, Any]:
     }
 
 
-def _creatable_topic(topic: NewTopic, version: int) -> dict[str, Any]:
+def _creatable_topic(topic: NewTopic) -> dict[str, Any]:
     assignment = topic.replica_assignment
+    # -1 asks for the broker's defaults (KIP-464, CreateTopics v4+); a broker that does not
+    # take -1 at an older version answers with a per-topic error.
     partitions, factor = topic.num_partitions, topic.replication_factor
-    if version < 4 and assignment is None and (partitions < 0 or factor < 0):
-        # Before KIP-464 a broker needs both counts: -1 would be refused.
-        partitions = 1 if partitions < 0 else partitions
-        factor = 1 if factor < 0 else factor
     return {
         "name": topic.name,
         "num_partitions": -1 if assignment is not None else partitions,
