@@ -7,6 +7,14 @@ the segment holding the recovery point onwards — and at least the whole newest
 torn writes happen — is checked (the batch fits in the file, CRC32C matches, offsets increase)
 and the log is truncated at the first bad one; indexes of checked segments are rebuilt, and
 segments after a truncation are removed. Indexes that do not check out are rebuilt anywhere.
+
+Leftovers of an interrupted compaction (see ``cleaner.cleaner``): ``.cleaned`` files are
+deleted (the segments they were to replace are intact). A ``<base>.log.swap`` file is a cleaned
+segment that was fully written and committed: it replaces every segment whose base offset lies
+in its offset range [base, its last batch's next offset), whatever state the swap reached;
+index ``.swap`` files are deleted and the swapped segment's indexes rebuilt. A ``.swap`` file
+without a single valid batch cannot be a committed cleaned segment (one always ends with a
+batch) and is deleted.
 """
 
 from __future__ import annotations
@@ -15,9 +23,17 @@ import logging
 import os
 from dataclasses import dataclass
 
+from odradek.storage.checkpoints import fsync_directory
 from odradek.storage.config import LogConfig
+from odradek.storage.file_records import FileRecords
 from odradek.storage.index_errors import CorruptIndexError
-from odradek.storage.naming import DELETED_SUFFIX, LOG_SUFFIX, parse_segment_file_name
+from odradek.storage.naming import (
+    DELETED_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    parse_segment_file_name,
+    segment_path,
+)
 from odradek.storage.segment import LogSegment
 
 logger = logging.getLogger(__name__)
@@ -123,6 +139,7 @@ class LogLoader:
         """Removes leftovers of interrupted operations; returns the segments' base offsets."""
         logs: set[int] = set()
         indexes: dict[int, list[str]] = {}
+        swaps: list[int] = []
         for name in os.listdir(self.directory):
             path = os.path.join(self.directory, name)
             if name.endswith(".tmp"):
@@ -132,9 +149,11 @@ class LogLoader:
             if parsed is None:
                 continue
             base_offset, suffix, state = parsed
-            if state:
-                # .deleted: a delete that did not finish; .cleaned/.swap: an interrupted
-                # compaction (its originals are still in place).
+            if state == SWAP_SUFFIX and suffix == LOG_SUFFIX:
+                swaps.append(base_offset)
+            elif state:
+                # .deleted: a delete that did not finish; .cleaned: an interrupted compaction
+                # (its originals are still in place); index .swap: rebuilt after the swap.
                 if state == DELETED_SUFFIX:
                     logger.info("%s: finishing the deletion of %s", self.name, name)
                 os.remove(path)
@@ -142,11 +161,47 @@ class LogLoader:
                 logs.add(base_offset)
             else:
                 indexes.setdefault(base_offset, []).append(path)
+        for base_offset in sorted(swaps):
+            self._complete_swap(base_offset, logs, indexes)
         for base_offset, paths in indexes.items():
             if base_offset not in logs:
                 for path in paths:
                     os.remove(path)
         return sorted(logs)
+
+    def _complete_swap(
+        self, base_offset: int, logs: set[int], indexes: dict[int, list[str]]
+    ) -> None:
+        """Replaces the segments a committed ``.swap`` segment covers (see the module
+        docstring) and gives it its final name."""
+        swap_path = segment_path(self.directory, base_offset, LOG_SUFFIX) + SWAP_SUFFIX
+        swap = FileRecords(swap_path)
+        try:
+            next_offset = None
+            for _position, header in swap.validated_batches():
+                next_offset = header.next_offset
+        finally:
+            swap.close()
+        if next_offset is None:
+            logger.warning("%s: removing %s: it holds no valid batch", self.name, swap_path)
+            os.remove(swap_path)
+            return
+        covered = sorted(b for b in logs if base_offset <= b < next_offset)
+        logger.info(
+            "%s: finishing an interrupted swap: %s replaces segments %s",
+            self.name,
+            os.path.basename(swap_path),
+            covered,
+        )
+        for covered_base in covered:
+            os.remove(segment_path(self.directory, covered_base, LOG_SUFFIX))
+            logs.discard(covered_base)
+        for covered_base in [b for b in indexes if base_offset <= b < next_offset]:
+            for path in indexes.pop(covered_base):
+                os.remove(path)
+        os.replace(swap_path, segment_path(self.directory, base_offset, LOG_SUFFIX))
+        fsync_directory(self.directory)
+        logs.add(base_offset)
 
     def _load_segments(self, segments: list[LogSegment]) -> tuple[int, int]:
         """Loads or recovers each segment; returns (bytes truncated, segments removed)."""

@@ -19,6 +19,7 @@ import logging
 import os
 import shutil
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -40,6 +41,7 @@ from odradek.records.batch import (
     set_partition_leader_epoch,
     validate_batch,
 )
+from odradek.records.codec import decode_records
 from odradek.storage.config import LogConfig
 from odradek.storage.file_records import FileSlice
 from odradek.storage.loader import LogLoader
@@ -246,6 +248,8 @@ class Log:
             batches = [BatchPosition(0, header)]
         else:
             batches = [BatchPosition(position, header) for position, header in iter_batches(data)]
+        if assign_offsets and self._config.compacts:
+            self._check_keys(data, batches)
         payload: bytes | bytearray | memoryview | tuple[bytearray, memoryview]
         with self._lock:
             self._check_open()
@@ -295,7 +299,11 @@ class Log:
                 size,
                 max_timestamp,
                 last.last_offset,
-                config.segment_ms,
+                # A compacted log rolls by max.compaction.lag.ms too: the active segment is
+                # never cleaned, so this bounds how long a record escapes compaction (KIP-354).
+                min(config.segment_ms, config.max_compaction_lag_ms)
+                if config.compacts
+                else config.segment_ms,
                 config.segment_bytes,
                 self._clock.now_ms(),
             ):
@@ -360,6 +368,21 @@ class Log:
                     f"the next expected offset {expected}"
                 )
             expected = batch.header.next_offset
+
+    def _check_keys(
+        self, data: bytes | bytearray | memoryview, batches: list[BatchPosition]
+    ) -> None:
+        """A compacted log keeps records by key, so a leader refuses keyless records; this
+        decodes the batches (compacted topics only, as Kafka does)."""
+        for position, header in batches:
+            if header.is_control:
+                continue
+            for record in decode_records(data, header, position):
+                if record.key is None:
+                    raise InvalidRecordError(
+                        f"{self.topic_partition}: a compacted topic cannot accept a record "
+                        f"without a key (offset delta {record.offset - header.base_offset})"
+                    )
 
     def _check_open(self) -> None:
         if self._closed:
@@ -577,6 +600,46 @@ class Log:
                 segment.delete_files,
                 self._config.file_delete_delay_ms,
             )
+
+    # ----------------------------------------------------------------- compaction
+
+    @property
+    def truncation_count(self) -> int:
+        """How many truncations the log has had (a cleaner pass checks it did not change)."""
+        return self._truncations
+
+    def replace_segments(
+        self,
+        new_segment: LogSegment,
+        old_segments: Sequence[LogSegment],
+        *,
+        truncations: int,
+        commit: Callable[[], None],
+        finish: Callable[[], None],
+    ) -> bool:
+        """Swaps a cleaned segment in for the inactive segments it replaces (compaction).
+
+        Under the log's lock: checks that the log is open, was not truncated since
+        ``truncations`` was read and still holds every old segment, inactive; then calls
+        ``commit`` (the cleaner renames its files ``.swap``: from here a crash keeps the new
+        segment), publishes the new segment list, renames the old segments ``.deleted`` (removed
+        after ``file.delete.delay.ms``), and calls ``finish`` (the final names).
+
+        Returns:
+            False, having changed nothing, when the check fails.
+        """
+        with self._lock:
+            if self._closed or self._truncations != truncations:
+                return False
+            inactive = {id(segment) for segment in self._segments.snapshot().segments[:-1]}
+            if not all(id(segment) in inactive for segment in old_segments):
+                return False
+            commit()
+            self._segments.replace(new_segment, old_segments)
+            for segment in old_segments:
+                self._delete_segment(segment)
+            finish()
+            return True
 
     # ----------------------------------------------------------------- truncation
 

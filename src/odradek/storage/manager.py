@@ -5,12 +5,14 @@ Each log directory holds, besides the partition directories::
 
     recovery-point-offset-checkpoint   offsets below which each log was fsynced
     log-start-offset-checkpoint        each log's start offset (moved by DeleteRecords)
+    cleaner-offset-checkpoint          where each compacted log is clean up to (the cleaner's)
     .odradek_cleanshutdown             present only after a clean shutdown
 
 At start-up the marker decides whether logs are trusted or recovered (see ``loader``); it is
 removed once the logs are loaded, and written again by ``shutdown`` after every log is flushed
 and closed. A partition directory renamed ``<topic>-<partition>.<id>-delete`` is a deletion in
-progress and is removed.
+progress and is removed. Compacted logs are cleaned by the ``LogCleaner`` threads, started with
+the logs and stopped first at shutdown.
 
 Thread safety: all public methods may be called from any thread.
 """
@@ -28,6 +30,8 @@ from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
 from odradek.errors import KafkaStorageError
 from odradek.storage.checkpoints import OffsetCheckpointFile, atomic_write, fsync_directory
+from odradek.storage.cleaner.config import CleanerConfig
+from odradek.storage.cleaner.log_cleaner import LogCleaner
 from odradek.storage.config import LogConfig
 from odradek.storage.log import Log
 from odradek.storage.naming import parse_partition_dir_name, partition_dir_name
@@ -54,6 +58,7 @@ class LogManager:
         flush_check_interval_ms: ``log.flush.scheduler.interval.ms``.
         retention_check_interval_ms: ``log.retention.check.interval.ms``.
         checkpoint_interval_ms: ``log.flush.offset.checkpoint.interval.ms``.
+        cleaner_config: the ``log.cleaner.*`` settings (defaults: Kafka's).
     """
 
     def __init__(
@@ -67,6 +72,7 @@ class LogManager:
         flush_check_interval_ms: int = 1000,
         retention_check_interval_ms: int = 300_000,
         checkpoint_interval_ms: int = 60_000,
+        cleaner_config: CleanerConfig | None = None,
     ) -> None:
         if not log_dirs:
             raise KafkaStorageError("log.dirs is empty")
@@ -87,6 +93,7 @@ class LogManager:
         self._checkpoint_lock = threading.Lock()
         self._started = False
         self._stopped = False
+        self.cleaner = LogCleaner(self.all_logs, cleaner_config, clock=clock)
 
     # ----------------------------------------------------------------- start-up
 
@@ -105,6 +112,7 @@ class LogManager:
         self._scheduler.schedule(
             "checkpoint recovery points", self.checkpoint_logs, checkpoint_ms, checkpoint_ms
         )
+        self.cleaner.startup()
 
     def _load_dir(self, directory: str) -> None:
         os.makedirs(directory, exist_ok=True)
@@ -197,6 +205,7 @@ class LogManager:
             directory = self._log_dir_of.pop(topic_partition, None)
         if log is None or directory is None:
             return False
+        self.cleaner.abort_and_forget(topic_partition, directory)
         doomed = f"{log.directory}.{uuid.uuid4().hex}{_DELETE_DIR_SUFFIX}"
         os.rename(log.directory, doomed)
         fsync_directory(directory)
@@ -251,6 +260,7 @@ class LogManager:
                 return
             self._stopped = True
             logs = list(self._logs.values())
+        self.cleaner.shutdown()
         if self._owns_scheduler:
             self._scheduler.shutdown()
         for log in logs:

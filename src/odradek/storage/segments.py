@@ -10,7 +10,7 @@ Thread safety: one writer (the log, under its lock); readers on any thread, with
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from odradek.storage.segment import LogSegment
@@ -69,6 +69,14 @@ class LogSegments:
         """Adds (or replaces the segment with the same base offset)."""
         kept = [s for s in self._snapshot.segments if s.base_offset != segment.base_offset]
         kept.append(segment)
+        self._publish(kept)
+
+    def replace(self, new_segment: LogSegment, old_segments: Sequence[LogSegment]) -> None:
+        """Publishes, in one step, the list without ``old_segments`` and with ``new_segment``
+        (compaction: readers see the old segments or the new one, never neither)."""
+        kept = [s for s in self._snapshot.segments if all(s is not old for old in old_segments)]
+        kept = [s for s in kept if s.base_offset != new_segment.base_offset]
+        kept.append(new_segment)
         self._publish(kept)
 
     def remove(self, segment: LogSegment) -> None:
