@@ -7,5 +7,15 @@ the package root (STYLE.md rule 3).
 from odradek._version import __version__
 from odradek.broker.embedded import Broker
 from odradek.client import AdminClient, NewTopic, SimpleConsumer
+from odradek.client.producer import Producer, ProducerRecord, RecordMetadata
 
-__all__ = ["AdminClient", "Broker", "NewTopic", "SimpleConsumer", "__version__"]
+__all__ = [
+    "AdminClient",
+    "Broker",
+    "NewTopic",
+    "Producer",
+    "ProducerRecord",
+    "RecordMetadata",
+    "SimpleConsumer",
+    "__version__",
+]

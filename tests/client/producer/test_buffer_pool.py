@@ -10,7 +10,7 @@ import pytest
 
 from odradek._clock import MockClock
 from odradek.client.producer.buffer_pool import BufferPool
-from odradek.errors import KafkaTimeoutError
+from odradek.errors import KafkaTimeoutError, ProducerClosedError
 
 
 def start(target: Callable[[], None]) -> tuple[threading.Thread, list[BaseException]]:
@@ -104,4 +104,4 @@ def test_close_fails_waiters() -> None:
     wait_for(lambda: pool.queued == 1)
     pool.close()
     thread.join(5)
-    assert isinstance(errors[0], RuntimeError)
+    assert isinstance(errors[0], ProducerClosedError)

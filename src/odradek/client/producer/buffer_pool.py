@@ -20,7 +20,7 @@ import threading
 from collections import deque
 
 from odradek._clock import Clock
-from odradek.errors import KafkaTimeoutError
+from odradek.errors import KafkaTimeoutError, ProducerClosedError
 
 __all__ = ["BufferPool"]
 
@@ -56,7 +56,7 @@ class BufferPool:
         Raises:
             ValueError: ``size`` exceeds ``total_bytes`` (it could never be reserved).
             KafkaTimeoutError: not enough memory was freed within ``max_time_ms``.
-            RuntimeError: the pool was closed while waiting.
+            ProducerClosedError: the pool was closed while waiting.
         """
         if size > self.total_bytes:
             raise ValueError(
@@ -72,7 +72,9 @@ class BufferPool:
             try:
                 while True:
                     if self._closed:
-                        raise RuntimeError("the producer closed while send() waited for memory")
+                        raise ProducerClosedError(
+                            "the producer closed while send() waited for buffer.memory"
+                        )
                     if self._waiters[0] is condition and self._available >= size:
                         self._available -= size
                         return
@@ -102,7 +104,7 @@ class BufferPool:
                 condition.notify()
 
     def close(self) -> None:
-        """Fails every current and later waiter with RuntimeError."""
+        """Fails every thread waiting for memory, now or later, with ProducerClosedError."""
         with self._lock:
             self._closed = True
             for condition in self._waiters:

@@ -55,7 +55,6 @@ PRODUCER_KEYS: Final[tuple[ConfigKey, ...]] = (
     ConfigKey("interceptor.classes", object, (), "objects with on_send/on_acknowledgement/close"),
     ConfigKey("producer.type", str, "async", "sync: send() waits", choices=("sync", "async")),
     ConfigKey("enable.idempotence", bool, False, "not supported yet: must be false"),
-    ConfigKey("metadata.max.idle.ms", int, 300_000, "forget topics unused this long", 5_000),
 )
 register_keys(PRODUCER, PRODUCER_KEYS)
 

@@ -1,0 +1,583 @@
+"""``Producer``: the facade — configuration, the ``send`` path, ``flush`` and ``close``.
+
+    with Producer({"bootstrap.servers": "127.0.0.1:9092"}, value_serializer="str") as producer:
+        future = producer.send("orders", "hello", key=b"k", callback=on_delivery)
+        producer.flush()
+        metadata = future.result()     # RecordMetadata(topic, partition, offset, ...)
+
+Threading model: any number of threads may call ``send``, ``flush`` and ``partitions_for``;
+``send`` runs the interceptors' ``on_send``, the serializers and the partitioner *in the
+calling thread*, then appends to the ``RecordAccumulator`` (blocking up to ``max.block.ms``
+for metadata of a new topic or for ``buffer.memory``). One background thread, the ``Sender``,
+owns the network: it sends batches and completes them, so per-record callbacks, interceptors'
+``on_acknowledgement`` and futures' done-callbacks run on it (keep them short; calling
+``flush`` or ``close`` from one of them would wait for the thread that runs it, so ``flush``
+refuses and ``close`` does not wait there).
+
+What ``send`` does with a record that cannot be sent — a serializer or partitioner exception,
+no metadata for its topic within ``max.block.ms``, no memory within ``max.block.ms``, a
+record larger than ``max.request.size`` or ``buffer.memory``, an invalid partition or
+timestamp — is the same in every case: the record's future fails with the error, its callback
+and the interceptors' ``on_acknowledgement`` see it, and (for user code) it is logged with the
+topic. ``send`` itself raises only ``ProducerClosedError`` (after ``close``) and, with
+``producer.type=sync``, the first failure of the records it sent (all their futures are done
+then). Failures after ``send`` (broker errors, ``delivery.timeout.ms``) reach futures,
+callbacks and interceptors the same way, from the sender thread.
+
+``producer.type=sync`` makes ``send`` send at once (no lingering: the records' batches are
+flushed) and wait for the acknowledgements.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Final, Self, overload
+
+from odradek._clock import SYSTEM_CLOCK, Clock
+from odradek._types import TopicPartition
+from odradek.client.cluster import Cluster, Metadata, MetadataUpdater, PartitionMetadata
+from odradek.client.config import PRODUCER, ClientConfig
+from odradek.client.network import NetworkClient
+from odradek.client.producer import produce_codec
+from odradek.client.producer._plugins import close_quietly
+from odradek.client.producer.accumulator import (
+    AccumulatorSettings,
+    RecordAccumulator,
+    estimate_record_size,
+)
+from odradek.client.producer.batch import Thunk
+from odradek.client.producer.buffer_pool import BufferPool
+from odradek.client.producer.config import ProducerSettings
+from odradek.client.producer.future import RecordFuture
+from odradek.client.producer.interceptors import ProducerInterceptors, resolve_interceptors
+from odradek.client.producer.partitioners import resolve_partitioner
+from odradek.client.producer.record import Header, ProducerRecord, RecordMetadata
+from odradek.client.producer.sender import Sender
+from odradek.client.producer.serializers import resolve_serializer
+from odradek.errors import (
+    MessageTooLargeError,
+    ProducerClosedError,
+    SerializationError,
+    UnknownTopicOrPartitionError,
+)
+
+__all__ = ["Callback", "Producer"]
+
+logger = logging.getLogger(__name__)
+
+#: A delivery callback: ``callback(metadata, exception)``; ``exception`` is None on success,
+#: and ``metadata.offset`` is -1 on failure (Java's ``Callback.onCompletion``).
+Callback = Callable[[RecordMetadata, BaseException | None], object]
+
+_client_ids = itertools.count(1)
+_NO_PARTITION: Final = -1
+
+produce_codec.register()
+
+
+class _ClusterView:
+    """A partitioner's view of one immutable ``Cluster`` (``partitioners.ClusterView``)."""
+
+    __slots__ = ("_available", "cluster")
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._available: dict[str, list[int]] = {}
+
+    def partition_count(self, topic: str) -> int:
+        return self.cluster.partition_count(topic) or 0
+
+    def partitions_for_topic(self, topic: str) -> Sequence[int]:
+        return range(self.partition_count(topic))
+
+    def available_partitions_for_topic(self, topic: str) -> Sequence[int]:
+        available = self._available.get(topic)
+        if available is None:
+            available = [p.partition for p in self.cluster.available_partitions_for(topic)]
+            self._available[topic] = available
+        return available
+
+
+class Producer:
+    """A Kafka producer (see the module docstring).
+
+    Args:
+        config: settings by Kafka name (``bootstrap.servers`` is required); see
+            ``producer.config`` for the producer's keys and defaults.
+        partitioner: a partitioner object (same as ``partitioner.class``).
+        **kwargs: more settings, underscores for dots (``linger_ms=10``).
+
+    Raises:
+        ConfigError: an unknown key, a bad value, or a broken cross-key rule (named).
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        /,
+        *,
+        partitioner: object | None = None,
+        _clock: Clock = SYSTEM_CLOCK,
+        **kwargs: Any,
+    ) -> None:
+        client_config = ClientConfig(config, client_type=PRODUCER, **kwargs)
+        if partitioner is not None:
+            client_config = client_config.with_overrides({"partitioner.class": partitioner})
+        if not client_config.get_str("client.id"):
+            client_config = client_config.with_overrides(
+                {"client.id": f"producer-{next(_client_ids)}"}
+            )
+        settings = ProducerSettings.from_config(client_config)
+        self.config = client_config
+        self._settings = settings
+        self._clock = clock = _clock
+        configs = dict(client_config)
+        self._key_serializer = resolve_serializer(
+            client_config["key.serializer"], "key.serializer", configs
+        )
+        self._value_serializer = resolve_serializer(
+            client_config["value.serializer"], "value.serializer", configs
+        )
+        self._partitioner = resolve_partitioner(client_config["partitioner.class"], configs)
+        on_new_batch = getattr(self._partitioner, "on_new_batch", None)
+        self._on_new_batch = on_new_batch if callable(on_new_batch) else None
+        self._interceptors: ProducerInterceptors = resolve_interceptors(
+            client_config["interceptor.classes"], configs
+        )
+        self._metadata = Metadata(
+            topics=(),
+            metadata_max_age_ms=client_config.get_int("metadata.max.age.ms"),
+            retry_backoff_ms=settings.retry_backoff_ms,
+            retry_backoff_max_ms=settings.retry_backoff_max_ms,
+        )
+        network = NetworkClient(client_config, clock=clock)
+        MetadataUpdater(network, self._metadata)
+        self._pool = BufferPool(settings.buffer_memory, clock)
+        self._accumulator = RecordAccumulator(
+            AccumulatorSettings(
+                batch_size=settings.batch_size,
+                linger_ms=settings.linger_ms,
+                compression=settings.compression,
+                delivery_timeout_ms=settings.delivery_timeout_ms,
+                retry_backoff_ms=settings.retry_backoff_ms,
+                retry_backoff_max_ms=settings.retry_backoff_max_ms,
+            ),
+            self._pool,
+            clock,
+        )
+        self._sender = Sender(network, self._metadata, self._accumulator, settings, clock)
+        self._view = _ClusterView(self._metadata.cluster)
+        self._tps: dict[str, list[TopicPartition]] = {}
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._thread = threading.Thread(
+            target=self._sender.run,
+            name=f"odradek-producer-network-thread | {settings.client_id}",
+            daemon=True,
+        )
+        self._thread.start()
+
+    # -- sending
+
+    @overload
+    def send(
+        self,
+        record: str,
+        value: Any = None,
+        key: Any = None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[Header] = (),
+        callback: Callback | None = None,
+    ) -> RecordFuture: ...
+
+    @overload
+    def send(self, record: ProducerRecord, *, callback: Callback | None = None) -> RecordFuture: ...
+
+    @overload
+    def send(
+        self, record: Iterable[ProducerRecord], *, callback: Callback | None = None
+    ) -> list[RecordFuture]: ...
+
+    def send(
+        self,
+        record: str | ProducerRecord | Iterable[ProducerRecord],
+        value: Any = None,
+        key: Any = None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[Header] = (),
+        callback: Callback | None = None,
+    ) -> RecordFuture | list[RecordFuture]:
+        """Sends one record (``send(topic, value, key, ...)`` or ``send(ProducerRecord)``)
+        or several (``send([ProducerRecord, ...])``: a list of futures, in order).
+
+        ``callback(metadata, exception)`` is called once per record (see ``Callback``).
+
+        Raises:
+            ProducerClosedError: the producer is closed.
+            Exception: with ``producer.type=sync`` only, the first record's failure.
+        """
+        if isinstance(record, str):
+            future = self._send(record, value, key, partition, timestamp_ms, headers, callback)
+            if self._settings.sync:
+                self._await_sync((future,))
+            return future
+        if isinstance(record, ProducerRecord):
+            future = self._send(
+                record.topic,
+                record.value,
+                record.key,
+                record.partition,
+                record.timestamp_ms,
+                record.headers,
+                callback,
+            )
+            if self._settings.sync:
+                self._await_sync((future,))
+            return future
+        futures = []
+        for item in record:
+            if not isinstance(item, ProducerRecord):
+                raise TypeError(f"send() takes ProducerRecord items, got {type(item).__name__}")
+            futures.append(
+                self._send(
+                    item.topic,
+                    item.value,
+                    item.key,
+                    item.partition,
+                    item.timestamp_ms,
+                    item.headers,
+                    callback,
+                )
+            )
+        if self._settings.sync:
+            self._await_sync(futures)
+        return futures
+
+    def _send(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: Sequence[Header],
+        callback: Callback | None,
+    ) -> RecordFuture:
+        if self._closed:
+            raise ProducerClosedError("cannot send: the producer is closed")
+        interceptors = self._interceptors
+        if interceptors:
+            intercepted = interceptors.on_send(
+                ProducerRecord(topic, value, key, partition, timestamp_ms, headers)
+            )
+            topic, value, key = intercepted.topic, intercepted.value, intercepted.key
+            partition, timestamp_ms = intercepted.partition, intercepted.timestamp_ms
+            headers = intercepted.headers
+        thunk: Thunk | None = None
+        if callback is not None or interceptors.has_on_acknowledgement:
+            thunk = self._thunk(callback)
+        key_bytes: bytes | None = None
+        value_bytes: bytes | None = None
+        try:
+            block_ms = self._settings.max_block_ms
+            cluster = self._metadata.cluster
+            count = cluster.partition_count(topic)
+            if count is None:
+                started = self._clock.monotonic_ms()
+                self._metadata.wait_for_topic(
+                    topic, block_ms, monotonic_ms=self._clock.monotonic_ms
+                )
+                block_ms = max(0, block_ms - (self._clock.monotonic_ms() - started))
+                cluster = self._metadata.cluster
+                count = cluster.partition_count(topic) or 0
+            key_bytes = self._serialize(self._key_serializer, "key", topic, key)
+            value_bytes = self._serialize(self._value_serializer, "value", topic, value)
+            if timestamp_ms is None:
+                timestamp_ms = self._clock.now_ms()
+            elif timestamp_ms < 0:
+                raise ValueError(f"invalid timestamp {timestamp_ms}: must be >= 0 (or None)")
+            size = estimate_record_size(key_bytes, value_bytes, headers)
+            if size > self._settings.max_request_size or size > self._settings.buffer_memory:
+                raise MessageTooLargeError(
+                    f"the record to {topic} is {size} bytes when serialized, larger than "
+                    + (
+                        f"max.request.size ({self._settings.max_request_size})"
+                        if size > self._settings.max_request_size
+                        else f"buffer.memory ({self._settings.buffer_memory})"
+                    )
+                )
+            chosen = partition is None
+            if partition is None:
+                partition = self._partition(cluster, topic, key, key_bytes, value, value_bytes)
+            if not 0 <= partition < count:
+                raise UnknownTopicOrPartitionError(
+                    f"partition {partition} of {topic} does not exist (it has {count}"
+                    f" partitions{', as the partitioner was told' if chosen else ''})"
+                )
+            tps = self._tps.get(topic)
+            if tps is None or len(tps) < count:
+                tps = self._tps[topic] = [TopicPartition(topic, p) for p in range(count)]
+            result = self._accumulator.append(
+                tps[partition],
+                timestamp_ms,
+                key_bytes,
+                value_bytes,
+                headers,
+                thunk,
+                block_ms,
+                abort_on_new_batch=chosen and self._on_new_batch is not None,
+            )
+            if result.abort_for_new_batch:
+                # KIP-480: the sticky partition's batch is full or gone: move on, ask again.
+                assert self._on_new_batch is not None
+                self._on_new_batch(topic, self._cluster_view(cluster), partition)
+                partition = self._partition(cluster, topic, key, key_bytes, value, value_bytes)
+                if not 0 <= partition < count:
+                    raise UnknownTopicOrPartitionError(
+                        f"the partitioner chose partition {partition} of {topic}, which has "
+                        f"{count} partitions"
+                    )
+                result = self._accumulator.append(
+                    tps[partition], timestamp_ms, key_bytes, value_bytes, headers, thunk, block_ms
+                )
+            if result.batch_full:
+                self._sender.notify(0)
+            elif result.new_batch:
+                self._sender.notify(self._clock.monotonic_ms() + self._settings.linger_ms)
+            assert result.future is not None
+            return result.future
+        except ProducerClosedError:
+            raise
+        except Exception as error:
+            return self._fail(topic, partition, timestamp_ms, key_bytes, value_bytes, error, thunk)
+
+    def _serialize(self, serializer: Any, what: str, topic: str, data: Any) -> bytes | None:
+        try:
+            serialized = serializer.serialize(topic, data)
+        except Exception as error:
+            logger.exception(
+                "the %s serializer %r failed for a record to %s", what, serializer, topic
+            )
+            raise SerializationError(
+                f"cannot serialize the {what} of a record to {topic} with {serializer!r}: {error!r}"
+            ) from error
+        if serialized is not None and type(serialized) is not bytes:
+            if not isinstance(serialized, bytes | bytearray | memoryview):
+                logger.error(
+                    "the %s serializer %r returned %s for a record to %s, not bytes",
+                    what,
+                    serializer,
+                    type(serialized).__name__,
+                    topic,
+                )
+                raise SerializationError(
+                    f"the {what} serializer {serializer!r} returned "
+                    f"{type(serialized).__name__}, not bytes"
+                )
+            serialized = bytes(serialized)
+        return serialized  # type: ignore[no-any-return]
+
+    def _partition(
+        self,
+        cluster: Cluster,
+        topic: str,
+        key: Any,
+        key_bytes: bytes | None,
+        value: Any,
+        value_bytes: bytes | None,
+    ) -> int:
+        try:
+            partition: object = self._partitioner.partition(
+                topic, key, key_bytes, value, value_bytes, self._cluster_view(cluster)
+            )
+        except Exception:
+            logger.exception(
+                "the partitioner %r failed for a record to %s", self._partitioner, topic
+            )
+            raise
+        if not isinstance(partition, int):
+            logger.error(
+                "the partitioner %r returned %r for a record to %s, not an int",
+                self._partitioner,
+                partition,
+                topic,
+            )
+            raise TypeError(f"the partitioner returned {partition!r}, not a partition number")
+        return partition
+
+    def _cluster_view(self, cluster: Cluster) -> _ClusterView:
+        view = self._view
+        if view.cluster is not cluster:
+            view = self._view = _ClusterView(cluster)
+        return view
+
+    def _thunk(self, callback: Callback | None) -> Thunk:
+        interceptors = self._interceptors if self._interceptors.has_on_acknowledgement else None
+        if interceptors is None:
+            assert callback is not None
+            return callback
+        if callback is None:
+            return interceptors.on_acknowledgement
+
+        def both(metadata: RecordMetadata, error: BaseException | None) -> None:
+            interceptors.on_acknowledgement(metadata, error)
+            callback(metadata, error)
+
+        return both
+
+    def _fail(
+        self,
+        topic: str,
+        partition: int | None,
+        timestamp_ms: int | None,
+        key_bytes: bytes | None,
+        value_bytes: bytes | None,
+        error: Exception,
+        thunk: Thunk | None,
+    ) -> RecordFuture:
+        future = RecordFuture.failed(
+            topic,
+            _NO_PARTITION if partition is None else partition,
+            error,
+            -1 if timestamp_ms is None else timestamp_ms,
+            -1 if key_bytes is None else len(key_bytes),
+            -1 if value_bytes is None else len(value_bytes),
+        )
+        if thunk is not None:
+            try:
+                thunk(future.metadata(), error)
+            except Exception:
+                logger.exception("a delivery callback of a record to %s raised", topic)
+        return future
+
+    def _await_sync(self, futures: Sequence[RecordFuture]) -> None:
+        self._accumulator.begin_flush()
+        self._sender.wakeup()
+        try:
+            errors = [future.exception() for future in futures]
+        finally:
+            self._accumulator.end_flush()
+        for error in errors:
+            if error is not None:
+                raise error
+
+    # -- flush, metadata, statistics
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Sends every record sent so far at once (no lingering) and waits until each is
+        acknowledged or failed.
+
+        Args:
+            timeout: the longest wait in seconds (``None``: until done; ``delivery.timeout.ms``
+                bounds that).
+
+        Raises:
+            KafkaTimeoutError: records are still pending after ``timeout``.
+            RuntimeError: called from a delivery callback (it would wait for itself).
+        """
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("flush() cannot be called from a delivery callback")
+        self._accumulator.begin_flush()
+        self._sender.wakeup()
+        try:
+            self._accumulator.await_completion(
+                self._accumulator.incomplete_batches(),
+                None if timeout is None else int(timeout * 1000),
+            )
+        finally:
+            self._accumulator.end_flush()
+
+    def partitions_for(self, topic: str) -> list[PartitionMetadata]:
+        """The topic's partitions (leader, replicas, ISR), waiting up to ``max.block.ms``.
+
+        Raises:
+            KafkaTimeoutError: no metadata for ``topic`` in time.
+            KafkaError: the broker refused the topic (invalid name, authorization).
+        """
+        entry = self._metadata.wait_for_topic(
+            topic, self._settings.max_block_ms, monotonic_ms=self._clock.monotonic_ms
+        )
+        return list(entry.partitions)
+
+    def statistics(self) -> dict[str, Any]:
+        """A snapshot: the accumulator's queues and memory, the sender's counters."""
+        return {
+            "accumulator": self._accumulator.statistics(),
+            "sender": self._sender.statistics(),
+        }
+
+    # -- closing
+
+    def close(self, timeout: float | None = None) -> None:
+        """Sends what is pending, waiting up to ``timeout`` seconds (``None``: until done,
+        which ``delivery.timeout.ms`` bounds), then fails what is still pending with
+        ``ProducerClosedError`` and releases everything. Idempotent; later ``send`` calls
+        raise ``ProducerClosedError``. From a delivery callback it does not wait."""
+        with self._close_lock:
+            if self._closed:
+                already = True
+            else:
+                already = False
+                self._closed = True
+        if already:
+            if threading.current_thread() is not self._thread:
+                self._thread.join(timeout)
+            return
+        in_sender = threading.current_thread() is self._thread
+        if in_sender:
+            logger.warning("close() called from a delivery callback: not waiting for pending sends")
+            timeout = 0
+        self._sender.initiate_close()
+        if not in_sender:
+            self._thread.join(timeout)
+        if self._thread.is_alive():
+            pending = self._accumulator.statistics()["incomplete_batches"]
+            if pending:
+                logger.warning(
+                    "closing the producer with %d batches still incomplete after %s s; "
+                    "failing them",
+                    pending,
+                    timeout,
+                )
+            self._sender.force_close(
+                ProducerClosedError(
+                    f"the producer was closed (timeout {timeout} s) before this record was "
+                    "acknowledged"
+                )
+            )
+            self._pool.close()
+            if not in_sender:
+                self._thread.join()
+        self._pool.close()
+        self._metadata.close()
+        self._interceptors.close()
+        close_quietly(self._key_serializer, "the key serializer", logger)
+        close_quietly(self._value_serializer, "the value serializer", logger)
+        close_quietly(self._partitioner, "the partitioner", logger)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<Producer {self._settings.client_id} {state}>"
