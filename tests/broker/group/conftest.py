@@ -32,6 +32,12 @@ CONFIG = GroupConfig(
 RANGE = (("range", b"sub"),)
 
 
+def make_config(**changes: int) -> GroupConfig:
+    """The test config with some settings changed."""
+    fields = {name: getattr(CONFIG, name) for name in CONFIG.__dataclass_fields__}
+    return GroupConfig(**{**fields, **changes})
+
+
 def subscription(*topics: str) -> bytes:
     """A consumer protocol subscription v0 naming ``topics`` (null user data)."""
     parts = [struct.pack(">hi", 0, len(topics))]

@@ -165,7 +165,11 @@ class GroupCoordinator(GroupMembership):
         elif group.is_in(GroupState.DEAD):
             return fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         elif not (generation_id < 0 and group.is_in(GroupState.EMPTY)):
-            error = self._check_member(group, member_id, group_instance_id)
+            if not member_id and generation_id != group.generation_id:
+                # no member id: a consumer outside the group (Kafka checks the generation)
+                error = ErrorCode.ILLEGAL_GENERATION
+            else:
+                error = self._check_member(group, member_id, group_instance_id)
             if error is ErrorCode.NONE and generation_id != group.generation_id:
                 error = ErrorCode.ILLEGAL_GENERATION
             if error is ErrorCode.NONE and group.is_in(GroupState.COMPLETING_REBALANCE):

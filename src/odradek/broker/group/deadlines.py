@@ -40,6 +40,10 @@ class DeadlineQueue(Generic[K]):
         self._scheduled[key] = deadline_ms
         heapq.heappush(self._heap, (deadline_ms, next(self._sequence), key))
 
+    def cancel(self, key: K) -> None:
+        """Unschedules ``key`` (its heap entry is dropped lazily)."""
+        self._scheduled.pop(key, None)
+
     def _drop_stale(self) -> None:
         heap = self._heap
         while heap and self._scheduled.get(heap[0][2]) != heap[0][0]:

@@ -81,10 +81,20 @@ class CoordinatorShard:
         )
 
     def _schedule_group(self, group: ClassicGroup) -> None:
-        if group.join_deadline_ms is not None:
-            self._timers.schedule(Timer("join", group.group_id), group.join_deadline_ms)
-        if group.sync_deadline_ms is not None:
-            self._timers.schedule(Timer("sync", group.group_id), group.sync_deadline_ms)
+        """Queues the group's join and sync deadlines, and unqueues those that no longer
+        apply (so ``next_deadline_ms`` is not a needless wake-up)."""
+        join = Timer("join", group.group_id)
+        if group.join_deadline_ms is None:
+            self._timers.cancel(join)
+        else:
+            self._timers.schedule(join, group.join_deadline_ms)
+        sync = Timer("sync", group.group_id)
+        if not group.pending_sync:
+            group.sync_deadline_ms = None  # everyone synced: nothing to wait for
+        if group.sync_deadline_ms is None:
+            self._timers.cancel(sync)
+        else:
+            self._timers.schedule(sync, group.sync_deadline_ms)
 
     def _outcome(
         self, effects: Effects, response: R | None, ticket: int | None, group: ClassicGroup | None
