@@ -110,6 +110,14 @@ def test_offset_metadata_too_large_fails_only_that_partition() -> None:
     }
 
 
+def test_a_refused_first_commit_creates_no_group() -> None:
+    h = Harness(make_config(offset_metadata_max_bytes=1))
+    result = h.commit({("t", 0): 1}, group="fresh", metadata="too long")
+    assert _errors(result) == {ErrorCode.OFFSET_METADATA_TOO_LARGE}
+    assert h.state("fresh") is None
+    assert h.log == []
+
+
 def _partition(topic: str, partition: int, offset: int, metadata: str | None):  # type: ignore[no-untyped-def]
     from odradek.broker.group import OffsetCommitPartition  # noqa: PLC0415
 

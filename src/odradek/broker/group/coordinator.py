@@ -88,7 +88,8 @@ class GroupCoordinator(GroupMembership):
         """Rebuilds every group from the partition's records, in log order (key, value or None
         for a tombstone), replacing what this coordinator held. Records with no key or with a
         key of another kind (KIP-848 groups) are skipped. Loaded groups with members are
-        Stable; their sessions start at ``now_ms``.
+        Stable; their sessions start at ``now_ms``. Requests still pending from before are
+        forgotten: the runtime answers them (NOT_COORDINATOR) itself.
 
         Raises:
             CoordinatorRecordError: a record of ours cannot be decoded.
@@ -187,7 +188,8 @@ class GroupCoordinator(GroupMembership):
             metadata_max_bytes=self._config.offset_metadata_max_bytes,
             records=records,
         )
-        self._groups[group_id] = group
+        if group.offsets or group_id in self._groups:  # a refused first commit makes no group
+            self._groups[group_id] = group
         return Outcome(tuple(records), OffsetCommitResult(errors))
 
     def fetch_offsets(
@@ -222,7 +224,7 @@ class GroupCoordinator(GroupMembership):
         effects = Effects()
         offsets.remove(group, eligible, effects.records)
         if group.is_in(GroupState.EMPTY) and not group.offsets:
-            self._delete_group(group, effects, "its last offsets were deleted")
+            self._delete_group(group, now_ms, effects, "its last offsets were deleted")
         return Outcome(tuple(effects.records), OffsetDeleteResult(ErrorCode.NONE, errors))
 
     # --- administration -------------------------------------------------------------------
@@ -291,14 +293,16 @@ class GroupCoordinator(GroupMembership):
             elif not group.is_in(GroupState.EMPTY):
                 errors[group_id] = ErrorCode.NON_EMPTY_GROUP
             else:
-                self._delete_group(group, effects, "deleted by request")
+                self._delete_group(group, now_ms, effects, "deleted by request")
                 errors[group_id] = ErrorCode.NONE
         return Outcome(tuple(effects.records), DeleteGroupsResult(errors))
 
-    def _delete_group(self, group: ClassicGroup, effects: Effects, reason: str) -> None:
+    def _delete_group(
+        self, group: ClassicGroup, now_ms: int, effects: Effects, reason: str
+    ) -> None:
         offsets.remove(group, sorted(group.offsets), effects.records)
         effects.records.append(CoordinatorRecord.tombstone(GroupMetadataKey(group.group_id)))
-        group.transition(GroupState.DEAD, group.state_timestamp_ms or 0)
+        group.transition(GroupState.DEAD, now_ms)
         del self._groups[group.group_id]
         logger.info("group %s: removed: %s", group.group_id, reason)
 
@@ -370,7 +374,7 @@ class GroupCoordinator(GroupMembership):
                 offsets.remove(group, expired, effects.records)
                 logger.info("group %s: %d offsets expired", group.group_id, len(expired))
             if group.is_in(GroupState.EMPTY) and not group.offsets:
-                self._delete_group(group, effects, "empty, without offsets")
+                self._delete_group(group, now_ms, effects, "empty, without offsets")
 
     # --- inspection -----------------------------------------------------------------------
 
