@@ -359,8 +359,10 @@ class ConsoleRun:
                 continue
             last_record_ms = self._clock.monotonic_ms()
             for record in records:
-                self._out.write(format_record(record, self._layout))
+                # Count first: Ctrl-C can land right after the write returns, and a printed
+                # record must be counted.
                 self.count += 1
+                self._out.write(format_record(record, self._layout))
                 if self.count == self._max_messages:
                     self._out.flush()
                     return
