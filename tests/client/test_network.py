@@ -20,6 +20,8 @@ from odradek.client.connection import ConnectionState, RequestFuture
 from odradek.client.network import NetworkClient
 from odradek.errors import ConfigError, ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey, VersionRange
+from odradek.protocol.builder import build_response
+from odradek.protocol.connection import RequestRejected, ServerConnection
 from odradek.records.codec import build_batch
 from odradek.records.record import SimpleRecord
 
@@ -464,3 +466,126 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+# ---------------------------------------------------------------------- a scripted broker
+
+
+class ScriptedBroker:
+    """A one-connection broker on a thread, built from the protocol's server state machine,
+    serving only ``supported``; ``extra`` bytes are written after each response (to break the
+    protocol on purpose)."""
+
+    def __init__(self, supported: dict[ApiKey, VersionRange], extra: bytes = b"") -> None:
+        self.supported = supported
+        self.extra = extra
+        self.versions_asked: list[tuple[int, int]] = []
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(1)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return
+        server: ServerConnection[bytes] = ServerConnection(supported=self.supported)
+        with conn:
+            while data := conn.recv(65536):
+                for event in server.receive_data(data):
+                    if isinstance(event, RequestRejected):
+                        header_key = getattr(event.error, "api_key", -1)
+                        header_version = getattr(event.error, "api_version", -1)
+                        self.versions_asked.append((header_key, header_version))
+                        if event.close_connection:
+                            return
+                        continue
+                    header = event.header
+                    self.versions_asked.append((header.api_key, header.api_version))
+                    response = build_response(
+                        header.api_key, header.api_version, self._answer(header.api_key)
+                    )
+                    for part in server.send_response(header.correlation_id, response):
+                        assert isinstance(part, bytes)
+                        conn.sendall(part + self.extra)
+                for part in server.data_to_send():
+                    assert isinstance(part, bytes)
+                    conn.sendall(part)
+
+    def _answer(self, api_key: int) -> dict[str, object]:
+        if api_key == ApiKey.API_VERSIONS:
+            return {
+                "error_code": 0,
+                "throttle_time": 0,
+                "api_keys": [
+                    {
+                        "api_key": int(key),
+                        "min_version": r.min_version,
+                        "max_version": r.max_version,
+                    }
+                    for key, r in self.supported.items()
+                ],
+            }
+        return {
+            "throttle_time": 0,
+            "brokers": [],
+            "cluster_id": "x",
+            "controller_id": 0,
+            "topics": [],
+        }
+
+    def close(self) -> None:
+        self.listener.close()
+        self.thread.join(5)
+
+
+def test_api_versions_fallback_kip_511() -> None:
+    # The broker serves ApiVersions 0..1 only: asked at v3, it answers with a v0 body that
+    # carries UNSUPPORTED_VERSION and its ranges; the client asks again at v1.
+    fake = ScriptedBroker(
+        {ApiKey.API_VERSIONS: VersionRange(0, 1), ApiKey.METADATA: VersionRange(1, 2)}
+    )
+    client = client_for(fake.bootstrap)
+    try:
+        future = client.send(-1, ApiKey.METADATA, {"topics": []}, versions=METADATA)
+        wait_all(client, [future])
+        assert future.result()["cluster_id"] == "x"
+        assert future.api_version == 2  # the highest version both sides speak
+        assert fake.versions_asked == [
+            (ApiKey.API_VERSIONS, 3),
+            (ApiKey.API_VERSIONS, 1),
+            (ApiKey.METADATA, 2),
+        ]
+    finally:
+        client.close()
+        fake.close()
+
+
+def test_a_response_nobody_asked_for_ends_the_connection() -> None:
+    # Once connected, the broker follows each response with a frame for a correlation id
+    # nobody used: a protocol violation.
+    fake = ScriptedBroker(
+        {ApiKey.API_VERSIONS: VersionRange(0, 3), ApiKey.METADATA: VersionRange(1, 4)}
+    )
+    client = client_for(fake.bootstrap)
+    try:
+        wait_ready(client, -1)
+        fake.extra = b"\x00\x00\x00\x04\x7f\xff\xff\xff"  # a frame for correlation id 2**31-1
+        first = client.send(-1, ApiKey.METADATA, {"topics": []}, versions=METADATA)
+        second = client.send(-1, ApiKey.METADATA, {"topics": []}, versions=METADATA)
+        wait_all(client, [first, second])
+        assert first.result()["cluster_id"] == "x"
+        failure = second.exception()
+        assert isinstance(failure, KafkaError)
+        assert failure.error_code == ErrorCode.NETWORK_EXCEPTION
+        assert "out of order" in str(failure)
+        assert not client.is_connected(-1)
+    finally:
+        client.close()
+        fake.close()

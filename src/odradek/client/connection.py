@@ -365,7 +365,9 @@ class BrokerConnection:
     # ------------------------------------------------------------------ socket I/O
 
     def connect(self, now_ms: int, setup_timeout_ms: int) -> None:
-        """Starts a non-blocking connect to the node's next resolved address.
+        """Starts a non-blocking connect to the node's next resolved address (each attempt
+        takes the next address the host name resolves to; resolving itself blocks, as in
+        Kafka's clients).
 
         Raises:
             OSError: the name does not resolve or the connect fails at once.

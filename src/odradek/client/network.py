@@ -319,6 +319,7 @@ class NetworkClient:
             future.set_exception(error)
             return future
         now = self._clock.monotonic_ms()
+        connection.last_activity_ms = now  # a connection that only writes (acks=0) is in use
         deadline = now + (self._request_timeout_ms if timeout_ms is None else timeout_ms)
         connection.submit(
             api_key,
