@@ -11,6 +11,8 @@ import pytest
 from odradek._clock import MockClock
 from odradek._types import TopicPartition
 from odradek.client.producer.accumulator import (
+    BATCH_FULL,
+    NEW_BATCH,
     AccumulatorSettings,
     RecordAccumulator,
     estimate_record_size,
@@ -58,8 +60,7 @@ def append(acc: RecordAccumulator, tp: TopicPartition = T0, value: bytes = VALUE
 def test_records_fill_a_batch_then_open_the_next() -> None:
     acc, _, _ = make(batch_size=61 + 3 * 110)
     results = [append(acc) for _ in range(4)]
-    assert [r.new_batch for r in results] == [True, False, False, True]
-    assert [r.batch_full for r in results] == [False, False, False, True]
+    assert [flags for _, flags in results] == [NEW_BATCH, 0, 0, NEW_BATCH | BATCH_FULL]
     assert acc.statistics()["queued_batches"] == 2
     assert acc.statistics()["queued_records"] == 4
 
@@ -129,8 +130,8 @@ def test_drain_takes_every_partition_of_the_node_within_max_request_size() -> No
 
 def test_only_the_first_batch_of_a_partition_is_drained() -> None:
     acc, clock, _ = make(batch_size=61 + 110, linger_ms=0)
-    first = append(acc).future
-    second = append(acc).future
+    first, _ = append(acc)
+    second, _ = append(acc)
     drained = acc.drain(leader_of, {1}, 1 << 20, clock.monotonic_ms())
     assert len(drained[1]) == 1
     assert drained[1][0].result is first._result  # type: ignore[union-attr]
@@ -191,7 +192,7 @@ def test_memory_blocks_then_times_out() -> None:
     # The failed attempt gave nothing away and took nothing.
     assert pool.available_bytes == 0
     # Appending to an existing batch needs no memory.
-    assert append(acc, T0).future is not None
+    assert append(acc, T0)[0] is not None
 
 
 def test_memory_freed_by_a_completed_batch_unblocks_send() -> None:
@@ -224,11 +225,9 @@ def test_a_record_larger_than_batch_size_reserves_its_size() -> None:
 
 def test_abort_on_new_batch() -> None:
     acc, _, _ = make()
-    result = append(acc, abort_on_new_batch=True)
-    assert result.abort_for_new_batch
-    assert result.future is None
-    assert append(acc).new_batch
-    assert append(acc, abort_on_new_batch=True).future is not None
+    assert append(acc, abort_on_new_batch=True) == (None, 0)
+    assert append(acc)[1] == NEW_BATCH
+    assert append(acc, abort_on_new_batch=True)[0] is not None
 
 
 def test_compressed_batches() -> None:

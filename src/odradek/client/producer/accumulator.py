@@ -33,7 +33,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeAlias
 
 from odradek._clock import Clock
 from odradek._types import TopicPartition
@@ -46,6 +46,8 @@ from odradek.records.codec import BatchBuilder
 from odradek.records.record import Header
 
 __all__ = [
+    "BATCH_FULL",
+    "NEW_BATCH",
     "AccumulatorSettings",
     "AppendResult",
     "ReadyResult",
@@ -59,6 +61,7 @@ RECORD_OVERHEAD_MAX: Final = 5 + 1 + 10 + 5 + 5 + 5 + 5
 #: Largest overhead of one header besides its name and value: two lengths.
 HEADER_OVERHEAD_MAX: Final = 10
 _NEVER: Final = 2**62
+_EMPTY_RECORD_BATCH_MAX: Final = HEADER_SIZE + RECORD_OVERHEAD_MAX
 
 #: Leader lookup: the broker node that leads a partition, None when unknown.
 LeaderOf = Callable[[TopicPartition], "int | None"]
@@ -68,11 +71,13 @@ def estimate_record_size(
     key: bytes | None, value: bytes | None, headers: Sequence[Header] = ()
 ) -> int:
     """An upper bound of the bytes of a batch holding only this record (header included)."""
-    size = HEADER_SIZE + RECORD_OVERHEAD_MAX
+    size = _EMPTY_RECORD_BATCH_MAX
     if key is not None:
         size += len(key)
     if value is not None:
         size += len(value)
+    if not headers:
+        return size
     for name, header_value in headers:
         size += HEADER_OVERHEAD_MAX + len(name.encode())
         if header_value is not None:
@@ -92,14 +97,12 @@ class AccumulatorSettings:
     retry_backoff_max_ms: int = 1000
 
 
-@dataclass(slots=True)
-class AppendResult:
-    """What ``append`` did: ``future`` is None only when ``abort_for_new_batch``."""
-
-    future: RecordFuture | None
-    new_batch: bool = False
-    batch_full: bool = False
-    abort_for_new_batch: bool = False
+#: ``append`` flags: the record opened a new batch; its partition has a full batch waiting.
+NEW_BATCH: Final = 1
+BATCH_FULL: Final = 2
+#: What ``append`` returns: the record's future (None only when it asked to abort for a new
+#: batch) and the flags above. A plain tuple: one is built per record.
+AppendResult: TypeAlias = tuple[RecordFuture | None, int]
 
 
 @dataclass(slots=True)
@@ -151,9 +154,13 @@ class RecordAccumulator:
         """Adds a record to the partition's last batch, or to a new batch.
 
         Args:
-            abort_on_new_batch: when the record needs a new batch, return
-                ``abort_for_new_batch`` instead of making one (the sticky partitioner then
-                picks another partition, KIP-480).
+            abort_on_new_batch: when the record needs a new batch, return ``(None, 0)``
+                instead of making one (the sticky partitioner then picks another partition,
+                KIP-480).
+
+        Returns:
+            ``(future, flags)``: ``NEW_BATCH`` when the record opened a batch, ``BATCH_FULL``
+            when the partition has a full batch to send (the sender should be told).
 
         Raises:
             ProducerClosedError: the accumulator is closed.
@@ -170,9 +177,9 @@ class RecordAccumulator:
                 last = dq[-1]
                 future = last.try_append(timestamp_ms, key, value, headers, thunk)
                 if future is not None:
-                    return AppendResult(future, batch_full=last.full or len(dq) > 1)
+                    return future, BATCH_FULL if last.full or len(dq) > 1 else 0
             if abort_on_new_batch:
-                return AppendResult(None, abort_for_new_batch=True)
+                return None, 0
         size = max(self.settings.batch_size, estimate_record_size(key, value, headers))
         self._pool.allocate(size, max_block_ms)
         try:
@@ -185,13 +192,13 @@ class RecordAccumulator:
                     future = last.try_append(timestamp_ms, key, value, headers, thunk)
                     if future is not None:
                         self._pool.deallocate(size)
-                        return AppendResult(future, batch_full=last.full or len(dq) > 1)
+                        return future, BATCH_FULL if last.full or len(dq) > 1 else 0
                 batch = ProducerBatch(tp, self._new_builder(), self._clock.monotonic_ms(), size)
                 future = batch.try_append(timestamp_ms, key, value, headers, thunk)
                 assert future is not None, "the first record always fits"
                 dq.append(batch)
                 self._incomplete.add(batch)
-                return AppendResult(future, new_batch=True, batch_full=len(dq) > 1 or batch.full)
+                return future, NEW_BATCH | (BATCH_FULL if len(dq) > 1 or batch.full else 0)
         except BaseException:
             # Every successful path returns above; a failure leaves the reservation unowned.
             self._pool.deallocate(size)

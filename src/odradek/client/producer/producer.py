@@ -45,6 +45,7 @@ from odradek.client.network import NetworkClient
 from odradek.client.producer import produce_codec
 from odradek.client.producer._plugins import close_quietly
 from odradek.client.producer.accumulator import (
+    BATCH_FULL,
     AccumulatorSettings,
     RecordAccumulator,
     estimate_record_size,
@@ -57,7 +58,14 @@ from odradek.client.producer.interceptors import ProducerInterceptors, resolve_i
 from odradek.client.producer.partitioners import resolve_partitioner
 from odradek.client.producer.record import Header, ProducerRecord, RecordMetadata
 from odradek.client.producer.sender import Sender
-from odradek.client.producer.serializers import resolve_serializer
+from odradek.client.producer.serializers import (
+    BytesSerializer,
+    Int32Serializer,
+    Int64Serializer,
+    JsonSerializer,
+    StringSerializer,
+    resolve_serializer,
+)
 from odradek.errors import (
     MessageTooLargeError,
     ProducerClosedError,
@@ -74,6 +82,10 @@ logger = logging.getLogger(__name__)
 Callback = Callable[[RecordMetadata, BaseException | None], object]
 
 _client_ids = itertools.count(1)
+#: Serializers known to pass ``None`` through (the hot path skips calling them for it).
+_BUILTIN_SERIALIZER_TYPES: Final = frozenset(
+    {BytesSerializer, StringSerializer, Int32Serializer, Int64Serializer, JsonSerializer}
+)
 _NO_PARTITION: Final = -1
 
 produce_codec.register()
@@ -82,11 +94,13 @@ produce_codec.register()
 class _ClusterView:
     """A partitioner's view of one immutable ``Cluster`` (``partitioners.ClusterView``)."""
 
-    __slots__ = ("_available", "cluster")
+    __slots__ = ("_available", "cluster", "counts")
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self._available: dict[str, list[int]] = {}
+        #: Partition counts the producer looked up in this cluster view (its cache).
+        self.counts: dict[str, int] = {}
 
     def partition_count(self, topic: str) -> int:
         return self.cluster.partition_count(topic) or 0
@@ -142,6 +156,13 @@ class Producer:
         self._value_serializer = resolve_serializer(
             client_config["value.serializer"], "value.serializer", configs
         )
+        # Plain bytes through the bytes serializer (and None through any built-in one) are
+        # used as they are: what the serializer would return anyway.
+        self._builtin_key = type(self._key_serializer) in _BUILTIN_SERIALIZER_TYPES
+        self._builtin_value = type(self._value_serializer) in _BUILTIN_SERIALIZER_TYPES
+        self._bytes_key = type(self._key_serializer) is BytesSerializer
+        self._bytes_value = type(self._value_serializer) is BytesSerializer
+        self._max_record_bytes = min(settings.max_request_size, settings.buffer_memory)
         self._partitioner = resolve_partitioner(client_config["partitioner.class"], configs)
         on_new_batch = getattr(self._partitioner, "on_new_batch", None)
         self._on_new_batch = on_new_batch if callable(on_new_batch) else None
@@ -271,6 +292,9 @@ class Producer:
         headers: Sequence[Header],
         callback: Callback | None,
     ) -> RecordFuture:
+        # The hot path: one call per record. Shortcuts (plain bytes with the bytes
+        # serializer, a cached partition count per cluster view) keep it lean; every
+        # shortcut gives exactly what the general path gives.
         if self._closed:
             raise ProducerClosedError("cannot send: the producer is closed")
         interceptors = self._interceptors
@@ -289,34 +313,40 @@ class Producer:
         try:
             block_ms = self._settings.max_block_ms
             cluster = self._metadata.cluster
-            count = cluster.partition_count(topic)
+            view = self._view
+            if view.cluster is not cluster:
+                view = self._view = _ClusterView(cluster)
+            count = view.counts.get(topic)
             if count is None:
-                started = self._clock.monotonic_ms()
-                self._metadata.wait_for_topic(
-                    topic, block_ms, monotonic_ms=self._clock.monotonic_ms
-                )
-                block_ms = max(0, block_ms - (self._clock.monotonic_ms() - started))
-                cluster = self._metadata.cluster
-                count = cluster.partition_count(topic) or 0
-            key_bytes = self._serialize(self._key_serializer, "key", topic, key)
-            value_bytes = self._serialize(self._value_serializer, "value", topic, value)
+                count = cluster.partition_count(topic)
+                if count is None:
+                    started = self._clock.monotonic_ms()
+                    self._metadata.wait_for_topic(
+                        topic, block_ms, monotonic_ms=self._clock.monotonic_ms
+                    )
+                    block_ms = max(0, block_ms - (self._clock.monotonic_ms() - started))
+                    cluster = self._metadata.cluster
+                    view = self._cluster_view(cluster)
+                    count = cluster.partition_count(topic) or 0
+                view.counts[topic] = count
+            if type(key) is bytes and self._bytes_key:
+                key_bytes = key
+            elif key is not None or not self._builtin_key:
+                key_bytes = self._serialize(self._key_serializer, "key", topic, key)
+            if type(value) is bytes and self._bytes_value:
+                value_bytes = value
+            elif value is not None or not self._builtin_value:
+                value_bytes = self._serialize(self._value_serializer, "value", topic, value)
             if timestamp_ms is None:
                 timestamp_ms = self._clock.now_ms()
             elif timestamp_ms < 0:
                 raise ValueError(f"invalid timestamp {timestamp_ms}: must be >= 0 (or None)")
             size = estimate_record_size(key_bytes, value_bytes, headers)
-            if size > self._settings.max_request_size or size > self._settings.buffer_memory:
-                raise MessageTooLargeError(
-                    f"the record to {topic} is {size} bytes when serialized, larger than "
-                    + (
-                        f"max.request.size ({self._settings.max_request_size})"
-                        if size > self._settings.max_request_size
-                        else f"buffer.memory ({self._settings.buffer_memory})"
-                    )
-                )
+            if size > self._max_record_bytes:
+                raise self._too_large(topic, size)
             chosen = partition is None
             if partition is None:
-                partition = self._partition(cluster, topic, key, key_bytes, value, value_bytes)
+                partition = self._partition(view, topic, key, key_bytes, value, value_bytes)
             if not 0 <= partition < count:
                 raise UnknownTopicOrPartitionError(
                     f"partition {partition} of {topic} does not exist (it has {count}"
@@ -325,7 +355,7 @@ class Producer:
             tps = self._tps.get(topic)
             if tps is None or len(tps) < count:
                 tps = self._tps[topic] = [TopicPartition(topic, p) for p in range(count)]
-            result = self._accumulator.append(
+            future, flags = self._accumulator.append(
                 tps[partition],
                 timestamp_ms,
                 key_bytes,
@@ -335,29 +365,41 @@ class Producer:
                 block_ms,
                 abort_on_new_batch=chosen and self._on_new_batch is not None,
             )
-            if result.abort_for_new_batch:
+            if future is None:
                 # KIP-480: the sticky partition's batch is full or gone: move on, ask again.
                 assert self._on_new_batch is not None
-                self._on_new_batch(topic, self._cluster_view(cluster), partition)
-                partition = self._partition(cluster, topic, key, key_bytes, value, value_bytes)
+                self._on_new_batch(topic, view, partition)
+                partition = self._partition(view, topic, key, key_bytes, value, value_bytes)
                 if not 0 <= partition < count:
                     raise UnknownTopicOrPartitionError(
                         f"the partitioner chose partition {partition} of {topic}, which has "
                         f"{count} partitions"
                     )
-                result = self._accumulator.append(
+                future, flags = self._accumulator.append(
                     tps[partition], timestamp_ms, key_bytes, value_bytes, headers, thunk, block_ms
                 )
-            if result.batch_full:
-                self._sender.notify(0)
-            elif result.new_batch:
-                self._sender.notify(self._clock.monotonic_ms() + self._settings.linger_ms)
-            assert result.future is not None
-            return result.future
+                assert future is not None
+            if flags:
+                if flags & BATCH_FULL:
+                    self._sender.notify(0)
+                else:
+                    self._sender.notify(self._clock.monotonic_ms() + self._settings.linger_ms)
+            return future
         except ProducerClosedError:
             raise
         except Exception as error:
             return self._fail(topic, partition, timestamp_ms, key_bytes, value_bytes, error, thunk)
+
+    def _too_large(self, topic: str, size: int) -> MessageTooLargeError:
+        settings = self._settings
+        limit = (
+            f"max.request.size ({settings.max_request_size})"
+            if size > settings.max_request_size
+            else f"buffer.memory ({settings.buffer_memory})"
+        )
+        return MessageTooLargeError(
+            f"the record to {topic} is {size} bytes when serialized, larger than {limit}"
+        )
 
     def _serialize(self, serializer: Any, what: str, topic: str, data: Any) -> bytes | None:
         try:
@@ -387,7 +429,7 @@ class Producer:
 
     def _partition(
         self,
-        cluster: Cluster,
+        view: _ClusterView,
         topic: str,
         key: Any,
         key_bytes: bytes | None,
@@ -396,14 +438,14 @@ class Producer:
     ) -> int:
         try:
             partition: object = self._partitioner.partition(
-                topic, key, key_bytes, value, value_bytes, self._cluster_view(cluster)
+                topic, key, key_bytes, value, value_bytes, view
             )
         except Exception:
             logger.exception(
                 "the partitioner %r failed for a record to %s", self._partitioner, topic
             )
             raise
-        if not isinstance(partition, int):
+        if type(partition) is not int and not isinstance(partition, int):
             logger.error(
                 "the partitioner %r returned %r for a record to %s, not an int",
                 self._partitioner,

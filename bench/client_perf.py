@@ -1,0 +1,224 @@
+"""Producer throughput of odradek's client next to kafka-python, aiokafka and confluent-kafka,
+against the same ``odradek serve`` (a child process) in the same run. The consumer part comes
+with the consumer.
+
+Workloads: 500,000 records of 100 B and 100,000 records of 1 KB to a 1-partition topic,
+``acks=1``, every client otherwise at its defaults (kafka-python: ``enable_idempotence=False``,
+which ``acks=1`` requires; its default is idempotence with ``acks=all``). Each measurement runs
+in its own child process (a fresh interpreter: one client's threads cannot slow another), on
+its own topic, warmed up first (metadata and connection: one record sent and acknowledged);
+the clock runs from the first timed ``send`` until every record is acknowledged (``flush``).
+Records/s and MB/s (values only), then odradek's ratio to each other client. The machine's
+other load shows in the figures: ``--repeat N`` keeps each client's best of N runs.
+
+    .venv/bin/python bench/client_perf.py [--scale 1.0] [--repeat 1]
+        [--clients odradek,kafka-python,aiokafka,confluent-kafka]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+
+from aiokafka import AIOKafkaProducer
+from confluent_kafka import Producer as ConfluentProducer
+
+from odradek import Producer
+
+with warnings.catch_warnings():
+    # kafka-python loads its protocol schemas with the deprecated importlib.resources.read_text.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from kafka import KafkaProducer
+
+SERVING = re.compile(r"serving on 127\.0\.0\.1:(\d+)")
+CLIENTS = ("odradek", "kafka-python", "aiokafka", "confluent-kafka")
+WORKLOADS = ((500_000, 100), (100_000, 1024))
+WARMUP_TIMEOUT_S = 30.0
+
+
+# ---------------------------------------------------------------------- one client (child side)
+
+
+def run_odradek(bootstrap: str, topic: str, records: int, value: bytes) -> float:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1})
+    try:
+        producer.send(topic, value).result(WARMUP_TIMEOUT_S)
+        send = producer.send
+        started = time.perf_counter()
+        for _ in range(records):
+            send(topic, value)
+        producer.flush()
+        return time.perf_counter() - started
+    finally:
+        producer.close()
+
+
+def run_kafka_python(bootstrap: str, topic: str, records: int, value: bytes) -> float:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, enable_idempotence=False)
+    try:
+        producer.send(topic, value).get(WARMUP_TIMEOUT_S)
+        send = producer.send
+        started = time.perf_counter()
+        for _ in range(records):
+            send(topic, value)
+        producer.flush()
+        return time.perf_counter() - started
+    finally:
+        producer.close()
+
+
+def run_aiokafka(bootstrap: str, topic: str, records: int, value: bytes) -> float:
+    async def main() -> float:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1)
+        await producer.start()
+        try:
+            await (await producer.send(topic, value))
+            send = producer.send
+            started = time.perf_counter()
+            for _ in range(records):
+                await send(topic, value)
+            await producer.flush()
+            return time.perf_counter() - started
+        finally:
+            await producer.stop()
+
+    return asyncio.run(main())
+
+
+def run_confluent_kafka(bootstrap: str, topic: str, records: int, value: bytes) -> float:
+    producer = ConfluentProducer({"bootstrap.servers": bootstrap, "acks": 1})
+    producer.produce(topic, value)
+    if producer.flush(WARMUP_TIMEOUT_S):
+        raise RuntimeError("confluent-kafka: warm-up record not delivered")
+    produce = producer.produce
+    started = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                produce(topic, value)
+                break
+            except BufferError:  # its queue is full (queue.buffering.max.messages)
+                producer.poll(0.001)
+    producer.flush()
+    return time.perf_counter() - started
+
+
+RUNNERS: dict[str, Callable[[str, str, int, bytes], float]] = {
+    "odradek": run_odradek,
+    "kafka-python": run_kafka_python,
+    "aiokafka": run_aiokafka,
+    "confluent-kafka": run_confluent_kafka,
+}
+
+
+# ---------------------------------------------------------------------- orchestration
+
+
+def serve(data_dir: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "odradek.cli.main",
+            "serve",
+            "-o",
+            "listeners=PLAINTEXT://127.0.0.1:0",
+            "-o",
+            f"log.dirs={data_dir}",
+            "-o",
+            "num.partitions=1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    match = SERVING.search(process.stdout.readline())
+    assert match, "odradek serve did not start"
+    return process, f"127.0.0.1:{match[1]}"
+
+
+def measure(client: str, bootstrap: str, topic: str, records: int, size: int) -> float:
+    """Runs one client in a child process; returns its seconds."""
+    output = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--run",
+            client,
+            "--bootstrap",
+            bootstrap,
+            "--topic",
+            topic,
+            "--records",
+            str(records),
+            "--size",
+            str(size),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return float(json.loads(output.strip().splitlines()[-1])["seconds"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies record counts")
+    parser.add_argument("--repeat", type=int, default=1, help="best of N runs per client")
+    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--run", choices=CLIENTS, help=argparse.SUPPRESS)
+    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    parser.add_argument("--topic", help=argparse.SUPPRESS)
+    parser.add_argument("--records", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run:
+        value = os.urandom(args.size)
+        seconds = RUNNERS[args.run](args.bootstrap, args.topic, args.records, value)
+        print(json.dumps({"seconds": seconds}))
+        return
+
+    clients = [name.strip() for name in args.clients.split(",") if name.strip()]
+    with tempfile.TemporaryDirectory(prefix="odradek-client-perf-") as data_dir:
+        server, bootstrap = serve(data_dir)
+        try:
+            print(f"producer, acks=1, 1 partition, odradek serve on {bootstrap}")
+            print(f"{'client':<16} {'records x size':>16} {'records/s':>12} {'MB/s':>8}")
+            for base_records, size in WORKLOADS:
+                records = max(1, int(base_records * args.scale))
+                rates: dict[str, float] = {}
+                for client in clients:
+                    best = min(
+                        measure(client, bootstrap, f"perf-{client}-{size}-{rep}", records, size)
+                        for rep in range(args.repeat)
+                    )
+                    rates[client] = records / best
+                    print(
+                        f"{client:<16} {records:>9,} x {size:>4} {records / best:>12,.0f} "
+                        f"{records * size / best / 1e6:>8.1f}",
+                        flush=True,
+                    )
+                if "odradek" in rates:
+                    ratios = ", ".join(
+                        f"{rates['odradek'] / rate:.2f}x {client}"
+                        for client, rate in rates.items()
+                        if client != "odradek"
+                    )
+                    print(f"{'':<16} odradek = {ratios}")
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+if __name__ == "__main__":
+    main()
