@@ -15,21 +15,32 @@ import logging
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
+from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
     api_versions,
     create_partitions,
     create_topics,
+    delete_groups,
     delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_groups,
     fetch,
     find_coordinator,
+    heartbeat,
     incremental_alter_configs,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     produce,
+    sync_group,
 )
 from odradek.broker.purgatory import FetchPurgatory
 from odradek.broker.replica_manager import ReplicaManager
@@ -58,6 +69,16 @@ HANDLER_MODULES = (
     incremental_alter_configs,
     delete_records,
     describe_cluster,
+    join_group,
+    sync_group,
+    heartbeat,
+    leave_group,
+    offset_commit,
+    offset_fetch,
+    describe_groups,
+    list_groups,
+    delete_groups,
+    offset_delete,
 )
 
 
@@ -72,6 +93,7 @@ class BrokerApp:
         self.store: LocalMetadataStore | None = None
         self.ctx: BrokerContext | None = None
         self.topics: TopicManager | None = None
+        self.groups: GroupCoordinatorRuntime | None = None
 
     def _log_config_for(self, topic: str) -> LogConfig:
         assert self.topics is not None
@@ -107,6 +129,11 @@ class BrokerApp:
         self.topics = topics
         self.log_manager.startup()
         topics.startup()
+        purgatory = FetchPurgatory()
+        self.groups = GroupCoordinatorRuntime(
+            config, topics, replicas, self.clock, purgatory=purgatory
+        )
+        self.groups.start()
         router = Router.from_modules(HANDLER_MODULES)
         listener = config.listeners[0]
         advertised = config.advertised_listeners[0]
@@ -116,11 +143,12 @@ class BrokerApp:
             broker_id=config.broker_id,
             replicas=replicas,
             topics=topics,
-            purgatory=FetchPurgatory(),
+            purgatory=purgatory,
             clock=self.clock,
             host=advertised.host or "127.0.0.1",
             port=advertised.port,
             supported_versions=router.supported_versions,
+            groups=self.groups,
         )
         self.server = BrokerServer(
             self.ctx, router, listener.host, listener.port, config.socket_request_max_bytes
@@ -141,6 +169,8 @@ class BrokerApp:
         )
 
     async def stop(self) -> None:
+        if self.groups is not None:
+            await self.groups.stop()  # answers requests waiting in JoinGroup/SyncGroup
         if self.server is not None:
             await self.server.stop()
         if self.log_manager is not None:

@@ -11,6 +11,7 @@ from odradek.broker.replica_manager import ReplicaManager
 
 if TYPE_CHECKING:
     from odradek.broker.config import BrokerConfig
+    from odradek.broker.group.runtime import GroupCoordinatorRuntime
     from odradek.broker.topic_manager import TopicManager
     from odradek.protocol import ApiKey, VersionRange
 
@@ -30,3 +31,5 @@ class BrokerContext:
     host: str = "127.0.0.1"
     port: int = 9092
     supported_versions: dict[ApiKey, VersionRange] = field(default_factory=dict)
+    #: The group coordinator (None: this broker runs none).
+    groups: GroupCoordinatorRuntime | None = None

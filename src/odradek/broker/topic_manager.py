@@ -152,8 +152,8 @@ class TopicManager:
     def maybe_auto_create(self, topic: str) -> bool:
         """Creates ``topic`` with the defaults when ``auto.create.topics.enable`` allows;
         returns whether it exists now. Raises InvalidTopicError for an illegal name."""
-        if not self.config.auto_create_topics_enable:
-            return False
+        if not self.config.auto_create_topics_enable or topic in INTERNAL_TOPICS:
+            return False  # internal topics are created by their coordinators, with their configs
         validate_topic_name(topic)
         self.create_topic(topic)
         logger.info("auto-created topic %s", topic)

@@ -186,6 +186,8 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
         ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
         ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 2),
+        ApiKey.DELETE_GROUPS: VersionRange(0, 1),
+        ApiKey.OFFSET_DELETE: VersionRange(0, 0),
     }
 )
 

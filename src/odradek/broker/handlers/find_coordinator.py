@@ -1,13 +1,17 @@
-"""FindCoordinator: answers COORDINATOR_NOT_AVAILABLE until the group coordinator exists.
+"""FindCoordinator: the broker that coordinates a group (key type 0) — this one, when it leads
+the group's ``__consumer_offsets`` partition, creating that topic on first need.
 
-Why serve it at all: librdkafka (confluent-kafka, kcat) decides that a broker can take LZ4
-batches by FindCoordinator appearing in ApiVersions (LZ4 predates a Produce version that
-would say so) and otherwise silently produces uncompressed batches. COORDINATOR_NOT_AVAILABLE
-is the retriable answer Kafka gives while no coordinator can serve the key; group and
-transactional clients keep retrying, exactly as with a coordinator still loading.
+Transaction coordinators (key type 1) do not exist yet: COORDINATOR_NOT_AVAILABLE, the
+retriable answer Kafka gives while no coordinator can serve a key. Like Kafka, the answer does
+not wait for the partition to load: the group requests say COORDINATOR_LOAD_IN_PROGRESS.
+
+(Served even without a coordinator: librdkafka enables LZ4 only when FindCoordinator appears
+in ApiVersions.)
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from odradek.broker.context import BrokerContext
 from odradek.errors import ErrorCode
@@ -15,18 +19,36 @@ from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
 
 API_KEY = ApiKey.FIND_COORDINATOR
+GROUP_KEY_TYPE = 0
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
+    body: Any = request.body
+    key_type = int(getattr(body, "key_type", GROUP_KEY_TYPE))
+    error_code, message = _find(ctx, str(body.key), key_type)
+    found = error_code is ErrorCode.NONE
     return build_response(
         API_KEY,
         request.api_version,
         {
             "throttle_time": 0,
-            "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
-            "error_message": "the group coordinator is not available on this broker yet",
-            "node_id": -1,
-            "host": "",
-            "port": -1,
+            "error_code": error_code,
+            "error_message": message,
+            "node_id": ctx.broker_id if found else -1,
+            "host": ctx.host if found else "",
+            "port": ctx.port if found else -1,
         },
     )
+
+
+def _find(ctx: BrokerContext, key: str, key_type: int) -> tuple[ErrorCode, str | None]:
+    if key_type != GROUP_KEY_TYPE:
+        if key_type == 1:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no transaction coordinator yet"
+        return ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
+    groups = ctx.groups
+    if groups is None or not groups.ensure_offsets_topic():
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not available"
+    if not groups.is_coordinator_for(key):
+        return ErrorCode.NOT_COORDINATOR, "another broker coordinates this group"
+    return ErrorCode.NONE, None

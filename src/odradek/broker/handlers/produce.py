@@ -63,6 +63,9 @@ def _append(
     partition = ctx.replicas.get(topic_partition)
     if partition is None:
         return PartitionProduceResponse(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if ctx.topics.is_internal(topic):
+        # Kafka's ReplicaManager: clients may not append to internal topics.
+        return PartitionProduceResponse(index, ErrorCode.INVALID_TOPIC_EXCEPTION)
     try:
         if not records:
             raise KafkaError("no record batch", code=ErrorCode.INVALID_RECORD)

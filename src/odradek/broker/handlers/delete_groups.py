@@ -1,0 +1,42 @@
+"""DeleteGroups: removes Empty groups with their committed offsets (tombstones appended to
+``__consumer_offsets``); a group with members is NON_EMPTY_GROUP, an unknown one
+GROUP_ID_NOT_FOUND, one this broker does not coordinate NOT_COORDINATOR."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from odradek.broker.context import BrokerContext
+from odradek.broker.group.results import DeleteGroupsResult
+from odradek.broker.handlers._groups import runtime
+from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol import ApiKey, Request, ResponsePayload
+from odradek.protocol.builder import build_response
+
+API_KEY = ApiKey.DELETE_GROUPS
+
+
+def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
+    body: Any = request.body
+    group_ids = list(dict.fromkeys(str(group_id) for group_id in body.groups_names))
+    codes: dict[str, ErrorCode] = {}
+    try:
+        answers, errors = runtime(ctx).run_each(
+            group_ids, lambda coordinator, now_ms, ids: coordinator.delete_groups(now_ms, ids)
+        )
+    except KafkaError as error:
+        answers, errors = [], dict.fromkeys(group_ids, error.error_code)
+    for _, result in answers:
+        assert isinstance(result, DeleteGroupsResult)
+        codes.update(result.groups)
+    codes.update(errors)
+    return build_response(
+        API_KEY,
+        request.api_version,
+        {
+            "throttle_time": 0,
+            "results": [
+                {"group_id": group_id, "error_code": codes[group_id]} for group_id in group_ids
+            ],
+        },
+    )
