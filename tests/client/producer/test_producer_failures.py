@@ -17,6 +17,7 @@ from odradek import Broker
 from odradek.client.producer import Producer, RecordMetadata
 from odradek.client.producer.future import RecordFuture
 from odradek.errors import (
+    InvalidTopicError,
     KafkaTimeoutError,
     MessageTooLargeError,
     ProducerClosedError,
@@ -315,3 +316,38 @@ def test_flush_timeout_when_the_broker_is_gone() -> None:
     finally:
         producer.close(0.2)
         broker.stop()
+
+
+def test_headers_mapping_and_invalid_headers(broker: Broker, make_producer: Any) -> None:
+    producer = make_producer()
+    ok = producer.send("hdr", b"v", partition=0, headers={"a": b"1", "b": None})
+    assert ok.result(TIMEOUT_S).offset == 0
+    [got] = read_back(broker.bootstrap_servers, "hdr", 1)
+    assert got.headers == (("a", b"1"), ("b", None))
+    for bad in ([("a", "text")], [(b"a", b"1")], ["ab"], [("a", b"1", b"2")]):
+        error = producer.send("hdr", b"v", headers=bad).exception(0)  # type: ignore[arg-type]
+        assert isinstance(error, TypeError)
+        assert "(str, bytes | None) pair" in str(error)
+
+
+def test_invalid_topic_name_fails_the_record(broker: Broker, make_producer: Any) -> None:
+    producer = make_producer(max_block_ms=5000)
+    started = time.monotonic()
+    error = producer.send("not a valid topic!", b"v").exception(TIMEOUT_S)
+    assert isinstance(error, InvalidTopicError)
+    assert time.monotonic() - started < 5
+
+
+def test_close_from_a_delivery_callback_does_not_deadlock(broker: Broker) -> None:
+    producer = Producer(bootstrap_servers=broker.bootstrap_servers)
+    closed = threading.Event()
+
+    def close_now(metadata: RecordMetadata, exception: BaseException | None) -> None:
+        producer.close()
+        closed.set()
+
+    producer.send("cbclose", b"v", callback=close_now)
+    assert closed.wait(TIMEOUT_S)
+    wait_until(lambda: not producer._thread.is_alive(), what="the sender thread to end")
+    with pytest.raises(ProducerClosedError):
+        producer.send("cbclose", b"late")

@@ -81,6 +81,9 @@ logger = logging.getLogger(__name__)
 #: and ``metadata.offset`` is -1 on failure (Java's ``Callback.onCompletion``).
 Callback = Callable[[RecordMetadata, BaseException | None], object]
 
+#: Record headers as ``send`` takes them: ``(name, value)`` pairs, or a mapping of them.
+Headers = Sequence[Header] | Mapping[str, bytes | None]
+
 _client_ids = itertools.count(1)
 #: Serializers known to pass ``None`` through (the hot path skips calling them for it).
 _BUILTIN_SERIALIZER_TYPES: Final = frozenset(
@@ -89,6 +92,26 @@ _BUILTIN_SERIALIZER_TYPES: Final = frozenset(
 _NO_PARTITION: Final = -1
 
 produce_codec.register()
+
+
+def _as_pairs(headers: Headers) -> Sequence[Header]:
+    """A mapping's items, or the sequence itself."""
+    if type(headers) is tuple or not isinstance(headers, Mapping):
+        return headers
+    return tuple(headers.items())
+
+
+def _check_headers(headers: Sequence[Header]) -> None:
+    """Raises TypeError, naming the entry, unless every header is a ``(str, bytes | None)``
+    pair (the codec would fail on it later, with a less helpful message)."""
+    for item in headers:
+        if (
+            not isinstance(item, tuple)
+            or len(item) != 2
+            or not isinstance(item[0], str)
+            or not (item[1] is None or isinstance(item[1], bytes))
+        ):
+            raise TypeError(f"a header is a (str, bytes | None) pair, got {item!r}")
 
 
 class _ClusterView:
@@ -213,7 +236,7 @@ class Producer:
         *,
         partition: int | None = None,
         timestamp_ms: int | None = None,
-        headers: Sequence[Header] = (),
+        headers: Headers = (),
         callback: Callback | None = None,
     ) -> RecordFuture: ...
 
@@ -233,7 +256,7 @@ class Producer:
         *,
         partition: int | None = None,
         timestamp_ms: int | None = None,
-        headers: Sequence[Header] = (),
+        headers: Headers = (),
         callback: Callback | None = None,
     ) -> RecordFuture | list[RecordFuture]:
         """Sends one record (``send(topic, value, key, ...)`` or ``send(ProducerRecord)``)
@@ -289,7 +312,7 @@ class Producer:
         key: Any,
         partition: int | None,
         timestamp_ms: int | None,
-        headers: Sequence[Header],
+        headers: Headers,
         callback: Callback | None,
     ) -> RecordFuture:
         # The hot path: one call per record. Shortcuts (plain bytes with the bytes
@@ -297,14 +320,15 @@ class Producer:
         # shortcut gives exactly what the general path gives.
         if self._closed:
             raise ProducerClosedError("cannot send: the producer is closed")
+        record_headers = _as_pairs(headers) if headers else ()
         interceptors = self._interceptors
         if interceptors:
             intercepted = interceptors.on_send(
-                ProducerRecord(topic, value, key, partition, timestamp_ms, headers)
+                ProducerRecord(topic, value, key, partition, timestamp_ms, record_headers)
             )
             topic, value, key = intercepted.topic, intercepted.value, intercepted.key
             partition, timestamp_ms = intercepted.partition, intercepted.timestamp_ms
-            headers = intercepted.headers
+            record_headers = intercepted.headers
         thunk: Thunk | None = None
         if callback is not None or interceptors.has_on_acknowledgement:
             thunk = self._thunk(callback)
@@ -337,11 +361,13 @@ class Producer:
                 value_bytes = value
             elif value is not None or not self._builtin_value:
                 value_bytes = self._serialize(self._value_serializer, "value", topic, value)
+            if record_headers:
+                _check_headers(record_headers)
             if timestamp_ms is None:
                 timestamp_ms = self._clock.now_ms()
             elif timestamp_ms < 0:
                 raise ValueError(f"invalid timestamp {timestamp_ms}: must be >= 0 (or None)")
-            size = estimate_record_size(key_bytes, value_bytes, headers)
+            size = estimate_record_size(key_bytes, value_bytes, record_headers)
             if size > self._max_record_bytes:
                 raise self._too_large(topic, size)
             chosen = partition is None
@@ -360,7 +386,7 @@ class Producer:
                 timestamp_ms,
                 key_bytes,
                 value_bytes,
-                headers,
+                record_headers,
                 thunk,
                 block_ms,
                 abort_on_new_batch=chosen and self._on_new_batch is not None,
@@ -376,7 +402,13 @@ class Producer:
                         f"{count} partitions"
                     )
                 future, flags = self._accumulator.append(
-                    tps[partition], timestamp_ms, key_bytes, value_bytes, headers, thunk, block_ms
+                    tps[partition],
+                    timestamp_ms,
+                    key_bytes,
+                    value_bytes,
+                    record_headers,
+                    thunk,
+                    block_ms,
                 )
                 assert future is not None
             if flags:

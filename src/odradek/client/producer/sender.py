@@ -157,7 +157,8 @@ class Sender:
     def statistics(self) -> dict[str, int]:
         with self._stats_lock:
             stats = dict(self._stats)
-        stats["in_flight_batches"] = sum(len(q) for q in self._in_flight.values())
+        # list() copies the values in one step: the sender thread may change the dict.
+        stats["in_flight_batches"] = sum(len(q) for q in list(self._in_flight.values()))
         return stats
 
     # -- the thread
