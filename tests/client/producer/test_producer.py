@@ -5,11 +5,15 @@ records where Java's partitioner puts them, sticky unkeyed batches, acks 0/1/all
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import Consumer as ConfluentConsumer
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
 from odradek import Broker
 from odradek.client.partitioner import default_partition
@@ -284,3 +288,60 @@ def test_partitions_for_and_statistics(broker: Broker, make_producer: MakeProduc
     stats = producer.statistics()
     assert stats["sender"]["records_sent"] == 1
     assert stats["accumulator"]["incomplete_batches"] == 0
+
+
+def confluent_read_back(bootstrap: str, topic: str, count: int) -> list[tuple[Any, ...]]:
+    """(partition, offset, key, value, headers, timestamp) as librdkafka reads them."""
+    consumer = ConfluentConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"producer-tests-{topic}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+        }
+    )
+    try:
+        consumer.assign([ConfluentTopicPartition(topic, i, 0) for i in range(PARTITIONS)])
+        got: list[tuple[Any, ...]] = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while len(got) < count:
+            assert time.monotonic() < deadline, f"read {len(got)} of {count}"
+            message = consumer.poll(0.2)
+            if message is None:
+                continue
+            assert message.error() is None, message.error()
+            timestamp_type, timestamp = message.timestamp()
+            assert timestamp_type == 1  # CreateTime
+            got.append(
+                (
+                    message.partition(),
+                    message.offset(),
+                    message.key(),
+                    message.value(),
+                    tuple(message.headers() or ()),
+                    timestamp,
+                )
+            )
+        return got
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_confluent_kafka_reads_every_codec_identically(
+    broker: Broker, make_producer: MakeProducer, codec: str
+) -> None:
+    topic = f"rdk-{codec}"
+    producer = make_producer(compression_type=codec, linger_ms=20)
+    sent = records(topic, 60)
+    futures = producer.send(sent)
+    producer.flush(TIMEOUT_S)
+    places = {
+        (f.result().partition, f.result().offset): r for f, r in zip(futures, sent, strict=True)
+    }
+    for partition, offset, key, value, headers, timestamp in confluent_read_back(
+        broker.bootstrap_servers, topic, 60
+    ):
+        record = places[(partition, offset)]
+        assert (key, value, timestamp) == (record.key, record.value, record.timestamp_ms)
+        assert headers == tuple(record.headers)
