@@ -623,10 +623,11 @@ class Log:
         ``truncations`` was read and still holds every old segment, inactive; then calls
         ``commit`` (the cleaner renames its files ``.swap``: from here a crash keeps the new
         segment), publishes the new segment list, renames the old segments ``.deleted`` (removed
-        after ``file.delete.delay.ms``), and calls ``finish`` (the final names).
+        after ``file.delete.delay.ms``), and calls ``finish`` (the final names). An OSError
+        after ``commit`` is logged, not raised: the swap stands.
 
         Returns:
-            False, having changed nothing, when the check fails.
+            False, having changed nothing, when the check fails (or ``commit`` raised).
         """
         with self._lock:
             if self._closed or self._truncations != truncations:
@@ -636,9 +637,18 @@ class Log:
                 return False
             commit()
             self._segments.replace(new_segment, old_segments)
-            for segment in old_segments:
-                self._delete_segment(segment)
-            finish()
+            # Past the commit the swap stands: a failure from here on is logged, never undone
+            # (the loader finishes an interrupted swap).
+            try:
+                for segment in old_segments:
+                    self._delete_segment(segment)
+                finish()
+            except OSError:
+                logger.exception(
+                    "%s: finishing the swap of segment %d failed; the next load completes it",
+                    self.topic_partition,
+                    new_segment.base_offset,
+                )
             return True
 
     # ----------------------------------------------------------------- truncation

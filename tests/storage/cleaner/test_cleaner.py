@@ -58,7 +58,7 @@ def leftovers(directory: str) -> list[str]:
 # -- the randomized workload ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(10))
 def test_cleaning_keeps_the_latest_record_of_every_key(
     seed: int,
     logs: LogHarness,
