@@ -118,6 +118,7 @@ class Log:
         self._rolled = False
         self._truncations = 0
         self._closed = False
+        self._high_watermark: int | None = None
 
     @classmethod
     def open(
@@ -602,6 +603,17 @@ class Log:
             )
 
     # ----------------------------------------------------------------- compaction
+
+    @property
+    def high_watermark(self) -> int | None:
+        """The high watermark last reported by the partition (None: never reported). The
+        cleaner maps no record at or past it: an uncommitted record must not supersede a
+        committed one it could be truncated away from."""
+        return self._high_watermark
+
+    def update_high_watermark(self, offset: int) -> None:
+        """Called by the partition whenever its high watermark moves."""
+        self._high_watermark = offset
 
     @property
     def truncation_count(self) -> int:

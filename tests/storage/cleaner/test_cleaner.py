@@ -562,3 +562,26 @@ def test_timestamp_lookups_work_on_cleaned_segments(
         assert found is not None
         assert expected is not None
         assert (found.offset, found.timestamp) == (expected.offset, expected.timestamp)
+
+
+def test_records_past_the_high_watermark_supersede_nothing(
+    logs: LogHarness, kv: KeyValueTools, cleaners: CleanerFactory
+) -> None:
+    from tests.storage.cleaner.conftest import Workload  # noqa: PLC0415
+
+    log = compacted(logs, segment_bytes=10_000)
+    cleaner = cleaners(log)
+    workload = Workload()
+    kv.put(log, workload, b"a", b"1")
+    kv.put(log, workload, b"b", b"1")
+    log.roll()
+    kv.put(log, workload, b"a", b"2")  # not committed yet
+    kv.put(log, workload, b"b", b"2")
+    log.roll()
+    kv.put(log, workload, b"c", b"active")
+    log.update_high_watermark(2)
+    cleaner.clean_until_done()
+    assert [r.value for r in kv.stored(log)] == [b"1", b"1", b"2", b"2", b"active"]
+    log.update_high_watermark(log.log_end_offset)
+    assert cleaner.clean_once() is not None
+    assert [r.value for r in kv.stored(log)] == [b"2", b"2", b"active"]

@@ -132,3 +132,22 @@ def test_the_most_overdue_log_goes_first_then_the_dirtiest() -> None:
     assert choose_filthiest([dirty, dirtier]) is dirtier
     assert choose_filthiest([dirty, overdue, dirtier]) is overdue
     assert choose_filthiest([]) is None
+
+
+def test_the_high_watermark_bounds_the_cleanable_range() -> None:
+    def with_hw(high_watermark: int | None) -> LogToClean:
+        return log_to_clean(
+            TP,
+            LOG,
+            checkpoint=None,
+            log_start_offset=0,
+            log_end_offset=310,
+            config=LogConfig(),
+            now_ms=NOW,
+            high_watermark=high_watermark,
+        )
+
+    assert with_hw(None).first_uncleanable_offset == 300
+    assert with_hw(150).first_uncleanable_offset == 150
+    assert with_hw(150).cleanable_bytes == 2_000  # the segment holding it is dirty
+    assert with_hw(305).first_uncleanable_offset == 300

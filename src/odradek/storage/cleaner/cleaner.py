@@ -3,9 +3,11 @@
 A pass, given the log's cleanable range (``log_to_clean``):
 
 1. **Map** the dirty section into the ``OffsetMap``: for every keyed record of an ordinary batch
-   at or past the first dirty offset, key → offset. When the map fills, the pass stops at the
-   end of the last batch it mapped whole; that end is the pass's *end offset* (otherwise the
-   end is the first uncleanable offset). The end offset becomes the cleaner checkpoint.
+   at or past the first dirty offset and wholly below the first uncleanable offset, key →
+   offset. When the map fills, the pass stops at the end of the last batch it mapped whole;
+   that end is the pass's *end offset* (otherwise the end is the first uncleanable offset).
+   The end offset becomes the cleaner checkpoint. (Records past the end may sit in a segment
+   that is cleaned: nothing in the map is later than them, so they all stay.)
 2. **Clean** every segment below the end offset — the clean section too, so tombstones and
    superseded records there go — in runs of segments (``segment_groups``) each merged into one
    new segment with the base offset of its first segment, written as
@@ -194,6 +196,8 @@ class Cleaner:
                 self._check_aborted(tp)
                 if header.next_offset <= first_dirty:
                     continue
+                if header.last_offset >= uncleanable:  # the high watermark
+                    return uncleanable
                 if not (header.is_control or header.is_transactional):
                     for record in decode_records(data, header):
                         if record.key is None or record.offset < first_dirty:

@@ -98,6 +98,7 @@ class LogCleanerManager:
             log_end_offset=log.log_end_offset,
             config=log.config,
             now_ms=now_ms,
+            high_watermark=log.high_watermark,
         )
 
     def measure(self, log: Log, now_ms: int) -> LogToClean:

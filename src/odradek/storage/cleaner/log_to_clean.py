@@ -10,10 +10,11 @@ A compacted log, as the cleaner sees it::
 
 - The **first dirty offset** is the log's cleaner checkpoint (where the last pass stopped),
   reset to the log start offset when missing or outside [log start, log end].
-- The **first uncleanable offset** is the smallest of the active segment's base offset and
-  the base offset of the first dirty, non-active segment holding a record younger than
-  ``min.compaction.lag.ms`` (judged by the segment's largest timestamp): that segment and all
-  after it wait.
+- The **first uncleanable offset** is the smallest of the active segment's base offset, the
+  high watermark (when the partition reports one: uncommitted records must not supersede
+  committed ones) and the base offset of the first dirty, non-active segment holding a record
+  younger than ``min.compaction.lag.ms`` (judged by the segment's largest timestamp): that
+  segment and all after it wait.
 - The **dirty ratio** is dirty bytes / (clean + dirty bytes), segment sizes counted whole: a
   segment is clean when all its offsets are below the first dirty offset, dirty when it holds
   offsets at or past it and starts below the first uncleanable offset.
@@ -92,11 +93,17 @@ def first_dirty_offset(
 
 
 def first_uncleanable_offset(
-    segments: Sequence[SegmentSummary], first_dirty: int, config: LogConfig, now_ms: int
+    segments: Sequence[SegmentSummary],
+    first_dirty: int,
+    config: LogConfig,
+    now_ms: int,
+    high_watermark: int | None = None,
 ) -> int:
     """See the module docstring. ``segments``: every segment, oldest first, the active one
     last."""
     bound = segments[-1].base_offset
+    if high_watermark is not None:
+        bound = min(bound, high_watermark)
     lag_ms = max(config.min_compaction_lag_ms, 0)
     if lag_ms > 0:
         for segment in segments[:-1]:
@@ -132,10 +139,11 @@ def log_to_clean(
     log_end_offset: int,
     config: LogConfig,
     now_ms: int,
+    high_watermark: int | None = None,
 ) -> LogToClean:
     """Measures one log (``segments``: oldest first, the active one last)."""
     first_dirty, reset = first_dirty_offset(checkpoint, log_start_offset, log_end_offset)
-    uncleanable = first_uncleanable_offset(segments, first_dirty, config, now_ms)
+    uncleanable = first_uncleanable_offset(segments, first_dirty, config, now_ms, high_watermark)
     clean_bytes = 0
     cleanable_bytes = 0
     for segment in segments[:-1]:
