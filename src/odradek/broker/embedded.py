@@ -88,7 +88,7 @@ class Broker:
                 return
             started.set()
             loop.run_forever()
-            loop.close()
+            _finish_loop(loop)
 
         self._app = app
         self._thread = threading.Thread(target=run, name="odradek-broker", daemon=True)
@@ -127,3 +127,16 @@ class Broker:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _finish_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Lets callbacks already scheduled (a connection being accepted) run, cancels the tasks
+    left, and closes the loop — so nothing is left half-open when the broker is gone."""
+    loop.run_until_complete(asyncio.sleep(0))
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()

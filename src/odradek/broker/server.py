@@ -59,6 +59,7 @@ class BrokerServer:
         self.max_frame_bytes = max_frame_bytes
         self._server: asyncio.Server | None = None
         self._connections: set[KafkaProtocol] = set()
+        self.stopping = False
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -74,6 +75,7 @@ class BrokerServer:
         """Stops accepting, waits for requests in flight, closes every connection."""
         if self._server is not None:
             self._server.close()
+        self.stopping = True
         deadline = asyncio.get_running_loop().time() + grace_seconds
         while any(c.busy for c in self._connections):
             if asyncio.get_running_loop().time() > deadline:
@@ -115,6 +117,10 @@ class KafkaProtocol(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if self.server.stopping:
+            # Accepted while the server stops: nobody would ever close it.
+            self.transport.abort()
+            return
         self.server._connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
