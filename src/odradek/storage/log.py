@@ -8,9 +8,10 @@ retention policy.
 Offsets: ``log_start_offset`` ≤ every readable offset < ``log_end_offset``; the recovery point
 is the offset below which everything is fsynced.
 
-Thread safety: appends, rolls, truncation, retention and flush bookkeeping take the log's
-lock; reads take no lock and work on a copy-on-write snapshot of the segment list, so a read
-in progress is never disturbed by a roll or a deletion. fsync runs outside the lock.
+Thread safety: appends, rolls, truncation, retention, compaction swaps and flush bookkeeping
+take the log's lock; reads take no lock and work on a copy-on-write snapshot of the segment
+list, so a read in progress is never disturbed by a roll, a deletion or a swap. fsync runs
+outside the lock.
 """
 
 from __future__ import annotations
@@ -239,7 +240,8 @@ class Log:
             UnsupportedForMessageFormatError: message format v0/v1.
             MessageTooLargeError: a batch exceeds ``max.message.bytes`` (leader appends).
             RecordBatchTooLargeError: the data is larger than ``segment.bytes``.
-            InvalidRecordError: no batches, or (follower) offsets that go backwards.
+            InvalidRecordError: no batches, (follower) offsets that go backwards, or (leader,
+                ``cleanup.policy`` with ``compact``) a record without a key.
         """
         if not data:
             raise InvalidRecordError("no record batches to append")
@@ -639,7 +641,9 @@ class Log:
         after ``commit`` is logged, not raised: the swap stands.
 
         Returns:
-            False, having changed nothing, when the check fails (or ``commit`` raised).
+            False, having changed nothing, when the check fails.
+        Raises:
+            Whatever ``commit`` raises; the segment list is then unchanged.
         """
         with self._lock:
             if self._closed or self._truncations != truncations:
