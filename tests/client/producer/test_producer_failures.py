@@ -6,6 +6,7 @@ and metadata blocking up to ``max.block.ms``, ``close()`` with pending sends."""
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from pathlib import Path
@@ -351,3 +352,28 @@ def test_close_from_a_delivery_callback_does_not_deadlock(broker: Broker) -> Non
     wait_until(lambda: not producer._thread.is_alive(), what="the sender thread to end")
     with pytest.raises(ProducerClosedError):
         producer.send("cbclose", b"late")
+
+
+def test_sync_mode_raises_the_failure(broker: Broker, make_producer: Any) -> None:
+    producer = make_producer(producer_type="sync", max_request_size=1000)
+    with pytest.raises(MessageTooLargeError, match=r"max\.request\.size"):
+        producer.send("syncfail", b"x" * 2000)
+    assert producer.send("syncfail", b"ok").done()
+
+
+def test_unreachable_bootstrap_fails_sends_after_max_block_ms() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens here once closed
+    producer = Producer(
+        bootstrap_servers=f"127.0.0.1:{port}", max_block_ms=300, reconnect_backoff_ms=20
+    )
+    try:
+        started = time.monotonic()
+        error = producer.send("nowhere", b"v").exception(0)
+        assert isinstance(error, KafkaTimeoutError)
+        assert time.monotonic() - started < 5
+    finally:
+        started = time.monotonic()
+        producer.close(5)
+        assert time.monotonic() - started < 5
