@@ -145,8 +145,14 @@ def serve(tmp_path: Path) -> Iterator[ServeFactory]:
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], partition: int = 0) -> int:
-    """Produces one batch (acks=all) and returns its base offset."""
-    records = build_batch([SimpleRecord(1_700_000_000_000, None, value) for value in values])
+    """Produces one batch (acks=all) and returns its base offset. Records are keyed (by
+    position) so that compacted topics accept them."""
+    records = build_batch(
+        [
+            SimpleRecord(1_700_000_000_000, b"key-%d" % index, value)
+            for index, value in enumerate(values)
+        ]
+    )
     with BlockingConnection(bootstrap) as connection:
         response = connection.request(
             ApiKey.PRODUCE,
