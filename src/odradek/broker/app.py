@@ -119,6 +119,7 @@ class BrokerApp:
             flush_check_interval_ms=config.log_flush_scheduler_interval_ms,
             retention_check_interval_ms=config.log_retention_check_interval_ms,
             checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
+            cleaner_config=config.cleaner_config,
         )
         replicas = ReplicaManager(
             config.broker_id,

@@ -24,10 +24,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.errors import ConfigError
+from odradek.storage.cleaner.config import BROKER_NAMES as CLEANER_BROKER_NAMES
+from odradek.storage.cleaner.config import CleanerConfig
 from odradek.storage.config import BROKER_NAMES, LogConfig
 
 _MAX_SHORT = 2**15 - 1
@@ -197,6 +199,7 @@ class BrokerConfig:
     offsets_topic_replication_factor: int
     group_initial_rebalance_delay_ms: int
     log_config: LogConfig
+    cleaner_config: CleanerConfig = field(default_factory=CleanerConfig)
     originals: tuple[tuple[str, str], ...] = ()
 
     @classmethod
@@ -272,6 +275,9 @@ class BrokerConfig:
             offsets_topic_replication_factor=get("offsets.topic.replication.factor"),
             group_initial_rebalance_delay_ms=get("group.initial.rebalance.delay.ms"),
             log_config=_log_config(originals),
+            cleaner_config=CleanerConfig.from_broker_settings(
+                {name: value for name, value in originals.items() if name in _CLEANER_SETTINGS}
+            ),
             originals=tuple(sorted(originals.items())),
         )
 
@@ -482,6 +488,27 @@ for _name in sorted(BROKER_NAMES - _SETTINGS.keys() - _LOG_SETTINGS.keys()):
 #: The LogConfig settings that are also broker fields (message.max.bytes) keep their
 #: entry in ``_SETTINGS``; every other one is added.
 _SETTINGS.update({name: s for name, s in _LOG_SETTINGS.items() if name not in _SETTINGS})
+
+
+def _cleaner_setting(default: str, kind: type) -> _Setting:
+    expected = {bool: "true or false", int: "an integer", float: "a number"}.get(kind, "")
+
+    def parse(name: str, raw: str) -> str:
+        try:
+            CleanerConfig.from_broker_settings({name: raw})
+        except ConfigError:
+            raise _invalid(name, raw, f"expected {expected} in range") from None
+        return raw
+
+    return _Setting(parse, _text, default)
+
+
+#: The log cleaner's settings (``log.cleaner.*`` besides the per-topic defaults above).
+_CLEANER_SETTINGS: dict[str, _Setting] = {
+    name: _cleaner_setting(str(getattr(CleanerConfig(), attribute)).lower(), kind)
+    for name, (attribute, kind) in CLEANER_BROKER_NAMES.items()
+}
+_SETTINGS.update(_CLEANER_SETTINGS)
 
 #: Every setting name BrokerConfig accepts.
 SETTING_NAMES: frozenset[str] = frozenset(_SETTINGS)
