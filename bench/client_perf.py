@@ -149,7 +149,7 @@ def serve(data_dir: str) -> tuple[subprocess.Popen[str], str]:
 
 def measure(client: str, bootstrap: str, topic: str, records: int, size: int) -> float:
     """Runs one client in a child process; returns its seconds."""
-    output = subprocess.run(
+    done = subprocess.run(
         [
             sys.executable,
             __file__,
@@ -164,11 +164,22 @@ def measure(client: str, bootstrap: str, topic: str, records: int, size: int) ->
             "--size",
             str(size),
         ],
-        check=True,
+        check=False,
         capture_output=True,
         text=True,
-    ).stdout
-    return float(json.loads(output.strip().splitlines()[-1])["seconds"])
+    )
+    if done.returncode:
+        raise RuntimeError(f"{client} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
+
+
+def measure_retrying(client: str, bootstrap: str, topic: str, records: int, size: int) -> float:
+    """``measure``, run once more (on a fresh topic) if the child failed; the failure is shown."""
+    try:
+        return measure(client, bootstrap, topic, records, size)
+    except RuntimeError as error:
+        print(f"  ({error}; running it again)", file=sys.stderr, flush=True)
+        return measure(client, bootstrap, f"{topic}-again", records, size)
 
 
 def main() -> None:
@@ -199,7 +210,9 @@ def main() -> None:
                 rates: dict[str, float] = {}
                 for client in clients:
                     best = min(
-                        measure(client, bootstrap, f"perf-{client}-{size}-{rep}", records, size)
+                        measure_retrying(
+                            client, bootstrap, f"perf-{client}-{size}-{rep}", records, size
+                        )
                         for rep in range(args.repeat)
                     )
                     rates[client] = records / best
