@@ -17,6 +17,10 @@ is 1, which keeps per-partition order across retries). A node is ready when one 
 partitions it leads is sendable; ``drain`` then takes the first batch of *every* sendable-or-
 lingering partition it leads (the request goes anyway), up to ``max.request.size``.
 
+Size: ``batch.size`` bounds a batch's *uncompressed* size, so a compressed batch goes out
+smaller than ``batch.size`` (Java's producer estimates the compression ratio to fill batches
+further; this one does not guess).
+
 Memory: a new batch reserves ``max(batch.size, its first record's size)`` from the
 ``BufferPool``; ``append`` blocks up to ``max.block.ms`` for it, outside the lock.
 

@@ -17,15 +17,17 @@ completed and so every per-record callback run on this thread. One iteration (``
 4. ``poll`` the network until the next thing is due (a linger deadline, a retry backoff, an
    expiry, a reconnect) or a ``wakeup`` (the facade wakes it when a batch fills or is created).
 
-A response completes each batch: success → base offset (and log append time); a retriable
-error (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, NETWORK_EXCEPTION,
-REQUEST_TIMED_OUT, ...) → back to the front of its partition's deque after the retry backoff,
-while ``retries`` and ``delivery.timeout.ms`` allow, with a metadata refresh when the error
-means stale metadata; any other error (MESSAGE_TOO_LARGE, INVALID_RECORD, ...) fails the
-batch's futures. A lost connection or a request timeout is a retriable error of every batch of
+A response completes each batch: success → base offset (and log append time); a retriable error
+(NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, NETWORK_EXCEPTION, REQUEST_TIMED_OUT, ...)
+→ back to the front of its partition's deque after the retry backoff, while ``retries`` and
+``delivery.timeout.ms`` allow, with a metadata refresh when the error means stale metadata; any
+other error (MESSAGE_TOO_LARGE, INVALID_RECORD, ...) fails the batch's futures (Java's producer
+splits a batch refused as too large and retries the halves; this one does not: a record larger
+than the broker's ``message.max.bytes`` fails either way, and batches stay within
+``batch.size``). A lost connection or a request timeout is a retriable error of every batch of
 the request. **Ordering:** with more than one request in flight per connection a retried batch
-can land after a later one of the same partition, and a batch whose request timed out after
-the broker appended it is appended again on retry (duplicate) — Kafka's behaviour without
+can land after a later one of the same partition, and a batch whose request timed out after the
+broker appended it is appended again on retry (duplicate) — Kafka's behaviour without
 idempotence; ``max.in.flight.requests.per.connection=1`` removes the reordering.
 
 Closing: ``initiate_close`` stops taking new work but keeps sending until nothing is queued
