@@ -14,15 +14,16 @@ owns the network: it sends batches and completes them, so per-record callbacks, 
 ``flush`` or ``close`` from one of them would wait for the thread that runs it, so ``flush``
 refuses and ``close`` does not wait there).
 
-What ``send`` does with a record that cannot be sent — a serializer or partitioner exception,
-no metadata for its topic within ``max.block.ms``, no memory within ``max.block.ms``, a
-record larger than ``max.request.size`` or ``buffer.memory``, an invalid partition or
-timestamp — is the same in every case: the record's future fails with the error, its callback
-and the interceptors' ``on_acknowledgement`` see it, and (for user code) it is logged with the
-topic. ``send`` itself raises only ``ProducerClosedError`` (after ``close``) and, with
-``producer.type=sync``, the first failure of the records it sent (all their futures are done
-then). Failures after ``send`` (broker errors, ``delivery.timeout.ms``) reach futures,
-callbacks and interceptors the same way, from the sender thread.
+What ``send`` does with a record that cannot be sent — a serializer or partitioner exception, no
+metadata for its topic within ``max.block.ms``, no memory within ``max.block.ms``, a record
+larger than ``max.request.size`` or ``buffer.memory``, an invalid partition or timestamp — is
+the same in every case: the record's future fails with the error, its callback and the
+interceptors' ``on_acknowledgement`` see it (in the calling thread, before ``send`` returns),
+and (for user code) it is logged with the topic. ``send`` itself raises only
+``ProducerClosedError`` (after ``close``) and, with ``producer.type=sync``, the first failure of
+the records it sent (all their futures are done then). Failures after ``send`` (broker errors,
+``delivery.timeout.ms``) reach futures, callbacks and interceptors the same way, from the sender
+thread.
 
 ``producer.type=sync`` makes ``send`` send at once (no lingering: the records' batches are
 flushed) and wait for the acknowledgements.
