@@ -12,6 +12,7 @@ import click
 from odradek._version import __version__
 from odradek.cli.consume import consume
 from odradek.cli.dump_log import dump_log
+from odradek.cli.groups import groups
 from odradek.cli.produce import produce
 from odradek.cli.serve import serve
 from odradek.cli.topics import topics
@@ -25,6 +26,7 @@ def cli() -> None:
 
 cli.add_command(consume)
 cli.add_command(dump_log)
+cli.add_command(groups)
 cli.add_command(produce)
 cli.add_command(serve)
 cli.add_command(topics)

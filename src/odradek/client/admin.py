@@ -27,6 +27,7 @@ from typing import Any, Final, Self, TypeVar
 
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
+from odradek.client.admin_groups import GroupAdmin
 from odradek.client.admin_types import (
     AdminResult,
     AlterConfigOp,
@@ -82,8 +83,9 @@ _RETRY_REQUEST_CODES: Final = frozenset({ErrorCode.NOT_CONTROLLER})
 Spec = OffsetSpec | int
 
 
-class AdminClient:
-    """Kafka's admin API, synchronous (see the module docstring).
+class AdminClient(GroupAdmin):
+    """Kafka's admin API, synchronous (see the module docstring); the group calls come from
+    ``GroupAdmin`` (``admin_groups``).
 
     Args:
         config: settings by Kafka name (``bootstrap.servers`` is required); more as keyword
