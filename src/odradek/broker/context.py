@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -33,3 +34,9 @@ class BrokerContext:
     supported_versions: dict[ApiKey, VersionRange] = field(default_factory=dict)
     #: The group coordinator (None: this broker runs none).
     groups: GroupCoordinatorRuntime | None = None
+
+
+#: The address of the client whose request is being handled (``/127.0.0.1`` as Kafka
+#: reports it), set by the server around each dispatch; read by handlers that record it
+#: (JoinGroup's member host).
+CLIENT_HOST: contextvars.ContextVar[str] = contextvars.ContextVar("client_host", default="")

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Awaitable
 from typing import Any, cast
 
-from odradek.broker.context import BrokerContext
+from odradek.broker.context import CLIENT_HOST, BrokerContext
 from odradek.broker.router import Response, Router
 from odradek.errors import KafkaError
 from odradek.net.sendfile import send_file_slice
@@ -109,6 +109,7 @@ class KafkaProtocol(asyncio.Protocol):
         self._closing = False
         self._reading_paused = False
         self.peer = "?"
+        self.client_host = ""
 
     # ----------------------------------------------------------------- asyncio callbacks
 
@@ -117,6 +118,7 @@ class KafkaProtocol(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.client_host = f"/{peer[0]}" if peer else ""
         if self.server.stopping:
             # Accepted while the server stops: nobody would ever close it.
             self.transport.abort()
@@ -166,6 +168,7 @@ class KafkaProtocol(asyncio.Protocol):
     def _handle(self, event: RequestReceived, parts: list[Part]) -> bool:
         request = event.request
         try:
+            CLIENT_HOST.set(self.client_host)
             result = self.server.router.dispatch(self.ctx, request)
         except Exception as error:
             self._fail(request.api_key.name, error)

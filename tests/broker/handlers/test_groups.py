@@ -215,9 +215,9 @@ def test_one_member_group_life_cycle(raw: RawClient, topic: str) -> None:
         "consumer",
         "range",
     )
-    assert [(m.member_id, m.client_id, m.member_assignment) for m in stable.members] == [
-        (member, "raw-test", b"assigned")
-    ]
+    assert [
+        (m.member_id, m.client_id, m.client_host, m.member_assignment) for m in stable.members
+    ] == [(member, "raw-test", "/127.0.0.1", b"assigned")]
     assert unknown.group_state == "Dead"
 
     listed = raw.send(schema("list_groups", 1).ListGroupsRequest())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from odradek.broker.context import BrokerContext
+from odradek.broker.context import CLIENT_HOST, BrokerContext
 from odradek.broker.group.results import JoinGroupResult
 from odradek.broker.handlers._groups import optional, runtime
 from odradek.errors import KafkaError
@@ -33,7 +33,7 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
                 member_id=member_id,
                 group_instance_id=optional(body, "group_instance_id"),
                 client_id=request.header.client_id or "",
-                client_host="",
+                client_host=CLIENT_HOST.get(),
                 session_timeout_ms=session_timeout_ms,
                 rebalance_timeout_ms=int(optional(body, "rebalance_timeout", session_timeout_ms)),
                 protocol_type=str(body.protocol_type),
