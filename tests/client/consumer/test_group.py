@@ -164,7 +164,8 @@ def test_listener_order_eager(make_consumer: MakeConsumer, create_topic) -> None
     both = sorted(all_partitions("l", 2))
     assert a.events[0] == ("assigned", both)
     assert a.events[1] == ("revoked", both)
-    assert a.events[2][0] == "assigned" and len(a.events[2][1]) == 1
+    assert a.events[2][0] == "assigned"
+    assert len(a.events[2][1]) == 1
     b.stop()
     a.stop()
     assert a.events[-1][0] == "revoked"
