@@ -1,7 +1,9 @@
 """From a partition's Fetch response bytes to ``ConsumerRecord``s, and where to fetch next.
 
-This module owns the consumer's record decoding (it reuses ``records.codec`` for each batch:
-CRC check, decompression, the record loop) and the rules the simple consumer keeps too:
+This module owns the consumer's record decoding: batch checks and decompression come from
+``records`` (``batch.validate_batch``, ``compression.decompress``), and the record loop is the
+consumer's own, decoding straight into ``ConsumerRecord`` tuples (one object per record, not a
+``Record`` then a copy: the consumer's fast path). It keeps the rules the simple consumer keeps:
 
 - records before the fetch offset are skipped (a compressed batch, or a batch fetched whole,
   may start before it);
@@ -20,8 +22,20 @@ from __future__ import annotations
 from typing import Any
 
 from odradek.client.consumer.record import ConsumerRecord
-from odradek.records.batch import LOG_OVERHEAD, TimestampType, parse_header, read_prefix
-from odradek.records.codec import decode_batch, decode_records
+from odradek.errors import CorruptRecordError, UnsupportedCompressionTypeError
+from odradek.records._pyrecords import _decode_headers
+from odradek.records.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    CompressionType,
+    TimestampType,
+    parse_header,
+    read_prefix,
+    validate_batch,
+)
+from odradek.records.compression import decompress
+from odradek.records.record import Header
+from odradek.records.varint import decode_varint, decode_varlong
 
 __all__ = ["decode", "scan"]
 
@@ -62,41 +76,157 @@ def decode(
     Raises:
         CorruptRecordError: a whole batch fails its checks (its CRC when ``check_crcs``).
         UnsupportedForMessageFormatError: a batch of message format v0/v1.
+        UnsupportedCompressionTypeError: codec bits 5-7.
         Exception: whatever a deserializer raises (``SerializationError`` and kin).
     """
     out: list[ConsumerRecord] = []
-    append = out.append
     end = len(records)
     pos = 0
     key_fn = key_deserializer.deserialize if key_deserializer is not None else None
     value_fn = value_deserializer.deserialize if value_deserializer is not None else None
-    cls = ConsumerRecord
-    new = _new_record
     while end - pos >= LOG_OVERHEAD:
         _base, size = read_prefix(records, pos)
         if size <= LOG_OVERHEAD or pos + size > end:
             break
-        if check_crcs:
-            batch = decode_batch(records, pos)
-            header, decoded = batch.header, batch.records
-        else:
-            header = parse_header(records, pos)
-            decoded = decode_records(records, header, pos)
+        header = validate_batch(records, pos) if check_crcs else parse_header(records, pos)
+        batch_pos = pos
         pos += size
         if header.is_control or header.last_offset < fetch_offset:
             continue
-        timestamp_type: TimestampType = header.timestamp_type
-        epoch = header.partition_leader_epoch
-        for record in decoded:
-            offset = record.offset
+        codec = header.compression_bits
+        if codec == CompressionType.NONE:
+            data, start, stop = records, batch_pos + HEADER_SIZE, batch_pos + header.size
+        else:
+            if codec > CompressionType.ZSTD:
+                raise UnsupportedCompressionTypeError(
+                    f"{topic}-{partition}: batch at offset {header.base_offset} uses unknown "
+                    f"compression codec {codec}"
+                )
+            with memoryview(records) as view:
+                data = decompress(codec, view[batch_pos + HEADER_SIZE : batch_pos + header.size])
+            start, stop = 0, len(data)
+        timestamp_type = header.timestamp_type
+        _decode_batch_records(
+            out,
+            data,
+            start,
+            stop,
+            header.records_count,
+            header.base_offset,
+            header.base_timestamp,
+            header.max_timestamp if timestamp_type is TimestampType.LOG_APPEND_TIME else None,
+            (topic, partition, timestamp_type, header.partition_leader_epoch),
+            fetch_offset,
+            key_fn,
+            value_fn,
+        )
+    return out
+
+
+def _decode_batch_records(
+    out: list[ConsumerRecord],
+    data: bytes,
+    pos: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    where: tuple[str, int, TimestampType, int],
+    fetch_offset: int,
+    key_fn: Any,
+    value_fn: Any,
+) -> None:
+    """Appends the batch's records at or after ``fetch_offset`` to ``out``.
+
+    The consumer's hot loop: the record layout of ``records._pyrecords``, decoded straight into
+    ``ConsumerRecord`` tuples, with one- and two-byte varints inline (record lengths and
+    value lengths up to 8 KB take the inline path). Every length is checked against the
+    record's own length, as ``records._pyrecords`` does.
+    """
+    topic, partition, timestamp_type, epoch = where
+    append = out.append
+    new = _new_record
+    cls = ConsumerRecord
+    varint = decode_varint
+    varlong = decode_varlong
+    no_headers: tuple[Header, ...] = ()
+    index = 0
+    try:
+        for index in range(count):
+            b0 = data[pos]
+            if b0 < 0x80:
+                length = (b0 >> 1) ^ -(b0 & 1)
+                pos += 1
+            elif data[pos + 1] < 0x80:
+                raw = (b0 & 0x7F) | (data[pos + 1] << 7)
+                length = (raw >> 1) ^ -(raw & 1)
+                pos += 2
+            else:
+                length, pos = varint(data, pos)
+            record_end = pos + length
+            if length <= 0 or record_end > end:
+                raise CorruptRecordError(
+                    f"{topic}-{partition}: record {index} declares {length} bytes, "
+                    f"{end - pos} remain in the batch"
+                )
+            b0 = data[pos + 1]  # skip the attributes byte
+            if b0 < 0x80:
+                timestamp_delta = (b0 >> 1) ^ -(b0 & 1)
+                pos += 2
+            else:
+                timestamp_delta, pos = varlong(data, pos + 1)
+            b0 = data[pos]
+            if b0 < 0x80:
+                offset_delta = (b0 >> 1) ^ -(b0 & 1)
+                pos += 1
+            else:
+                offset_delta, pos = varint(data, pos)
+            b0 = data[pos]
+            if b0 < 0x80:
+                key_length = (b0 >> 1) ^ -(b0 & 1)
+                pos += 1
+            else:
+                key_length, pos = varint(data, pos)
+            if key_length >= 0:
+                key: bytes | None = data[pos : pos + key_length]
+                pos += key_length
+            elif key_length == -1:
+                key = None
+            else:
+                raise CorruptRecordError(f"{topic}-{partition}: key length {key_length}")
+            b0 = data[pos]
+            if b0 < 0x80:
+                value_length = (b0 >> 1) ^ -(b0 & 1)
+                pos += 1
+            elif data[pos + 1] < 0x80:
+                raw = (b0 & 0x7F) | (data[pos + 1] << 7)
+                value_length = (raw >> 1) ^ -(raw & 1)
+                pos += 2
+            else:
+                value_length, pos = varint(data, pos)
+            if value_length >= 0:
+                value: bytes | None = data[pos : pos + value_length]
+                pos += value_length
+            elif value_length == -1:
+                value = None
+            else:
+                raise CorruptRecordError(f"{topic}-{partition}: value length {value_length}")
+            if data[pos] == 0:
+                headers = no_headers
+                header_size = -1
+                pos += 1
+            else:
+                headers, pos = _decode_headers(data, pos, record_end)
+                header_size = sum(len(k) + (len(v) if v is not None else 0) for k, v in headers)
+            if pos != record_end:
+                raise CorruptRecordError(
+                    f"{topic}-{partition}: record {index} declares {length} bytes but its "
+                    f"fields take {length + pos - record_end}"
+                )
+            offset = base_offset + offset_delta
             if offset < fetch_offset:
                 continue
-            key = record.key
-            value = record.value
-            headers = record.headers
-            header_size = -1
-            if headers:
-                header_size = sum(len(k) + (len(v) if v is not None else 0) for k, v in headers)
             append(
                 new(
                     cls,
@@ -104,16 +234,25 @@ def decode(
                         topic,
                         partition,
                         offset,
-                        record.timestamp,
+                        base_timestamp + timestamp_delta
+                        if log_append_time is None
+                        else log_append_time,
                         timestamp_type,
                         key if key_fn is None else key_fn(topic, key),
                         value if value_fn is None else value_fn(topic, value),
                         headers,
-                        -1 if key is None else len(key),
-                        -1 if value is None else len(value),
+                        -1 if key is None else key_length,
+                        -1 if value is None else value_length,
                         header_size,
                         epoch,
                     ),
                 )
             )
-    return out
+    except IndexError:
+        raise CorruptRecordError(
+            f"{topic}-{partition}: truncated record {index} ({count} declared)"
+        ) from None
+    if pos != end:
+        raise CorruptRecordError(
+            f"{topic}-{partition}: {end - pos} bytes remain after the {count} records declared"
+        )

@@ -1,0 +1,239 @@
+"""Consumer throughput of odradek's ``Consumer`` next to kafka-python, aiokafka and
+confluent-kafka, reading the same topic from the same ``odradek serve`` (a child process).
+
+(The consumer half of issue 4's ``bench/client_perf.py``; kept in its own file while that one is
+being changed.) Workloads: 500,000 records of 100 B and 100,000 of 1 KB in a 1-partition topic,
+written once per workload by confluent-kafka (uncompressed). Each client runs in its own child
+process, assigns partition 0 without a group, seeks to the beginning, and the clock runs from
+the first poll until the last record has been returned to the caller (values touched, default
+fetch settings otherwise). ``--repeat N`` keeps each client's best of N runs.
+
+    .venv/bin/python bench/consumer_perf.py [--scale 1.0] [--repeat 1]
+        [--clients odradek,kafka-python,aiokafka,confluent-kafka]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from typing import Final
+
+from aiokafka import AIOKafkaConsumer
+from aiokafka import TopicPartition as AioTopicPartition
+from confluent_kafka import OFFSET_BEGINNING
+from confluent_kafka import Consumer as ConfluentConsumer
+from confluent_kafka import Producer as ConfluentProducer
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
+
+from odradek import Consumer, TopicPartition
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KafkaTopicPartition
+
+CLIENTS: Final = ("odradek", "kafka-python", "aiokafka", "confluent-kafka")
+WORKLOADS: Final = ((500_000, 100), (100_000, 1_000))
+SERVING: Final = re.compile(r"127\.0\.0\.1:(\d+)")
+
+
+def run_odradek(bootstrap: str, topic: str, records: int) -> float:
+    consumer = Consumer(bootstrap_servers=bootstrap)
+    tp = TopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    seen = 0
+    started = time.perf_counter()
+    while seen < records:
+        for record in consumer.poll(1_000):
+            _ = record.value
+            seen += 1
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return elapsed
+
+
+def run_kafka_python(bootstrap: str, topic: str, records: int) -> float:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    tp = KafkaTopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    seen = 0
+    started = time.perf_counter()
+    while seen < records:
+        for batch in consumer.poll(1_000).values():
+            for record in batch:
+                _ = record.value
+                seen += 1
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return elapsed
+
+
+def run_aiokafka(bootstrap: str, topic: str, records: int) -> float:
+    async def main() -> float:
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        await consumer.start()
+        tp = AioTopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        seen = 0
+        started = time.perf_counter()
+        while seen < records:
+            for batch in (await consumer.getmany(timeout_ms=1_000)).values():
+                for record in batch:
+                    _ = record.value
+                    seen += 1
+        elapsed = time.perf_counter() - started
+        await consumer.stop()
+        return elapsed
+
+    return asyncio.run(main())
+
+
+def run_confluent_kafka(bootstrap: str, topic: str, records: int) -> float:
+    consumer = ConfluentConsumer(
+        {"bootstrap.servers": bootstrap, "group.id": "perf", "enable.auto.commit": False}
+    )
+    consumer.assign([ConfluentTopicPartition(topic, 0, OFFSET_BEGINNING)])
+    seen = 0
+    started = time.perf_counter()
+    while seen < records:
+        for message in consumer.consume(10_000, 1.0):
+            if message.error() is None:
+                _ = message.value()
+                seen += 1
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return elapsed
+
+
+RUNNERS: dict[str, Callable[[str, str, int], float]] = {
+    "odradek": run_odradek,
+    "kafka-python": run_kafka_python,
+    "aiokafka": run_aiokafka,
+    "confluent-kafka": run_confluent_kafka,
+}
+
+
+def fill(bootstrap: str, topic: str, records: int, size: int) -> None:
+    producer = ConfluentProducer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10_000}
+    )
+    value = os.urandom(size)
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(topic, value)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    assert producer.flush(60) == 0
+
+
+def serve(data_dir: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "odradek.cli.main",
+            "serve",
+            "-o",
+            "listeners=PLAINTEXT://127.0.0.1:0",
+            "-o",
+            f"log.dirs={data_dir}",
+            "-o",
+            "num.partitions=1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    match = SERVING.search(process.stdout.readline())
+    assert match, "odradek serve did not start"
+    return process, f"127.0.0.1:{match[1]}"
+
+
+def measure(client: str, bootstrap: str, topic: str, records: int) -> float:
+    done = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--run",
+            client,
+            "--bootstrap",
+            bootstrap,
+            "--topic",
+            topic,
+            "--records",
+            str(records),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode:
+        raise RuntimeError(f"{client} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies record counts")
+    parser.add_argument("--repeat", type=int, default=1, help="best of N runs per client")
+    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--run", choices=CLIENTS, help=argparse.SUPPRESS)
+    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    parser.add_argument("--topic", help=argparse.SUPPRESS)
+    parser.add_argument("--records", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run:
+        seconds = RUNNERS[args.run](args.bootstrap, args.topic, args.records)
+        print(json.dumps({"seconds": seconds}))
+        return
+    clients = [name.strip() for name in args.clients.split(",") if name.strip()]
+    with tempfile.TemporaryDirectory(prefix="odradek-consumer-perf-") as data_dir:
+        server, bootstrap = serve(data_dir)
+        try:
+            print(f"consumer, 1 partition, odradek serve on {bootstrap}")
+            print(f"{'client':<16} {'records x size':>16} {'records/s':>12} {'MB/s':>8}")
+            for base_records, size in WORKLOADS:
+                records = max(1, int(base_records * args.scale))
+                topic = f"consume-{size}"
+                fill(bootstrap, topic, records, size)
+                rates: dict[str, float] = {}
+                for client in clients:
+                    best = min(
+                        measure(client, bootstrap, topic, records) for _ in range(args.repeat)
+                    )
+                    rates[client] = records / best
+                    print(
+                        f"{client:<16} {records:>9,} x {size:>4} {records / best:>12,.0f} "
+                        f"{records * size / best / 1e6:>8.1f}",
+                        flush=True,
+                    )
+                if "odradek" in rates:
+                    ratios = ", ".join(
+                        f"{rates['odradek'] / rate:.2f}x {client}"
+                        for client, rate in rates.items()
+                        if client != "odradek"
+                    )
+                    print(f"{'':<16} odradek = {ratios}")
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+if __name__ == "__main__":
+    main()
