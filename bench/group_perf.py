@@ -1,0 +1,341 @@
+"""Consumer-group figures against ``odradek serve`` (a child process, free port, temporary data
+directory, ``group.initial.rebalance.delay.ms=0``), with confluent-kafka (librdkafka) consumers.
+
+Rebalance time: a group of 10 consumers (each polling on its own thread) subscribed to a topic
+of 30 partitions. One consumer joins (10 → 11), then the oldest member leaves with LeaveGroup
+(``close()``, 11 → 10); each time the clock runs from the ``subscribe`` / ``close`` call until
+every member holds its new assignment, as the rebalance callbacks report it (each callback
+updates the members' shared view under a lock and stamps the moment the view first shows the
+30 partitions owned exactly once, spread evenly over the current members). Eager ``range`` and
+incremental ``cooperative-sticky``; the median of ``--rounds`` rounds. Members learn of a
+rebalance from their heartbeats, so the figures scale with ``heartbeat.interval.ms``
+(``--heartbeat-ms``, librdkafka's default 3000).
+
+Commit throughput: one group member (its assignment settled) commits explicit offsets to one
+partition in a loop, each the previous one + 1: synchronously (``commit(asynchronous=False)``:
+one round trip each) and asynchronously (all issued, then polled until every ``on_commit``
+callback has reported; errors are counted and shown).
+
+    .venv/bin/python bench/group_perf.py [--rounds 3] [--heartbeat-ms 3000] [--commits 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+SERVING = re.compile(r"serving on 127\.0\.0\.1:(\d+)")
+PARTITIONS = 30
+MEMBERS = 10
+STRATEGIES = ("range", "cooperative-sticky")
+SETTLE_TIMEOUT_S = 60.0
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = SETTLE_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.01)
+
+
+class Group:
+    """The members' assignments as their rebalance callbacks report them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.owned: dict[int, set[int]] = {}  # member number → partitions
+        self.members: set[int] = set()  # members that count (joined, not leaving)
+        self.settled_at: float | None = None
+
+    def expect(self, members: set[int]) -> None:
+        """A join or leave starts now: the view must settle again for ``members``."""
+        with self.lock:
+            self.members = set(members)
+            self.settled_at = None
+
+    def update(self, member: int, change: Callable[[set[int]], None]) -> None:
+        with self.lock:
+            change(self.owned.setdefault(member, set()))
+            if self.settled_at is None and self._settled():
+                self.settled_at = time.perf_counter()
+
+    def _settled(self) -> bool:
+        counts = [len(self.owned.get(member, ())) for member in self.members]
+        owners: dict[int, int] = {}
+        for member in self.members:
+            for partition in self.owned.get(member, ()):
+                owners[partition] = owners.get(partition, 0) + 1
+        return (
+            all(count == 1 for count in owners.values())
+            and len(owners) == PARTITIONS
+            and sum(counts) == PARTITIONS
+            and max(counts) - min(counts) <= 1
+        )
+
+    def settled(self) -> float | None:
+        with self.lock:
+            return self.settled_at
+
+
+class Member:
+    """One consumer polling on its own thread; ``leave()`` closes it there (LeaveGroup)."""
+
+    def __init__(
+        self, number: int, group: Group, config: dict[str, Any], topic: str, cooperative: bool
+    ) -> None:
+        self.number = number
+        self.group = group
+        self.cooperative = cooperative
+        self.consumer = Consumer(config)
+        self.topic = topic
+        self.stop = threading.Event()
+        self.left_at: float | None = None
+        self.error: BaseException | None = None
+        self.started_at = time.perf_counter()
+        self.consumer.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked)
+        self.thread = threading.Thread(target=self._run, name=f"member-{number}", daemon=True)
+        self.thread.start()
+
+    def _assigned(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        numbers = {tp.partition for tp in partitions}
+
+        def change(owned: set[int]) -> None:
+            if not self.cooperative:
+                owned.clear()
+            owned.update(numbers)
+
+        self.group.update(self.number, change)
+
+    def _revoked(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        numbers = {tp.partition for tp in partitions}
+        self.group.update(self.number, lambda owned: owned.difference_update(numbers))
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                self.consumer.poll(0.05)
+            self.left_at = time.perf_counter()
+            self.consumer.close()
+        except BaseException as error:  # shown by the main thread
+            self.error = error
+
+    def leave(self) -> float:
+        """Closes the consumer on its thread; returns when that started."""
+        self.stop.set()
+        self.thread.join(SETTLE_TIMEOUT_S)
+        if self.error is not None:
+            raise self.error
+        assert self.left_at is not None, f"member {self.number} did not close"
+        return self.left_at
+
+
+def rebalance_times(
+    bootstrap: str, topic: str, strategy: str, rounds: int, heartbeat_ms: int
+) -> tuple[list[float], list[float]]:
+    """Seconds of each join and each leave rebalance, for ``rounds`` rounds."""
+    group = Group()
+    config = {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"bench-{strategy}-{time.time_ns()}",
+        "partition.assignment.strategy": strategy,
+        "enable.auto.commit": False,
+        "heartbeat.interval.ms": heartbeat_ms,
+        "session.timeout.ms": max(10_000, 4 * heartbeat_ms),
+    }
+    cooperative = strategy == "cooperative-sticky"
+    members: list[Member] = []
+    joins: list[float] = []
+    leaves: list[float] = []
+    serial = 0
+
+    def add() -> Member:
+        nonlocal serial
+        group.expect({m.number for m in members} | {serial})
+        member = Member(serial, group, config, topic, cooperative)
+        serial += 1
+        members.append(member)
+        return member
+
+    def settle(what: str) -> float:
+        wait_for(lambda: group.settled() is not None, what)
+        settled = group.settled()
+        assert settled is not None
+        return settled
+
+    try:
+        for _ in range(MEMBERS):
+            add()
+        settle(f"{MEMBERS} {strategy} members to share the partitions")
+        for round_number in range(rounds):
+            joiner = add()
+            joins.append(settle(f"round {round_number}: a join") - joiner.started_at)
+            leaver = members.pop(0)
+            group.expect({m.number for m in members})
+            left_at = leaver.leave()
+            leaves.append(settle(f"round {round_number}: a leave") - left_at)
+    finally:
+        for member in members:
+            member.stop.set()
+        for member in members:
+            member.thread.join(SETTLE_TIMEOUT_S)
+    return joins, leaves
+
+
+def joined_consumer(bootstrap: str, topic: str, **extra: Any) -> Consumer:
+    """A consumer of a new group, subscribed to ``topic`` and holding its assignment."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-commits-{time.time_ns()}",
+            "enable.auto.commit": False,
+            **extra,
+        }
+    )
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while not consumer.assignment():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the commit consumer got no assignment")
+        consumer.poll(0.05)
+    return consumer
+
+
+def commit_rates(bootstrap: str, topic: str, commits: int) -> tuple[float, float, int]:
+    """(synchronous commits/s, asynchronous commits/s, asynchronous commit errors); each mode
+    with its own group member, warmed up by one synchronous commit."""
+    consumer = joined_consumer(bootstrap, topic)
+    try:
+        commit = consumer.commit
+        commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+        started = time.perf_counter()
+        for offset in range(2, commits + 2):
+            commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+        sync_rate = commits / (time.perf_counter() - started)
+    finally:
+        consumer.close()
+
+    reported = [0, 0]  # callbacks, errors
+
+    def on_commit(error: Any, _partitions: list[TopicPartition]) -> None:
+        reported[0] += 1
+        reported[1] += error is not None
+
+    consumer = joined_consumer(bootstrap, topic, on_commit=on_commit)
+    try:
+        commit = consumer.commit
+        commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+        consumer.poll(0)
+        first = reported[0]
+        errors = reported[1]
+        started = time.perf_counter()
+        for offset in range(2, commits + 2):
+            commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=True)
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        while reported[0] - first < commits:
+            if time.monotonic() > deadline:
+                missing = commits - (reported[0] - first)
+                raise TimeoutError(f"{missing} asynchronous commits never reported")
+            consumer.poll(0.001)
+        async_rate = commits / (time.perf_counter() - started)
+    finally:
+        consumer.close()
+    return sync_rate, async_rate, reported[1] - errors
+
+
+# ---------------------------------------------------------------------- orchestration
+
+
+def serve(data_dir: str) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "odradek.cli.main",
+            "serve",
+            "-o",
+            "listeners=PLAINTEXT://127.0.0.1:0",
+            "-o",
+            f"log.dirs={data_dir}",
+            "-o",
+            "group.initial.rebalance.delay.ms=0",
+            "-o",
+            "offsets.topic.num.partitions=10",
+            "--log-level",
+            "warning",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    match = SERVING.search(process.stdout.readline())
+    assert match, "odradek serve did not start"
+    return process, f"127.0.0.1:{match[1]}"
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3, help="join/leave rounds per strategy")
+    parser.add_argument("--heartbeat-ms", type=int, default=3000, help="heartbeat.interval.ms")
+    parser.add_argument("--commits", type=int, default=2000, help="commits per mode")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="odradek-group-perf-") as data_dir:
+        server, bootstrap = serve(data_dir)
+        try:
+            create_topic(bootstrap, "rebalance", PARTITIONS)
+            create_topic(bootstrap, "commits", 1)
+            print(
+                f"odradek serve on {bootstrap}; confluent-kafka consumers, "
+                f"heartbeat.interval.ms={args.heartbeat_ms}"
+            )
+            print(
+                f"rebalance of {MEMBERS} members over {PARTITIONS} partitions, "
+                f"median (min-max) of {args.rounds} rounds, seconds"
+            )
+            print(f"{'strategy':<20} {'join (10→11)':>22} {'leave (11→10)':>22}")
+            for strategy in STRATEGIES:
+                joins, leaves = rebalance_times(
+                    bootstrap, "rebalance", strategy, args.rounds, args.heartbeat_ms
+                )
+                print(f"{strategy:<20} {summary(joins):>22} {summary(leaves):>22}", flush=True)
+
+            sync_rate, async_rate, failures = commit_rates(bootstrap, "commits", args.commits)
+            print(f"\ncommit throughput, {args.commits} commits of one partition's offset")
+            print(f"{'mode':<20} {'commits/s':>12}")
+            print(f"{'synchronous':<20} {sync_rate:>12,.0f}")
+            print(
+                f"{'asynchronous':<20} {async_rate:>12,.0f}"
+                + (f"  ({failures} failed)" if failures else "")
+            )
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+def summary(values: list[float]) -> str:
+    return f"{statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f})"
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KafkaException as error:
+        sys.exit(f"group_perf: {error}")
