@@ -1,7 +1,8 @@
 """``odradek produce`` and ``odradek consume`` against an embedded broker: round trips with keys,
-headers and every codec, murmur2 partitioning (checked against kafka-python both ways), start
-positions, ``--max-messages``, ``--timeout-ms``, records larger than the fetch sizes, Ctrl-C, and
-every error as one line (exit 1 for the broker's and the input's, 2 for usage mistakes)."""
+headers and every codec, murmur2 partitioning (checked against kafka-python both ways),
+``--batch-size``, topic auto-creation by the producer, start positions, ``--max-messages``,
+``--timeout-ms``, records larger than the fetch sizes, Ctrl-C, and every error as one line (exit
+1 for the broker's and the input's, 2 for usage mistakes)."""
 
 from __future__ import annotations
 
@@ -177,6 +178,19 @@ def test_unkeyed_records_stick_to_one_partition_per_request(cli: Cli) -> None:
     ]
 
 
+def test_batch_size_bounds_the_records_of_a_request(cli: Cli) -> None:
+    topic = cli.new_topic()
+    run = cli.produce(topic, "--batch-size", "2", stdin=lines_of(*map(str, range(7))))
+    assert run.status == 0
+    counts = []
+    with BlockingConnection(cli.bootstrap) as connection:
+        for partition in range(PARTITIONS):
+            response = connection.request(ApiKey.FETCH, 11, fetch_request(topic, 0, partition))
+            records = response["responses"][0]["partitions"][0]["records"] or b""
+            counts += [header.records_count for _, header in iter_batches(records)]
+    assert sorted(counts) == [1, 2, 2, 2]
+
+
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
 def test_each_acks_setting(cli: Cli, acks: str) -> None:
     topic = cli.new_topic()
@@ -345,15 +359,32 @@ def test_a_compressed_batch_is_read_from_the_middle(cli: Cli) -> None:
 # --- errors: one line -------------------------------------------------------------------------
 
 
-def test_unknown_topic_is_one_line(cli: Cli) -> None:
-    for run in (
-        cli.produce("no-such-topic", stdin=b"x\n"),
-        cli.consume("no-such-topic", "--timeout-ms", "100"),
-    ):
-        assert run.status == 1
-        assert run.error_line() == (
-            "odradek: UNKNOWN_TOPIC_OR_PARTITION: topic 'no-such-topic' does not exist"
-        )
+def test_unknown_topic_is_one_line_for_the_consumer(cli: Cli) -> None:
+    run = cli.consume("no-such-topic", "--timeout-ms", "100")
+    assert run.status == 1
+    assert run.error_line() == (
+        "odradek: UNKNOWN_TOPIC_OR_PARTITION: topic 'no-such-topic' does not exist"
+    )
+
+
+def test_the_producer_creates_an_unknown_topic_when_the_broker_does(cli: Cli) -> None:
+    topic = f"auto-created-{next(_topic_numbers)}"
+    run = cli.produce(topic, "--verbose", stdin=lines_of("first", "second"))
+    assert (run.status, run.err) == (0, f"produced 2 records to {topic}\n")
+    run = cli.consume(topic, "--from-beginning", "--max-messages", "2")
+    assert sorted(run.lines) == ["first", "second"]
+
+
+def test_an_unknown_topic_the_broker_does_not_create_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Broker(config={"auto.create.topics.enable": "false"}) as strict:
+        cli = Cli(strict, capsys, monkeypatch)
+        run = cli.produce("no-such-topic", "--max-block-ms", "300", stdin=b"x\n")
+    assert run.status == 1
+    assert run.error_line().startswith(
+        "odradek: REQUEST_TIMED_OUT: topic 'no-such-topic' not present in metadata after 300 ms"
+    )
 
 
 def test_unknown_partition_is_one_line(cli: Cli) -> None:
@@ -376,12 +407,26 @@ def closed_port() -> int:
 
 def test_unreachable_broker_is_one_line(cli: Cli) -> None:
     address = f"127.0.0.1:{closed_port()}"
-    for verb in ("produce", "consume"):
-        run = cli(verb, "--bootstrap-server", address, "--topic", "t", stdin=b"x\n")
-        assert run.status == 1
-        assert run.error_line().startswith(
-            f"odradek: NETWORK_EXCEPTION: cannot connect to {address}"
-        )
+    run = cli("consume", "--bootstrap-server", address, "--topic", "t")
+    assert run.status == 1
+    assert run.error_line().startswith(f"odradek: NETWORK_EXCEPTION: cannot connect to {address}")
+    # The producer connects in the background and waits --max-block-ms for metadata.
+    run = cli(
+        "produce",
+        "--bootstrap-server",
+        address,
+        "--topic",
+        "t",
+        "--max-block-ms",
+        "200",
+        stdin=b"x\n",
+    )
+    assert run.status == 1
+    assert run.error_line() == (
+        "odradek: REQUEST_TIMED_OUT: topic 't' not present in metadata after 200 ms"
+        f" (no broker answered at {address}, or the topic does not exist and the broker does"
+        " not create topics)"
+    )
 
 
 def test_broker_errors_are_one_line_per_partition(cli: Cli) -> None:
@@ -398,6 +443,17 @@ def test_broker_errors_are_one_line_per_partition(cli: Cli) -> None:
         f"odradek: {topic}-{b}: MESSAGE_TOO_LARGE (1 record not produced)",
         f"produced 1 records to {topic}",
         f"odradek: 2 of 3 records were not produced to {topic}",
+    ]
+
+
+def test_a_record_refused_before_partitioning_is_one_line_without_a_partition(cli: Cli) -> None:
+    topic = cli.new_topic(partitions=1)
+    stdin = lines_of("small", "z" * 1_100_000)  # larger than max.request.size (1 MiB)
+    run = cli.produce(topic, stdin=stdin)
+    assert run.status == 1
+    assert run.err.splitlines() == [
+        f"odradek: {topic}: MESSAGE_TOO_LARGE (1 record not produced)",
+        f"odradek: 1 of 2 records were not produced to {topic}",
     ]
 
 
@@ -427,6 +483,7 @@ def test_a_bad_line_is_one_line(cli: Cli, args: list[str], stdin: bytes, message
         ["produce", "--topic", "t", "--batch-size", "0"],
         ["produce", "--topic", "t", "--key-separator", ""],
         ["produce", "--topic", "t", "--partition", "-1"],
+        ["produce", "--topic", "t", "--max-block-ms", "-1"],
         ["consume", "--topic", "t", "--from-beginning", "--offset", "3", "--partition", "0"],
         ["consume", "--topic", "t", "--offset", "3"],
         ["consume", "--topic", "t", "--offset", "soon"],
@@ -466,7 +523,9 @@ def test_latest_then_ctrl_c_exits_quietly_with_a_count(cli: Cli) -> None:
                 assert process.poll() is None, process.communicate()
                 assert cli.produce(topic, stdin=lines_of(f"new-{sent}")).status == 0
                 sent += 1
-            first = process.stdout.readline()
+            # os.read, not readline: a buffered read could take more than the first line, and
+            # communicate() reads the pipe itself, so what was buffered would be lost.
+            first = os.read(process.stdout.fileno(), 65536)
         assert first.startswith(b"new-")
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=TIMEOUT_S)
@@ -475,7 +534,7 @@ def test_latest_then_ctrl_c_exits_quietly_with_a_count(cli: Cli) -> None:
             os.kill(process.pid, signal.SIGKILL)
             process.communicate()
     assert process.returncode == 0
-    printed = [first.decode().rstrip("\n"), *out.decode().splitlines()]
+    printed = (first + out).decode().splitlines()
     assert all(line.startswith("new-") for line in printed)
     assert err.decode().splitlines() == [f"Processed a total of {len(printed)} messages"]
 
@@ -502,6 +561,27 @@ def test_a_line_is_sent_as_soon_as_no_further_input_waits(cli: Cli) -> None:
     assert (process.returncode, err) == (0, f"produced 2 records to {topic}\n".encode())
     run = cli.consume(topic, "--from-beginning", "--max-messages", "2")
     assert run.lines == ["typed", "last"]
+
+
+def test_ctrl_c_ends_the_input_and_the_producer_exits_with_a_count(cli: Cli) -> None:
+    topic = cli.new_topic(partitions=1)
+    command = odradek_command(
+        "produce", "--bootstrap-server", cli.bootstrap, "--topic", topic, "--verbose"
+    )
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert process.stdin is not None
+        process.stdin.write(b"one\ntwo\n")
+        process.stdin.flush()
+        run = cli.consume(topic, "--from-beginning", "--max-messages", "2", "--timeout-ms", "20000")
+        assert run.lines == ["one", "two"]
+        process.send_signal(signal.SIGINT)  # stdin stays open
+        _, err = process.communicate(timeout=TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert (process.returncode, err) == (0, f"produced 2 records to {topic}\n".encode())
 
 
 # --- interop with kafka-python: the same partitions both ways --------------------------------

@@ -1,26 +1,17 @@
 """``cli._wire_client`` without a broker: a scripted session answers, the tests check the requests
-sent and the records returned (positions, partial and control batches, sticky partitions,
-batch-size splits, per-partition failures)."""
+sent and the records returned (positions, partial and control batches, resets, errors)."""
 
 from __future__ import annotations
 
-import random
 from typing import Any, cast
 
 import pytest
 
-from odradek._clock import MockClock
-from odradek.cli._wire_client import (
-    ProduceFailure,
-    WireConsumer,
-    WireProducer,
-    WireSession,
-)
-from odradek.client.partitioner import default_partition
+from odradek.cli._wire_client import WireConsumer, WireSession
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey
-from odradek.records.batch import CompressionType, iter_batches
-from odradek.records.codec import SimpleRecord, build_batch, decode_batch_records
+from odradek.records.batch import CompressionType
+from odradek.records.codec import SimpleRecord, build_batch
 
 
 class ScriptedSession:
@@ -123,68 +114,3 @@ def test_other_fetch_errors_raise() -> None:
     with pytest.raises(KafkaError, match="cannot fetch t-0") as raised:
         consumer.poll(0)
     assert raised.value.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-
-
-def produced(*results: tuple[int, int]) -> dict[str, Any]:
-    return {
-        "responses": [
-            {
-                "name": "t",
-                "partition_responses": [{"index": p, "error_code": code} for p, code in results],
-            }
-        ]
-    }
-
-
-def sent(fields: dict[str, Any]) -> dict[int, list[bytes | None]]:
-    """Partition -> values of one Produce request (one batch per partition)."""
-    by_partition = {}
-    for entry in fields["topic_data"][0]["partition_data"]:
-        records = entry["records"]
-        assert len(list(iter_batches(records))) == 1
-        by_partition[entry["index"]] = [r.value for r in decode_batch_records(records)]
-    return by_partition
-
-
-def test_unkeyed_records_stick_per_request_and_keyed_ones_follow_murmur2() -> None:
-    scripted = ScriptedSession(PRODUCE=[produced((1, 0), (2, 0)), produced((2, 0))])
-    producer = WireProducer(
-        session(scripted), "t", [0, 1, 2], clock=MockClock(), rng=random.Random(0)
-    )
-    start = random.Random(0).randrange(3)
-    producer.send(None, b"u1")
-    producer.send(None, b"u2")
-    key = next(k for k in (b"k%d" % i for i in range(100)) if default_partition(k, 3) != start)
-    producer.send(key, b"keyed")
-    assert producer.pending == 3
-    assert producer.flush() == []
-    producer.send(None, b"u3")
-    assert producer.flush() == []
-    first, second = (sent(fields) for _, fields in scripted.calls)
-    assert first[start] == [b"u1", b"u2"]
-    assert first[default_partition(key, 3)] == [b"keyed"]
-    assert second == {(start + 1) % 3: [b"u3"]}
-    assert producer.produced == 4
-
-
-def test_a_full_batch_is_sent_before_the_next_record() -> None:
-    scripted = ScriptedSession(PRODUCE=[produced((0, 0)), produced((0, 0))])
-    producer = WireProducer(session(scripted), "t", [0], max_batch_bytes=200, clock=MockClock())
-    producer.send(None, b"x" * 100)
-    producer.send(None, b"y" * 100)  # would take the batch past 200 bytes
-    assert len(scripted.calls) == 1
-    assert producer.flush() == []
-    assert [sent(fields) for _, fields in scripted.calls] == [{0: [b"x" * 100]}, {0: [b"y" * 100]}]
-
-
-def test_refused_partitions_are_returned_by_flush() -> None:
-    scripted = ScriptedSession(PRODUCE=[produced((0, ErrorCode.MESSAGE_TOO_LARGE))])
-    producer = WireProducer(session(scripted), "t", [0, 1], clock=MockClock())
-    producer.send(None, b"a", partition=0)
-    producer.send(None, b"b", partition=0)
-    producer.send(None, b"c", partition=1)  # left out of the answer
-    assert producer.flush() == [
-        ProduceFailure(0, ErrorCode.MESSAGE_TOO_LARGE, 2),
-        ProduceFailure(1, ErrorCode.UNKNOWN_SERVER_ERROR, 1),
-    ]
-    assert producer.produced == 0

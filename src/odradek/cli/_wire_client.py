@@ -1,20 +1,14 @@
-"""The console producer's and consumer's stand-in for the Python client.
+"""The console consumer's stand-in for ``odradek.Consumer`` (``odradek produce`` already uses
+``odradek.Producer``).
 
-``odradek produce`` and ``odradek consume`` own their options, their input parsing and their
-output formatting; this module owns everything they say to a broker (Metadata, Produce,
-ListOffsets, Fetch over one ``client._wire.BlockingConnection``), behind three small classes
-shaped like the calls of the client to come: ``WireSession.partitions_for``,
-``WireProducer.send``/``flush``, ``WireConsumer.assign``/``seek*``/``poll``. Switching the tools
-to ``odradek.client`` replaces this module and leaves their option handling alone.
+``odradek consume`` owns its options and its output formatting; this module owns everything it
+says to a broker (Metadata, ListOffsets, Fetch over one ``client._wire.BlockingConnection``),
+behind two small classes shaped like the calls of the client to come:
+``WireSession.partitions_for`` and ``WireConsumer.assign``/``seek*``/``poll``. Switching the
+tool to ``odradek.client`` replaces this module and leaves its option handling alone.
 
 Rules kept (Kafka's):
 
-- Partitioning: an explicit partition wins; a keyed record goes to
-  ``client.partitioner.default_partition``; unkeyed records stick to one partition for a whole
-  request ("sticky per batch", KIP-480), the next request takes the next partition.
-- Produce sends one v2 record batch per partition per request (Produce v3+ requires it); a
-  partition's batch is closed at ``max_batch_bytes`` (``max.request.size``), whatever the
-  caller's flushing, and a record larger than that goes alone.
 - A consumer's position is the next offset to return. Records before it (a compressed batch
   may start earlier) and control batches are skipped; a partial batch at the end of a
   partition's data (cut at ``max.partition.fetch.bytes``) is dropped and fetched again from its
@@ -24,54 +18,43 @@ Rules kept (Kafka's):
   (``auto.offset.reset=earliest``) and tells ``on_note``.
 
 Errors: every failure is an ``OdradekError``, a ``KafkaError`` with Kafka's error code and a
-message naming the topic (and partition); per-partition Produce errors are returned by
-``flush``, not raised. Not thread-safe; one owner.
+message naming the topic (and partition). Not thread-safe; one owner.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Self
 
-from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek.client._wire import BlockingConnection
-from odradek.client.partitioner import default_partition
 from odradek.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError, error_for_code
 from odradek.protocol.api_keys import ApiKey, VersionRange
-from odradek.records.batch import LOG_OVERHEAD, CompressionType, TimestampType, read_prefix
-from odradek.records.codec import BatchBuilder, decode_batch
+from odradek.records.batch import LOG_OVERHEAD, TimestampType, read_prefix
+from odradek.records.codec import decode_batch
 from odradek.records.record import Header
 
 __all__ = [
     "ConsumedRecord",
     "FetchSettings",
-    "ProduceFailure",
     "WireConsumer",
-    "WireProducer",
     "WireSession",
 ]
 
 #: The versions each API is sent at (field names as ``protocol.client_codec`` takes them).
-#: Metadata v4 is the first with ``allow_auto_topic_creation``: these tools create no topics.
+#: Metadata v4 is the first with ``allow_auto_topic_creation``: the console consumer creates none.
 USABLE_VERSIONS: Final = {
     ApiKey.METADATA: VersionRange(4, 4),
-    ApiKey.PRODUCE: VersionRange(3, 7),
     ApiKey.LIST_OFFSETS: VersionRange(1, 2),
     ApiKey.FETCH: VersionRange(4, 11),
 }
-#: Kafka's ``max.request.size``: the most a partition's batch holds before it is sent.
-DEFAULT_MAX_BATCH_BYTES: Final = 1024 * 1024
-DEFAULT_REQUEST_TIMEOUT_MS: Final = 30_000
 EARLIEST_TIMESTAMP: Final = -2
 LATEST_TIMESTAMP: Final = -1
-ACKS_NONE: Final = 0
 
 
 class WireSession:
-    """One connection to a broker, shared by a producer or a consumer.
+    """One connection to a broker, for a consumer.
 
     Args:
         bootstrap_server: ``host:port[,host:port...]``.
@@ -126,176 +109,6 @@ class WireSession:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
-
-
-# --- producing --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ProduceFailure:
-    """Records of one partition that the broker refused, with its error."""
-
-    partition: int
-    error_code: ErrorCode
-    records: int
-
-
-class WireProducer:
-    """Buffers records per partition and sends them, one Produce request per ``flush``.
-
-    Args:
-        session: the connection.
-        topic: every record goes to this topic.
-        partitions: the topic's partition numbers (``WireSession.partitions_for``).
-        acks: 0, 1 or -1 (all).
-        compression: the batches' codec.
-        max_batch_bytes: a partition's batch is sent once the next record would take it past
-            this (uncompressed) size.
-        clock: stamps each record's CreateTime.
-        rng: picks the first sticky partition, as Kafka does at random.
-    """
-
-    def __init__(
-        self,
-        session: WireSession,
-        topic: str,
-        partitions: Sequence[int],
-        *,
-        acks: int = -1,
-        compression: CompressionType = CompressionType.NONE,
-        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
-        timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
-        clock: Clock = SYSTEM_CLOCK,
-        rng: random.Random | None = None,
-    ) -> None:
-        if not partitions:
-            raise ValueError(f"topic {topic!r} has no partitions")
-        self._session = session
-        self.topic = topic
-        self._partitions = list(partitions)
-        self._acks = acks
-        self._compression = compression
-        self._max_batch_bytes = max_batch_bytes
-        self._timeout_ms = timeout_ms
-        self._clock = clock
-        self._next_sticky = (rng or random.Random()).randrange(len(self._partitions))
-        self._sticky: int | None = None
-        self._builders: dict[int, BatchBuilder] = {}
-        self._failures: list[ProduceFailure] = []
-        #: Records the broker acknowledged (with acks=0: records sent).
-        self.produced = 0
-
-    @property
-    def pending(self) -> int:
-        """Records buffered and not sent yet."""
-        return sum(builder.record_count for builder in self._builders.values())
-
-    def send(
-        self,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[Header] = (),
-        partition: int | None = None,
-    ) -> None:
-        """Buffers one record, sending the buffered ones first when its batch is full.
-
-        Raises:
-            UnknownTopicOrPartitionError: ``partition`` is not one of the topic's.
-            ValueError: a field outside its varint range.
-            KafkaError: as ``flush``, when the buffered records are sent.
-        """
-        if partition is None:
-            partition = self._choose(key)
-        elif partition not in self._partitions:
-            raise UnknownTopicOrPartitionError(f"topic {self.topic!r} has no partition {partition}")
-        timestamp_ms = self._clock.now_ms()
-        builder = self._builder(partition)
-        if not builder.append(timestamp_ms, key, value, headers):
-            self._send_pending()
-            builder = self._builder(partition)
-            builder.append(timestamp_ms, key, value, headers)
-
-    def flush(self) -> list[ProduceFailure]:
-        """Sends the buffered records; returns the failures since the previous ``flush``.
-
-        With acks=0 nothing is answered: ``close`` tells whether the broker took them.
-
-        Raises:
-            KafkaError: the connection failed (NETWORK_EXCEPTION, REQUEST_TIMED_OUT).
-        """
-        self._send_pending()
-        failures, self._failures = self._failures, []
-        return failures
-
-    def close(self) -> list[ProduceFailure]:
-        """Flushes, and with acks=0 makes sure the broker handled every request.
-
-        A broker closes the connection when an acks=0 request fails (Kafka's rule); a Metadata
-        round trip after the last request reveals that, since requests are handled in order.
-
-        Raises:
-            KafkaError: NETWORK_EXCEPTION when the broker closed the connection.
-        """
-        failures = self.flush()
-        if self._acks == ACKS_NONE:
-            self._session.partitions_for(self.topic)
-        return failures
-
-    def _choose(self, key: bytes | None) -> int:
-        if key is not None:
-            return self._partitions[default_partition(key, len(self._partitions))]
-        if self._sticky is None:
-            self._sticky = self._partitions[self._next_sticky]
-            self._next_sticky = (self._next_sticky + 1) % len(self._partitions)
-        return self._sticky
-
-    def _builder(self, partition: int) -> BatchBuilder:
-        builder = self._builders.get(partition)
-        if builder is None:
-            builder = BatchBuilder(
-                batch_size_bytes=self._max_batch_bytes, compression=self._compression
-            )
-            self._builders[partition] = builder
-        return builder
-
-    def _send_pending(self) -> None:
-        builders, self._builders = self._builders, {}
-        self._sticky = None
-        if not builders:
-            return
-        counts = {partition: builder.record_count for partition, builder in builders.items()}
-        fields = {
-            "transactional_id": None,
-            "acks": self._acks,
-            "timeout": self._timeout_ms,
-            "topic_data": [
-                {
-                    "name": self.topic,
-                    "partition_data": [
-                        {"index": partition, "records": builder.build()}
-                        for partition, builder in sorted(builders.items())
-                    ],
-                }
-            ],
-        }
-        if self._acks == ACKS_NONE:
-            connection = self._session.connection
-            version = connection.pick_version(ApiKey.PRODUCE, USABLE_VERSIONS[ApiKey.PRODUCE])
-            connection.send(ApiKey.PRODUCE, version, fields)
-            self.produced += sum(counts.values())
-            return
-        body = self._session.call(ApiKey.PRODUCE, fields)
-        for topic in body["responses"]:
-            for result in topic["partition_responses"]:
-                partition = int(result["index"])
-                count = counts.pop(partition, 0)
-                code = int(result["error_code"])
-                if code == ErrorCode.NONE:
-                    self.produced += count
-                else:
-                    self._failures.append(ProduceFailure(partition, _error_code(code), count))
-        for partition, count in sorted(counts.items()):  # a partition the broker left out
-            self._failures.append(ProduceFailure(partition, ErrorCode.UNKNOWN_SERVER_ERROR, count))
 
 
 # --- consuming --------------------------------------------------------------------------------
@@ -511,9 +324,3 @@ class WireConsumer:
                 code=ErrorCode.UNKNOWN_SERVER_ERROR,
             )
         return offsets
-
-
-def _error_code(code: int) -> ErrorCode:
-    if code in ErrorCode._value2member_map_:
-        return ErrorCode(code)
-    return ErrorCode.UNKNOWN_SERVER_ERROR

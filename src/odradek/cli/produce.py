@@ -1,11 +1,12 @@
-"""``odradek produce``: the console producer, one record per line of stdin.
+"""``odradek produce``: the console producer, one record per line of stdin, sent with
+``odradek.Producer``.
 
 Like Kafka's ``kafka-console-producer.sh``::
 
     odradek produce --bootstrap-server HOST:PORT --topic T [--partition N]
                     [--key-separator SEP] [--header K=V ...] [--acks 0|1|all]
                     [--compression none|gzip|snappy|lz4|zstd] [--batch-size N]
-                    [--value-format string|json|base64] [--verbose]
+                    [--max-block-ms MS] [--value-format string|json|base64] [--verbose]
 
 Input: each line of stdin is one record; its line end (``\\n`` or ``\\r\\n``) is not part of
 it and an empty line is an empty value. With ``--key-separator SEP`` (``\\t`` and friends
@@ -15,18 +16,31 @@ headers to every record. ``--value-format`` says what the value text is: ``strin
 it is), ``json`` (checked to be one JSON value, sent as it is) or ``base64`` (decoded, so
 binary values can be sent).
 
-Partitioning (``_wire_client.WireProducer``): ``--partition`` for every record, else Kafka's
-default partitioner: murmur2 of the key for keyed records, sticky per request for unkeyed ones.
+Producer settings: ``acks`` and ``compression.type`` from the options of those names,
+``max.block.ms`` from ``--max-block-ms`` (default 10 s, not the producer's 60 s),
+``linger.ms`` 1000 (Kafka's console default: batches leave when flushed or full), the
+producer's defaults otherwise (``batch.size`` 16 KiB per partition's batch).
 
-Batching: a Produce request carries at most ``--batch-size`` records; it leaves early when
-stdin has no further line ready (so lines typed by hand go at once), and at the end of input
-or on Ctrl-C.
+Partitioning (the producer's default partitioner): ``--partition`` for every record, else
+murmur2 of the key for keyed records, and for unkeyed ones a sticky partition kept until its
+batch is full or sent (KIP-480), then another.
 
-Errors: each partition the broker refuses records for is one line on stderr
-(``odradek: T-2: MESSAGE_TOO_LARGE (1 record not produced)``) and the run ends with exit 1 and
-a count; a line that does not parse is one line and exit 1 (records before it are sent); an
-unknown topic or an unreachable broker is one line and exit 1; a usage mistake exit 2.
-``--verbose`` adds ``produced N records to T`` on stderr.
+Batching: the producer is flushed after every ``--batch-size`` records, so a Produce request
+carries at most that many; also when stdin has no further line ready (so lines typed by hand
+go at once), and at the end of input or on Ctrl-C (what was read is sent; the summary and exit
+status follow as at the end of input).
+
+Topics: the producer's metadata requests let the broker create an unknown topic when its
+``auto.create.topics.enable`` is on (as Kafka's console producer does); otherwise, or when no
+broker answers, the run ends after ``--max-block-ms`` with one line and exit 1.
+
+Errors: each partition the records of a flush failed for is one line on stderr
+(``odradek: T-2: MESSAGE_TOO_LARGE (1 record not produced)``; ``odradek: T: ...`` for records
+refused before a partition was chosen, such as one larger than ``max.request.size``) and the run
+ends with exit 1 and a count; with ``--acks 0`` a record counts as produced once sent. A line
+that does not parse is one line and exit 1 (records before it are sent); an unknown
+``--partition`` is one line and exit 1; a usage mistake exit 2. ``--verbose`` adds
+``produced N records to T`` on stderr.
 """
 
 from __future__ import annotations
@@ -38,31 +52,30 @@ import json
 import os
 import select
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Final
+from typing import IO, Any, Final
 
 import click
 
-from odradek._version import __version__
 from odradek.cli._options import bootstrap_server_option, broker_errors, separator, topic_option
-from odradek.cli._wire_client import ProduceFailure, WireProducer, WireSession
-from odradek.errors import UnknownTopicOrPartitionError
-from odradek.records.batch import CompressionType
+from odradek.client.producer import Producer, RecordMetadata
+from odradek.errors import KafkaError, KafkaTimeoutError, UnknownTopicOrPartitionError
 from odradek.records.record import Header
 
 CLIENT_ID: Final = "odradek-console-producer"
 DEFAULT_BATCH_SIZE: Final = 200
-ACKS: Final = {"0": 0, "1": 1, "all": -1, "-1": -1}
-COMPRESSION: Final = {
-    "none": CompressionType.NONE,
-    "gzip": CompressionType.GZIP,
-    "snappy": CompressionType.SNAPPY,
-    "lz4": CompressionType.LZ4,
-    "zstd": CompressionType.ZSTD,
-}
+#: ``max.block.ms`` for the console: how long to wait for the topic's metadata (and memory).
+DEFAULT_MAX_BLOCK_MS: Final = 10_000
+#: ``linger.ms``: Kafka's console default; batches leave when flushed (or full) before that.
+LINGER_MS: Final = 1_000
+ACKS: Final = ("0", "1", "all", "-1")
+COMPRESSION: Final = ("none", "gzip", "snappy", "lz4", "zstd")
 VALUE_FORMATS: Final = ("string", "json", "base64")
 _READ_BYTES: Final = 65536
+#: The partition of a record that failed before the producer chose one.
+_NO_PARTITION: Final = -1
 
 
 class LineError(ValueError):
@@ -170,6 +183,47 @@ def parse_header(text: str) -> Header:
     return key, value.encode()
 
 
+class DeliveryTally:
+    """The producer's delivery callback for every record: counts the acknowledged records and
+    the failed ones by partition and error.
+
+    Called on the producer's network thread (or the sending thread for a record refused in
+    ``send``); read by the sending thread after ``Producer.flush``, which returns only after
+    the callbacks of everything flushed ran.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._produced = 0
+        self._failed: dict[tuple[int, str], int] = {}
+
+    def __call__(self, metadata: RecordMetadata, error: BaseException | None) -> None:
+        with self._lock:
+            if error is None:
+                self._produced += 1
+            else:
+                key = (metadata.partition, _error_name(error))
+                self._failed[key] = self._failed.get(key, 0) + 1
+
+    @property
+    def produced(self) -> int:
+        """Records acknowledged so far (with acks=0: sent)."""
+        with self._lock:
+            return self._produced
+
+    def take_failures(self) -> list[tuple[int, str, int]]:
+        """``(partition, error name, records)`` failed since the last call, by partition."""
+        with self._lock:
+            failed, self._failed = self._failed, {}
+        return sorted((partition, name, count) for (partition, name), count in failed.items())
+
+
+def _error_name(error: BaseException) -> str:
+    if isinstance(error, KafkaError):
+        return error.error_code.name
+    return type(error).__name__
+
+
 @click.command("produce")
 @bootstrap_server_option
 @topic_option
@@ -200,14 +254,21 @@ def parse_header(text: str) -> Header:
     type=click.Choice(list(COMPRESSION)),
     default="none",
     show_default=True,
-    help="The record batches' compression codec.",
+    help="The record batches' compression codec (compression.type).",
 )
 @click.option(
     "--batch-size",
     type=click.IntRange(min=1),
     default=DEFAULT_BATCH_SIZE,
     show_default=True,
-    help="The most records in one request.",
+    help="The most records in one request (the producer is flushed after this many).",
+)
+@click.option(
+    "--max-block-ms",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_BLOCK_MS,
+    show_default=True,
+    help="The longest wait for the topic's metadata (max.block.ms).",
 )
 @click.option(
     "--value-format",
@@ -226,6 +287,7 @@ def produce(
     acks: str,
     compression: str,
     batch_size: int,
+    max_block_ms: int,
     value_format: str,
     verbose: bool,
 ) -> None:
@@ -236,38 +298,74 @@ def produce(
         key_sep = separator(key_separator, "'--key-separator'").encode()
     parser = LineParser(key_sep, value_format)
     source = LineSource(_stdin())
-    with (
-        broker_errors(),
-        WireSession(bootstrap_server, client_id=CLIENT_ID, software_version=__version__) as session,
-    ):
-        partitions = session.partitions_for(topic)
-        if partition is not None and partition not in partitions:
-            raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {partition}")
-        producer = WireProducer(
-            session, topic, partitions, acks=ACKS[acks], compression=COMPRESSION[compression]
-        )
-        failed, line_error = _run(source, parser, producer, record_headers, partition, batch_size)
+    tally = DeliveryTally()
+    config: dict[str, Any] = {
+        "bootstrap.servers": bootstrap_server,
+        "client.id": CLIENT_ID,
+        "acks": acks,
+        "compression.type": compression,
+        "linger.ms": LINGER_MS,
+        "max.block.ms": max_block_ms,
+    }
+    with broker_errors():
+        producer = Producer(config)
+        try:
+            _check_topic(producer, topic, partition, max_block_ms, bootstrap_server)
+            failed, line_error = _run(
+                source, parser, producer, tally, topic, record_headers, partition, batch_size
+            )
+        except BaseException:
+            producer.close(0)
+            raise
+        producer.close()
+    produced = tally.produced
     if verbose:
-        click.echo(f"produced {producer.produced} records to {topic}", err=True)
+        click.echo(f"produced {produced} records to {topic}", err=True)
     if line_error is not None:
         raise click.ClickException(line_error)
     if failed:
         raise click.ClickException(
-            f"{failed} of {failed + producer.produced} records were not produced to {topic}"
+            f"{failed} of {failed + produced} records were not produced to {topic}"
         )
+
+
+def _check_topic(
+    producer: Producer, topic: str, partition: int | None, max_block_ms: int, bootstrap: str
+) -> None:
+    """Waits for the topic's metadata (the broker may create the topic) and checks
+    ``--partition`` against it.
+
+    Raises:
+        click.ClickException: no metadata within ``max_block_ms``.
+        UnknownTopicOrPartitionError: the topic has no such partition.
+        KafkaError: the broker refused the topic (an invalid name, authorization).
+    """
+    try:
+        count = len(producer.partitions_for(topic))
+    except KafkaTimeoutError:
+        raise click.ClickException(
+            f"REQUEST_TIMED_OUT: topic {topic!r} not present in metadata after {max_block_ms} ms"
+            f" (no broker answered at {bootstrap}, or the topic does not exist and the broker"
+            " does not create topics)"
+        ) from None
+    if partition is not None and partition >= count:
+        raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {partition}")
 
 
 def _run(
     source: LineSource,
     parser: LineParser,
-    producer: WireProducer,
+    producer: Producer,
+    tally: DeliveryTally,
+    topic: str,
     headers: list[Header],
     partition: int | None,
     batch_size: int,
 ) -> tuple[int, str | None]:
-    """Sends every line; returns the count of refused records and the first line error."""
+    """Sends every line; returns the count of failed records and the first line error."""
     failed = 0
     line_error = None
+    unflushed = 0
     try:
         for number, line in enumerate(source, start=1):
             try:
@@ -275,24 +373,25 @@ def _run(
             except LineError as error:
                 line_error = f"line {number}: {error}"
                 break
-            producer.send(key, value, headers, partition)
-            if producer.pending >= batch_size or not source.ready():
-                failed += _report(producer.topic, producer.flush())
+            producer.send(topic, value, key, partition=partition, headers=headers, callback=tally)
+            unflushed += 1
+            if unflushed >= batch_size or not source.ready():
+                producer.flush()
+                unflushed = 0
+                failed += _report(topic, tally.take_failures())
     except KeyboardInterrupt:
         pass  # Ctrl-C ends the input: what was read is still sent
-    failed += _report(producer.topic, producer.close())
+    producer.flush()
+    failed += _report(topic, tally.take_failures())
     return failed, line_error
 
 
-def _report(topic: str, failures: list[ProduceFailure]) -> int:
-    for failure in failures:
-        plural = "record" if failure.records == 1 else "records"
-        click.echo(
-            f"odradek: {topic}-{failure.partition}: {failure.error_code.name} "
-            f"({failure.records} {plural} not produced)",
-            err=True,
-        )
-    return sum(failure.records for failure in failures)
+def _report(topic: str, failures: list[tuple[int, str, int]]) -> int:
+    for partition, name, records in failures:
+        where = topic if partition == _NO_PARTITION else f"{topic}-{partition}"
+        plural = "record" if records == 1 else "records"
+        click.echo(f"odradek: {where}: {name} ({records} {plural} not produced)", err=True)
+    return sum(records for _, _, records in failures)
 
 
 def _stdin() -> IO[bytes]:
