@@ -6,6 +6,7 @@ control-free decoding details (timestamps, headers, sizes), iteration and close.
 from __future__ import annotations
 
 import struct
+import threading
 import time
 
 import pytest
@@ -122,6 +123,34 @@ def test_pause_and_resume(make_consumer: MakeConsumer, produce: Produce) -> None
     consumer.resume(T0)
     assert consumer.paused() == set()
     assert {r.partition for r in poll_until(consumer, 3)} == {0}
+
+
+def test_deserializer_error_holds_the_position(
+    make_consumer: MakeConsumer, produce: Produce
+) -> None:
+    """Records are decoded on the fetcher thread, deserialized on the caller's: a failing
+    deserializer raises from poll, again on the next poll, and a seek past the record moves on."""
+    produce("t", 0, [SimpleRecord(BASE_MS, None, v) for v in (b"a", b"bad", b"c")])
+    threads: set[threading.Thread] = set()
+
+    class Strict:
+        def deserialize(self, topic: str, data: bytes | None) -> object:
+            threads.add(threading.current_thread())
+            if data == b"bad":
+                raise ValueError("bad value")
+            return data
+
+    consumer = make_consumer(auto_offset_reset="earliest", value_deserializer=Strict())
+    consumer.assign([T0])
+    first = consumer.poll(5_000, max_records=1)
+    assert [r.value for r in first] == [b"a"]
+    for _ in range(2):
+        with pytest.raises(ValueError, match="bad value"):
+            poll_until(consumer, 1)
+        assert consumer.position(T0) == 1
+    consumer.seek(T0, 2)
+    assert [r.value for r in poll_until(consumer, 1)] == [b"c"]
+    assert threads == {threading.current_thread()}
 
 
 def test_deserializers(make_consumer: MakeConsumer, produce: Produce) -> None:

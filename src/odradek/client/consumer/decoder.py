@@ -140,9 +140,9 @@ def _decode_batch_records(
     """Appends the batch's records at or after ``fetch_offset`` to ``out``.
 
     The consumer's hot loop: the record layout of ``records._pyrecords``, decoded straight into
-    ``ConsumerRecord`` tuples, with one- and two-byte varints inline (record lengths and
-    value lengths up to 8 KB take the inline path). Every length is checked against the
-    record's own length, as ``records._pyrecords`` does.
+    ``ConsumerRecord`` tuples, with one- and two-byte varints inline (record lengths, offset
+    deltas and value lengths up to 8 KB take the inline path). Every length is checked against
+    the record's own length, as ``records._pyrecords`` does.
     """
     topic, partition, timestamp_type, epoch = where
     append = out.append
@@ -180,6 +180,14 @@ def _decode_batch_records(
             if b0 < 0x80:
                 offset_delta = (b0 >> 1) ^ -(b0 & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                raw = (b0 & 0x7F) | (data[pos + 1] << 7)
+                offset_delta = (raw >> 1) ^ -(raw & 1)
+                pos += 2
+            elif data[pos + 2] < 0x80:  # deltas up to 2**20 (batches of over 8,192 records)
+                raw = (b0 & 0x7F) | ((data[pos + 1] & 0x7F) << 7) | (data[pos + 2] << 14)
+                offset_delta = (raw >> 1) ^ -(raw & 1)
+                pos += 3
             else:
                 offset_delta, pos = varint(data, pos)
             b0 = data[pos]

@@ -12,12 +12,20 @@ that thread). Each round it:
    ``fetch.max.wait.ms``, ``fetch.max.bytes`` and ``max.partition.fetch.bytes``; the partition
    order rotates each request so a partition that the size limit cuts off comes first next time
    (the broker always sends the first partition's first batch whole, KIP-74);
-3. files each partition's bytes as a ``CompletedFetch`` (undecoded) and advances its fetch
-   position past the last whole batch (``decoder.scan``).
+3. when a response arrives, advances each partition's fetch position past the last whole
+   batch (``decoder.scan``, batch headers only), **sends the next Fetch at once**, and only
+   then decodes the records (``decoder.decode``, without deserializers) while the broker
+   prepares that next response; each partition's records go into the buffer as one
+   ``CompletedFetch`` (a decoding error is kept in it, for ``poll`` to raise), and the
+   application thread is woken once per response.
 
-The application thread calls ``drain`` (inside ``Consumer.poll``): completed fetches are
-decoded there, lazily, at most ``max_records`` at a time; data fetched under an older
-partition epoch (a seek, a pause, a reassignment happened since) is dropped. Errors:
+Decoding here rather than in ``poll`` is deliberate: with the GIL, a thread that gives it up
+in a system call (the fetcher's send, recv, select) and finds the other thread busy in
+Python waits up to the interpreter's switch interval (5 ms) to get it back — several times
+per response when the application thread decodes. The application thread now only slices
+decoded lists (``drain``, at most ``max_records`` at a time) and applies the deserializers,
+if any, to what it returns; data fetched under an older partition epoch (a seek, a pause, a
+reassignment happened since) is dropped. Errors:
 OFFSET_OUT_OF_RANGE resets by ``auto.offset.reset`` or is recorded for ``poll`` to raise;
 stale-metadata errors refresh metadata; other partition errors are logged and retried after
 ``retry.backoff.ms``.
@@ -58,16 +66,17 @@ _MAX_INT32: Final = 2**31 - 1
 
 @dataclass(slots=True)
 class CompletedFetch:
-    """One partition's part of a Fetch response, decoded on first drain."""
+    """One partition's part of a Fetch response, decoded on the fetcher thread: its records
+    (deserializers not applied yet) or the error decoding them raised."""
 
     tp: TopicPartition
     epoch: int
     fetch_offset: int
     next_offset: int
     data: bytes
-    records: list[ConsumerRecord] | None = None
+    records: list[ConsumerRecord] = field(default_factory=list)
+    error: BaseException | None = None
     index: int = 0
-    size: int = field(default=0)
 
 
 class Fetcher:
@@ -124,7 +133,7 @@ class Fetcher:
         """Up to ``max_records`` records from the buffer, advancing positions past them."""
         out: list[ConsumerRecord] = []
         subscriptions = self._subscriptions
-        settings = self._settings
+        deserialize = self._key_deserializer is not None or self._value_deserializer is not None
         while len(out) < max_records:
             with self._lock:
                 if not self._completed:
@@ -136,37 +145,23 @@ class Fetcher:
                     continue
                 position = state.position
             records = completed.records
-            if records is None:
-                tp = completed.tp
+            error = completed.error
+            index = completed.index
+            if position is not None:
+                while index < len(records) and records[index].offset < position:
+                    index += 1
+            chunk = records[index : index + max_records - len(out)]
+            if error is None and chunk and deserialize:
                 try:
-                    records = decode(
-                        tp.topic,
-                        tp.partition,
-                        completed.data,
-                        completed.fetch_offset,
-                        check_crcs=settings.check_crcs,
-                        key_deserializer=self._key_deserializer,
-                        value_deserializer=self._value_deserializer,
-                    )
-                except BaseException:
-                    with self._lock:
-                        if self._completed and self._completed[0] is completed:
-                            self._pop()
-                            if state.epoch == completed.epoch:
-                                state.fetch_position = state.position
-                                state.epoch += 1
-                    raise
-                completed.records = records
-                completed.data = b""
+                    chunk = self._deserialize(chunk)
+                except BaseException as raised:
+                    error = raised
+            if error is not None:
+                self._drop_failed(completed, state)
+                raise error
             with self._lock:
                 if state.epoch != completed.epoch or state.position != position:
                     continue  # sought meanwhile: the next round drops it
-                index = completed.index
-                if position is not None:
-                    while index < len(records) and records[index].offset < position:
-                        index += 1
-                take = max_records - len(out)
-                chunk = records[index : index + take]
                 index += len(chunk)
                 completed.index = index
                 if chunk:
@@ -177,6 +172,31 @@ class Fetcher:
                         state.position = completed.next_offset
                     self._pop()
         return out
+
+    def _deserialize(self, chunk: list[ConsumerRecord]) -> list[ConsumerRecord]:
+        key_deserializer = self._key_deserializer
+        value_deserializer = self._value_deserializer
+        out = []
+        for record in chunk:
+            topic = record.topic
+            key = record.key
+            value = record.value
+            if key_deserializer is not None:
+                key = key_deserializer.deserialize(topic, key)
+            if value_deserializer is not None:
+                value = value_deserializer.deserialize(topic, value)
+            out.append(record._replace(key=key, value=value))
+        return out
+
+    def _drop_failed(self, completed: CompletedFetch, state: Any) -> None:
+        """Drops a completed fetch whose records failed (corrupt, or a deserializer raised):
+        the partition is fetched again from its position, and fails again unless sought."""
+        with self._lock:
+            if self._completed and self._completed[0] is completed:
+                self._pop()
+                if state.epoch == completed.epoch:
+                    state.fetch_position = state.position
+                    state.epoch += 1
 
     def _pop(self) -> None:
         completed = self._completed.popleft()
@@ -354,7 +374,7 @@ class Fetcher:
             name = topic["topic"]
             for entry in topic.get("partitions") or ():
                 found[TopicPartition(name, int(entry["partition_index"]))] = entry
-        added = False
+        filed: list[CompletedFetch] = []
         subscriptions = self._subscriptions
         with self._lock:
             for tp, offset, epoch in partitions:
@@ -376,11 +396,31 @@ class Fetcher:
                 if next_offset <= offset:
                     continue  # cut off before the first whole batch: fetched first next time
                 state.fetch_position = next_offset
-                self._completed.append(CompletedFetch(tp, epoch, offset, next_offset, data))
+                filed.append(CompletedFetch(tp, epoch, offset, next_offset, data))
                 self._buffered[tp] = self._buffered.get(tp, 0) + 1
-                added = True
-            if added:
-                self.condition.notify_all()
+        if not filed:
+            return
+        # The next Fetch goes out before decoding, so the broker works while we decode.
+        self._on_poll(now)
+        check_crcs = self._settings.check_crcs
+        for completed in filed:
+            tp = completed.tp
+            try:
+                completed.records = decode(
+                    tp.topic,
+                    tp.partition,
+                    completed.data,
+                    completed.fetch_offset,
+                    check_crcs=check_crcs,
+                    key_deserializer=None,
+                    value_deserializer=None,
+                )
+            except Exception as error:
+                completed.error = error
+            completed.data = b""
+        with self._lock:
+            self._completed.extend(filed)
+            self.condition.notify_all()
 
     def _partition_error(
         self,
