@@ -1,0 +1,22 @@
+"""The classic high-level consumer API: ``ConsumerConnector`` and its ``MessageStream``s.
+
+Parts, one module each: ``config`` (the connector's keys), ``filters`` (``Whitelist`` /
+``Blacklist``), ``message`` (``MessageAndMetadata``, ``ConsumerTimeoutError``), ``router``
+(one stream per partition), ``stream`` (a bounded, blocking iterator), ``connector`` (the
+facade and its poll thread).
+"""
+
+from odradek.client.streams.connector import ConsumerConnector
+from odradek.client.streams.filters import Blacklist, TopicFilter, Whitelist
+from odradek.client.streams.message import ConsumerTimeoutError, MessageAndMetadata
+from odradek.client.streams.stream import MessageStream
+
+__all__ = [
+    "Blacklist",
+    "ConsumerConnector",
+    "ConsumerTimeoutError",
+    "MessageAndMetadata",
+    "MessageStream",
+    "TopicFilter",
+    "Whitelist",
+]
