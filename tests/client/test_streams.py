@@ -195,7 +195,7 @@ def test_blacklist_excludes_its_topics(
     for name in ("keep", "skip-1", "skip-2"):
         create_topic(name, 1)
         fill(produce, name, 1, 4)
-    connector = make_connector()
+    connector = make_connector(metadata_max_age_ms=200)
     [stream] = connector.create_message_streams_by_filter(Blacklist("skip-.*"))
     reader = Reader(stream)
     eventually(lambda: len(reader.messages()) == 4, "the kept topic's records")

@@ -14,6 +14,8 @@ from odradek import (
     Whitelist,
 )
 from odradek._clock import MockClock
+from odradek.client.config import ClientConfig
+from odradek.client.streams.config import CONSUMER_CONNECTOR, ConnectorSettings
 from odradek.client.streams.router import StreamRouter
 from odradek.client.streams.stream import ConsumedOffsets, MessageStream
 from odradek.errors import ConfigError, KafkaError
@@ -165,3 +167,12 @@ def test_connector_config_needs_a_group_and_knows_its_keys() -> None:
         ConsumerConnector(bootstrap_servers="127.0.0.1:1")
     with pytest.raises(ConfigError, match=r"queued\.max\.message\.chunks"):
         ConsumerConnector(bootstrap_servers="127.0.0.1:1", group_id="g", queued_max_message_chunk=2)
+
+
+def test_connector_refreshes_metadata_more_often_than_a_consumer() -> None:
+    settings = ConnectorSettings.from_config(
+        ClientConfig({"group.id": "g", "auto.commit.enable": False}, client_type=CONSUMER_CONNECTOR)
+    )
+    assert settings.consumer_config["metadata.max.age.ms"] == 10_000
+    assert settings.consumer_config["enable.auto.commit"] is False
+    assert not settings.auto_commit

@@ -7,7 +7,9 @@ import): the consumer's keys as they are registered when this module loads, plus
 - ``queued.max.message.chunks`` (default 2, the classic default): the chunks a stream's queue
   holds before its partitions are paused (a chunk is one partition's records from one poll,
   at most ``max.poll.records``);
-- ``auto.commit.enable``: the classic name of ``enable.auto.commit``; when given it wins.
+- ``auto.commit.enable``: the classic name of ``enable.auto.commit``; when given it wins;
+- ``metadata.max.age.ms`` defaults to 10 s instead of 5 minutes: the classic connector heard
+  of new topics at once (ZooKeeper watches), and a topic filter finds them only on a refresh.
 
 The connector commits by itself (what the streams handed out), so the inner consumer always
 runs with ``enable.auto.commit=false``; ``consumer_config`` is the configuration it gets.
@@ -30,6 +32,9 @@ register_keys(
     CONSUMER_CONNECTOR,
     (
         ConfigKey("queued.max.message.chunks", int, 2, "chunks a stream queues before pausing", 1),
+        ConfigKey(
+            "metadata.max.age.ms", int, 10_000, "refresh metadata (and filters) this often", 0
+        ),
         ConfigKey(
             "auto.commit.enable",
             bool,
@@ -63,7 +68,12 @@ class ConnectorSettings:
             auto_commit = config.get_bool("auto.commit.enable")
         else:
             auto_commit = config.get_bool("enable.auto.commit")
-        consumer_config = config.for_type(CONSUMER).with_overrides({"enable.auto.commit": False})
+        consumer_config = config.for_type(CONSUMER).with_overrides(
+            {
+                "enable.auto.commit": False,
+                "metadata.max.age.ms": config.get_int("metadata.max.age.ms"),
+            }
+        )
         return cls(
             config=config,
             consumer_config=consumer_config,
