@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from odradek import Broker
+from odradek import AdminClient, Broker
+from odradek import TopicPartition as OdradekTopicPartition
 from odradek.cli.main import main
 from odradek.client._wire import BlockingConnection
 from odradek.protocol.api_keys import ApiKey
@@ -312,6 +313,41 @@ def test_offset_out_of_range_resets_to_earliest(cli: Cli) -> None:
     ]
 
 
+def test_an_offset_below_the_log_start_resets_to_earliest(cli: Cli) -> None:
+    topic = cli.new_topic(partitions=1)
+    assert cli.produce(topic, stdin=lines_of("a", "b", "c", "d")).status == 0
+    with AdminClient({"bootstrap.servers": cli.bootstrap}) as admin:
+        admin.delete_records({OdradekTopicPartition(topic, 0): 2}).all()
+    run = cli.consume(topic, "--partition", "0", "--offset", "1", "--max-messages", "2")
+    assert (run.status, run.lines) == (0, ["c", "d"])
+    assert run.err.splitlines() == [
+        f"odradek: offset 1 is out of range for {topic}-0; resetting to the earliest offset 2",
+        "Processed a total of 2 messages",
+    ]
+
+
+def test_a_given_auto_offset_reset_is_the_consumers_own_rule(cli: Cli) -> None:
+    topic = cli.new_topic(partitions=1)
+    assert cli.produce(topic, stdin=lines_of("x", "y")).status == 0
+    start = ["--partition", "0", "--offset", "100"]
+    run = cli.consume(
+        topic, *start, "--timeout-ms", "300", "--consumer-property", "auto.offset.reset=latest"
+    )
+    assert (run.status, run.out, run.err) == (0, "", "Processed a total of 0 messages\n")
+    run = cli.consume(
+        topic, *start, "--max-messages", "2", "--consumer-property", "auto.offset.reset=earliest"
+    )
+    assert (run.status, run.lines) == (0, ["x", "y"])
+    assert run.err == "Processed a total of 2 messages\n"  # no note
+    run = cli.consume(
+        topic, *start, "--timeout-ms", "5000", "--consumer-property", "auto.offset.reset=none"
+    )
+    assert run.status == 1
+    assert run.error_line().startswith(
+        f"odradek: OFFSET_OUT_OF_RANGE: {topic}-0: fetch offset 100 is out of range"
+    )
+
+
 def test_max_messages_stops_early(cli: Cli) -> None:
     topic = cli.new_topic(partitions=1)
     assert cli.produce(topic, stdin=lines_of(*map(str, range(10)))).status == 0
@@ -407,9 +443,20 @@ def closed_port() -> int:
 
 def test_unreachable_broker_is_one_line(cli: Cli) -> None:
     address = f"127.0.0.1:{closed_port()}"
-    run = cli("consume", "--bootstrap-server", address, "--topic", "t")
+    # The consumer waits default.api.timeout.ms (the console's default: 10 s) for an answer.
+    run = cli(
+        "consume",
+        "--bootstrap-server",
+        address,
+        "--topic",
+        "t",
+        "--consumer-property",
+        "default.api.timeout.ms=200",
+    )
     assert run.status == 1
-    assert run.error_line().startswith(f"odradek: NETWORK_EXCEPTION: cannot connect to {address}")
+    assert run.error_line() == (
+        f"odradek: REQUEST_TIMED_OUT: no broker at {address} answered within 200 ms"
+    )
     # The producer connects in the background and waits --max-block-ms for metadata.
     run = cli(
         "produce",
@@ -489,7 +536,12 @@ def test_a_bad_line_is_one_line(cli: Cli, args: list[str], stdin: bytes, message
         ["consume", "--topic", "t", "--offset", "soon"],
         ["consume", "--topic", "t", "--value-format", "xml"],
         ["consume", "--topic", "t", "--consumer-property", "group.id=x"],
-        ["consume", "--topic", "t", "--consumer-property", "fetch.max.bytes=0"],
+        ["consume", "--topic", "t", "--consumer-property", "fetch.max.bytes=-1"],
+        ["consume", "--topic", "t", "--consumer-property", "fetch.max.byte=1"],
+        ["consume", "--topic", "t", "--consumer-property", "auto.offset.reset=soon"],
+        ["consume", "--topic", "t", "--consumer-property", "bootstrap.servers=127.0.0.1:1"],
+        ["consume", "--topic", "t", "--consumer-property", "value.deserializer=string"],
+        ["consume", "--topic", "t", "--consumer-property", "novalue"],
         ["consume", "--topic", "t", "--max-messages", "0"],
         ["consume", "--bootstrap-server", "nohost", "--topic", "t"],
         ["consume", "--bootstrap-server", "127.0.0.1:9092"],

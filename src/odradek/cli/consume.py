@@ -1,7 +1,8 @@
-"""``odradek consume``: the console consumer, one line of stdout per record.
+"""``odradek consume``: the console consumer, one line of stdout per record, read with
+``odradek.Consumer``.
 
-Like Kafka's ``kafka-console-consumer.sh`` (without a group: it reads partitions it assigns
-itself and commits nothing)::
+Like Kafka's ``kafka-console-consumer.sh`` (without a group: it assigns itself partitions and
+commits nothing)::
 
     odradek consume --bootstrap-server HOST:PORT --topic T [--partition N ...]
                     [--from-beginning | --offset O|earliest|latest] [--max-messages N]
@@ -9,11 +10,27 @@ itself and commits nothing)::
                     [--print-offset] [--print-partition] [--print-timestamp]
                     [--value-format string|json|hex|base64] [--consumer-property K=V ...]
 
-Which records: every partition of the topic unless ``--partition`` names some; from the end
-(only records produced from now on) unless ``--from-beginning`` / ``--offset earliest`` or a
-numeric ``--offset`` (which needs ``--partition``). An offset out of range starts again at the
-earliest offset, with a note on stderr. ``--consumer-property`` takes Kafka's fetch settings:
-``fetch.min.bytes``, ``fetch.max.wait.ms``, ``fetch.max.bytes``, ``max.partition.fetch.bytes``.
+Which records: every partition of the topic unless ``--partition`` names some
+(``Consumer.assign``); from the end (only records produced from now on) unless
+``--from-beginning`` / ``--offset earliest`` or a numeric ``--offset`` (which needs
+``--partition``), applied with ``seek_to_end`` / ``seek_to_beginning`` / ``seek``.
+
+Consumer settings: ``--consumer-property K=V`` (repeatable, later wins) is any consumer setting
+the client's configuration accepts (``fetch.min.bytes``, ``max.partition.fetch.bytes``,
+``request.timeout.ms``, ...); an unknown key or a bad value is a usage mistake (exit 2). Not
+accepted: ``bootstrap.servers`` (``--bootstrap-server`` says it), ``group.id`` and
+``group.instance.id`` (no group), ``key.deserializer`` and ``value.deserializer`` (the tool
+prints bytes; ``--value-format`` chooses how). Console defaults: ``client.id``
+``odradek-console-consumer``, ``allow.auto.create.topics`` false (reading never creates a
+topic), ``default.api.timeout.ms`` 10 s: the bound on every wait for the broker (finding the
+topic, an offset lookup).
+
+An offset out of range: unless ``auto.offset.reset`` is given, the partition starts again at
+its earliest offset with a note on stderr (``odradek: offset 100 is out of range for T-0;
+resetting to the earliest offset 0``); the consumer runs with ``auto.offset.reset=none`` and
+the tool resets when ``poll`` reports the error. A given ``auto.offset.reset`` is the
+consumer's own rule instead (``earliest`` / ``latest`` without a note, ``none`` ends the run
+with the error).
 
 Output, as Kafka's default formatter lays it out: the chosen fields in the order timestamp
 (``CreateTime:1700000000000``), ``Partition:N``, ``Offset:N``, headers (``k:v,k:v`` or
@@ -25,8 +42,8 @@ compact JSON value per line; a value that is not JSON prints as a JSON string of
 
 Ending: after ``--max-messages`` records, after ``--timeout-ms`` without a new record, or on
 Ctrl-C; each prints ``Processed a total of N messages`` on stderr and exits 0. An unknown topic
-or partition, an unreachable broker or a broker error is one line and exit 1; a usage mistake
-exit 2.
+or partition, no answer from the broker within ``default.api.timeout.ms``, or a broker error is
+one line and exit 1; a usage mistake exit 2.
 """
 
 from __future__ import annotations
@@ -35,34 +52,53 @@ import base64
 import json
 import os
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import IO, Any, Final, Protocol
 
 import click
 
 from odradek._clock import SYSTEM_CLOCK, Clock
-from odradek._version import __version__
 from odradek.cli._options import bootstrap_server_option, broker_errors, separator, topic_option
-from odradek.cli._wire_client import ConsumedRecord, FetchSettings, WireConsumer, WireSession
-from odradek.errors import UnknownTopicOrPartitionError
+from odradek.client.admin import AdminClient
+from odradek.client.config import ADMIN, CONSUMER, ClientConfig
+from odradek.client.consumer import Consumer, ConsumerRecord, TopicPartition
+from odradek.errors import (
+    ConfigError,
+    KafkaTimeoutError,
+    OffsetOutOfRangeError,
+    UnknownTopicOrPartitionError,
+)
 from odradek.records.batch import TimestampType
 
 CLIENT_ID: Final = "odradek-console-consumer"
 VALUE_FORMATS: Final = ("string", "json", "hex", "base64")
 EARLIEST: Final = "earliest"
 LATEST: Final = "latest"
-#: ``--consumer-property`` names and the ``FetchSettings`` fields they set.
-CONSUMER_PROPERTIES: Final = {
-    "fetch.max.wait.ms": "max_wait_ms",
-    "fetch.min.bytes": "min_bytes",
-    "fetch.max.bytes": "max_bytes",
-    "max.partition.fetch.bytes": "max_partition_bytes",
+#: The console's consumer settings where they differ from the consumer's (``--consumer-property``
+#: overrides them).
+CONSOLE_DEFAULTS: Final = {
+    "client.id": CLIENT_ID,
+    "allow.auto.create.topics": False,
+    "default.api.timeout.ms": 10_000,
 }
+#: Consumer settings ``--consumer-property`` may not give, and why.
+REFUSED_PROPERTIES: Final = {
+    "bootstrap.servers": "give --bootstrap-server",
+    "group.id": "odradek consume reads without a group",
+    "group.instance.id": "odradek consume reads without a group",
+    "key.deserializer": "keys print as bytes",
+    "value.deserializer": "values print as bytes; choose --value-format",
+}
+#: How long closing the consumer may take (no group: only its threads and connections).
+CLOSE_TIMEOUT_MS: Final = 5_000
+#: The longest single ``poll`` when there is no ``--timeout-ms``.
+IDLE_POLL_MS: Final = 1_000
 _TIMESTAMP_NAMES: Final = {
     TimestampType.CREATE_TIME: "CreateTime",
     TimestampType.LOG_APPEND_TIME: "LogAppendTime",
 }
+_PROPERTY_HINT: Final = "'--consumer-property'"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +114,7 @@ class RecordFormat:
     value_format: str = "string"
 
 
-def format_record(record: ConsumedRecord, layout: RecordFormat) -> bytes:
+def format_record(record: ConsumerRecord, layout: RecordFormat) -> bytes:
     """The output line of one record, newline included (pure)."""
     columns: list[bytes] = []
     if layout.print_timestamp:
@@ -95,8 +131,8 @@ def format_record(record: ConsumedRecord, layout: RecordFormat) -> bytes:
             else b"NO_HEADERS"
         )
     if layout.print_key:
-        columns.append(_or_null(record.key))
-    columns.append(format_value(record.value, layout.value_format))
+        columns.append(_or_null(_as_bytes(record.key)))
+    columns.append(format_value(_as_bytes(record.value), layout.value_format))
     return layout.separator.join(columns) + b"\n"
 
 
@@ -117,6 +153,13 @@ def format_value(value: bytes | None, value_format: str) -> bytes:
     return value
 
 
+def _as_bytes(data: object) -> bytes | None:
+    """A key or value as the consumer returns it (bytes, the console's deserializer)."""
+    if data is None or isinstance(data, bytes):
+        return data
+    return str(data).encode()
+
+
 def _or_null(data: bytes | None) -> bytes:
     return b"null" if data is None else data
 
@@ -135,34 +178,44 @@ class OffsetType(click.ParamType[int | str]):
         return int(text)
 
 
-def fetch_settings(properties: Sequence[str]) -> FetchSettings:
-    """``--consumer-property K=V`` entries to fetch settings (later wins).
+@dataclass(frozen=True, slots=True)
+class ConsoleConfig:
+    """The checked consumer configuration and whether the tool resets out-of-range offsets
+    itself (with a note) because no ``auto.offset.reset`` was given."""
+
+    config: ClientConfig
+    note_resets: bool
+
+
+def consumer_config(bootstrap_server: str, properties: Sequence[str]) -> ConsoleConfig:
+    """The consumer's configuration from ``--consumer-property K=V`` entries (later wins) over
+    ``CONSOLE_DEFAULTS``, checked by the client's configuration (no connection made).
 
     Raises:
-        click.BadParameter: an unknown name, or a value that is not a whole number in range.
+        click.BadParameter: an entry without ``=``, a refused or unknown key, a bad value.
     """
-    values: dict[str, int] = {}
+    given: dict[str, str] = {}
     for entry in properties:
-        name, found, text = entry.partition("=")
+        name, found, value = entry.partition("=")
         name = name.strip()
-        if not found or name not in CONSUMER_PROPERTIES:
-            known = ", ".join(CONSUMER_PROPERTIES)
+        if not found or not name:
+            raise click.BadParameter(f"expected K=V, got {entry!r}", param_hint=_PROPERTY_HINT)
+        if name in REFUSED_PROPERTIES:
             raise click.BadParameter(
-                f"expected K=V with K one of {known}, got {entry!r}",
-                param_hint="'--consumer-property'",
+                f"{name} cannot be set here ({REFUSED_PROPERTIES[name]})", param_hint=_PROPERTY_HINT
             )
-        text = text.strip()
-        least = 0 if name in ("fetch.max.wait.ms", "fetch.min.bytes") else 1
-        if not text.isdigit() or not least <= int(text) < 2**31:
-            raise click.BadParameter(
-                f"{name} must be a whole number from {least} to {2**31 - 1}, got {text!r}",
-                param_hint="'--consumer-property'",
-            )
-        values[CONSUMER_PROPERTIES[name]] = int(text)
-    defaults = FetchSettings()
-    settings = {field.name: getattr(defaults, field.name) for field in fields(FetchSettings)}
-    settings.update(values)
-    return FetchSettings(**settings)
+        given[name] = value.strip()
+    settings: dict[str, Any] = dict(CONSOLE_DEFAULTS)
+    settings.update(given)
+    settings["bootstrap.servers"] = bootstrap_server
+    note_resets = "auto.offset.reset" not in given
+    if note_resets:
+        settings["auto.offset.reset"] = "none"  # poll reports it; the tool resets and says so
+    try:
+        config = ClientConfig(settings, client_type=CONSUMER)
+    except ConfigError as error:
+        raise click.BadParameter(str(error), param_hint=_PROPERTY_HINT) from None
+    return ConsoleConfig(config, note_resets)
 
 
 @click.command("consume")
@@ -215,8 +268,8 @@ def fetch_settings(properties: Sequence[str]) -> FetchSettings:
     "consumer_properties",
     multiple=True,
     metavar="K=V",
-    help="A fetch setting: fetch.min.bytes, fetch.max.wait.ms, fetch.max.bytes, "
-    "max.partition.fetch.bytes.",
+    help="A consumer setting (fetch.min.bytes, max.partition.fetch.bytes, "
+    "default.api.timeout.ms, ...).",
 )
 def consume(
     bootstrap_server: str,
@@ -250,19 +303,25 @@ def consume(
         separator=separator(key_separator, "'--key-separator'").encode(),
         value_format=value_format,
     )
-    settings = fetch_settings(consumer_properties)
+    console = consumer_config(bootstrap_server, consumer_properties)
     out = _stdout()
     run = ConsoleRun(out, layout, max_messages, timeout_ms)
     try:
-        with (
-            broker_errors(),
-            WireSession(
-                bootstrap_server, client_id=CLIENT_ID, software_version=__version__
-            ) as session,
-        ):
-            consumer = WireConsumer(session, topic, settings, on_note=_note)
-            _assign(consumer, session.partitions_for(topic), partitions, start)
-            run.loop(consumer, settings.max_wait_ms)
+        with broker_errors():
+            existing = _partitions_of(console.config, topic, bootstrap_server)
+            for partition in partitions:
+                if partition not in existing:
+                    raise UnknownTopicOrPartitionError(
+                        f"topic {topic!r} has no partition {partition}"
+                    )
+            assigned = [TopicPartition(topic, p) for p in dict.fromkeys(partitions or existing)]
+            consumer = Consumer(console.config)
+            try:
+                reader = ConsoleReader(consumer, assigned, console.note_resets, _note)
+                reader.start(start)
+                run.loop(reader)
+            finally:
+                consumer.close(CLOSE_TIMEOUT_MS)
     except KeyboardInterrupt:
         pass  # Ctrl-C is the usual way to stop: not an error
     except BrokenPipeError:
@@ -272,23 +331,116 @@ def consume(
     click.echo(f"Processed a total of {run.count} messages", err=True)
 
 
-def _assign(
-    consumer: WireConsumer, existing: list[int], chosen: Sequence[int], start: int | str
-) -> None:
-    for partition in chosen:
-        if partition not in existing:
-            raise UnknownTopicOrPartitionError(
-                f"topic {consumer.topic!r} has no partition {partition}"
+def _partitions_of(config: ClientConfig, topic: str, bootstrap_server: str) -> list[int]:
+    """The topic's partition numbers, sorted, asked with an admin client (never creating the
+    topic) within ``default.api.timeout.ms``.
+
+    Raises:
+        click.ClickException: no broker answered in time.
+        UnknownTopicOrPartitionError: the topic does not exist.
+        KafkaError: another error of the broker's for the topic.
+    """
+    timeout_ms = config.get_int("default.api.timeout.ms")
+    admin = AdminClient(config.for_type(ADMIN))
+    try:
+        description = admin.describe_topics([topic], timeout_ms=timeout_ms)[topic]
+    except KafkaTimeoutError:
+        raise click.ClickException(
+            f"REQUEST_TIMED_OUT: no broker at {bootstrap_server} answered within {timeout_ms} ms"
+        ) from None
+    except UnknownTopicOrPartitionError:
+        raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist") from None
+    finally:
+        admin.close()
+    return sorted(p.partition for p in description.partitions)
+
+
+class RecordSource(Protocol):
+    """What ``ConsoleRun`` reads from."""
+
+    def poll(self, timeout_ms: int, max_records: int | None) -> Sequence[ConsumerRecord]: ...
+
+
+class ConsoleReader:
+    """A ``Consumer`` with the console's manual assignment, start position and
+    out-of-range rule (see the module docstring).
+
+    Args:
+        consumer: the consumer (owned by the caller, who closes it).
+        partitions: what to read.
+        note_resets: reset a partition whose position is out of range to its earliest offset
+            and tell ``on_note`` (the consumer runs with ``auto.offset.reset=none``); otherwise
+            the consumer's own rule applies.
+        on_note: told one line per reset.
+    """
+
+    def __init__(
+        self,
+        consumer: Consumer,
+        partitions: Sequence[TopicPartition],
+        note_resets: bool,
+        on_note: Callable[[str], None],
+    ) -> None:
+        self._consumer = consumer
+        self._partitions = list(partitions)
+        self._note_resets = note_resets
+        self._on_note = on_note
+        #: The next offset of each partition as far as this reader knows it (seek, records).
+        self._next: dict[TopicPartition, int] = {}
+
+    def start(self, start: int | str) -> None:
+        """Assigns the partitions and seeks: ``earliest``, ``latest`` or an offset in each."""
+        consumer = self._consumer
+        consumer.assign(self._partitions)
+        if start == EARLIEST:
+            consumer.seek_to_beginning(self._partitions)
+        elif start == LATEST:
+            consumer.seek_to_end(self._partitions)
+        else:
+            assert isinstance(start, int)
+            for tp in self._partitions:
+                consumer.seek(tp, start)
+                self._next[tp] = start
+
+    def poll(self, timeout_ms: int, max_records: int | None) -> Sequence[ConsumerRecord]:
+        """Up to ``max_records`` records, waiting up to ``timeout_ms``; ``[]`` after a reset.
+
+        Raises:
+            KafkaError: as ``Consumer.poll``.
+        """
+        try:
+            records = self._consumer.poll(timeout_ms, max_records)
+        except OffsetOutOfRangeError:
+            if not self._note_resets:
+                raise
+            self._reset_out_of_range()
+            return []
+        known = self._next
+        for record in records:
+            known[TopicPartition(record.topic, record.partition)] = record.offset + 1
+        return records
+
+    def _reset_out_of_range(self) -> None:
+        consumer = self._consumer
+        failed: list[TopicPartition] = []
+        for tp in self._partitions:
+            try:
+                consumer.position(tp, timeout_ms=0)
+            except OffsetOutOfRangeError:
+                failed.append(tp)
+            except KafkaTimeoutError:
+                pass  # no position yet (being looked up): not the one out of range
+        consumer.seek_to_beginning(failed)
+        for tp in failed:
+            earliest = consumer.position(tp)
+            old = self._next.get(tp)
+            what = (
+                f"offset {old} is out of range for {tp}"
+                if old is not None
+                else (f"the position of {tp} is out of range")
             )
-    consumer.assign(chosen or existing)
-    if start == EARLIEST:
-        consumer.seek_to_beginning()
-    elif start == LATEST:
-        consumer.seek_to_end()
-    else:
-        assert isinstance(start, int)
-        for partition in chosen:
-            consumer.seek(partition, start)
+            self._on_note(f"{what}; resetting to the earliest offset {earliest}")
+            self._next[tp] = earliest
 
 
 class ByteSink(Protocol):
@@ -319,10 +471,10 @@ def _stdout() -> ByteSink:
 
 
 class ConsoleRun:
-    """The fetch-and-print loop and its count of printed records.
+    """The poll-and-print loop and its count of printed records.
 
     Args:
-        out: where the lines go (flushed after every fetch, so a tail shows at once).
+        out: where the lines go (flushed after every poll, so a tail shows at once).
         layout: what each line shows.
         max_messages: stop after this many records (``None``: no limit).
         timeout_ms: stop after this long without a new record (``None``: never).
@@ -344,17 +496,18 @@ class ConsoleRun:
         self._clock = clock
         self.count = 0
 
-    def loop(self, consumer: WireConsumer, max_wait_ms: int) -> None:
+    def loop(self, source: RecordSource) -> None:
         """Polls and prints until ``max_messages`` or ``timeout_ms`` (or an exception)."""
         last_record_ms = self._clock.monotonic_ms()
         while True:
-            wait_ms = max_wait_ms
+            wait_ms = IDLE_POLL_MS
             if self._timeout_ms is not None:
                 idle_ms = self._clock.monotonic_ms() - last_record_ms
                 if idle_ms >= self._timeout_ms:
                     return
-                wait_ms = min(wait_ms, self._timeout_ms - idle_ms)
-            records = consumer.poll(wait_ms)
+                wait_ms = self._timeout_ms - idle_ms
+            limit = None if self._max_messages is None else self._max_messages - self.count
+            records = source.poll(wait_ms, limit)
             if not records:
                 continue
             last_record_ms = self._clock.monotonic_ms()
