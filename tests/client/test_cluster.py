@@ -128,6 +128,18 @@ def test_which_errors_refresh_metadata(code: ErrorCode, refresh: bool) -> None:
     assert (metadata.time_to_next_update_ms(0) == 0) is refresh
 
 
+def test_a_refresh_asked_while_a_request_is_in_flight_is_not_lost() -> None:
+    metadata = Metadata(topics=())
+    metadata.update({"brokers": [], "topics": []}, 4, now_ms=0)
+    metadata.attempted(10)  # a Metadata request goes out...
+    metadata.request_update()  # ...then someone needs newer metadata (a new topic, say)
+    metadata.update({"brokers": [], "topics": []}, 4, now_ms=20)  # the older answer
+    assert metadata.time_to_next_update_ms(20) == 0
+    metadata.attempted(30)
+    metadata.update({"brokers": [], "topics": []}, 4, now_ms=40)
+    assert metadata.time_to_next_update_ms(40) > 0
+
+
 class Live:
     """A network client with metadata, polled on demand by the test (the owner thread)."""
 

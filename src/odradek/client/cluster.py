@@ -288,6 +288,11 @@ class Metadata:
         self._retry_backoff_max_ms = retry_backoff_max_ms
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self._need_update = True
+        # Refresh requests counted, and the count when the request in flight was sent: a
+        # request made after the send is not answered by that response (it may predate a
+        # topic of interest), so the metadata stays marked for another refresh.
+        self._update_requests = 0
+        self._requests_at_send = 0
         self._last_refresh_ms: int | None = None
         self._last_attempt_ms: int | None = None
         self._failures = 0
@@ -328,6 +333,7 @@ class Metadata:
         caller waits to see exceeded."""
         with self._condition:
             self._need_update = True
+            self._update_requests += 1
             version = self._cluster.version
         self._wakeup()
         return version
@@ -388,6 +394,7 @@ class Metadata:
     def attempted(self, now_ms: int) -> None:
         with self._condition:
             self._last_attempt_ms = now_ms
+            self._requests_at_send = self._update_requests
 
     def update(self, body: Mapping[str, Any], version: int, now_ms: int) -> Cluster:
         """Installs the view a Metadata response describes and wakes waiting threads.
@@ -414,7 +421,8 @@ class Metadata:
                         self._topic_errors[name] = topic.error_code
                 elif any(p.leader < 0 for p in topic.partitions):
                     incomplete = True
-            self._need_update = incomplete
+            asked_since_send = self._update_requests > self._requests_at_send
+            self._need_update = incomplete or asked_since_send
             self._failures = self._failures + 1 if incomplete else 0
             self._condition.notify_all()
         return cluster
