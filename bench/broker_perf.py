@@ -252,7 +252,12 @@ def consume(bootstrap: str, records: int, value_bytes: int) -> tuple[float, floa
     return records / elapsed, records * value_bytes / 1e6 / elapsed
 
 
-def latency(bootstrap: str, seconds: float, rate: int) -> tuple[float, float]:
+def latency_consumer(bootstrap: str, count: int) -> None:
+    """Child process: reads ``count`` timestamped records and prints their latencies.
+
+    The consumer runs in its own process: in one process the producer's pacing loop and the
+    consumer's poll loop would fight over the GIL and measure that instead of the broker.
+    """
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -263,42 +268,70 @@ def latency(bootstrap: str, seconds: float, rate: int) -> tuple[float, float]:
             "log_level": 3,
         }
     )
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
-    producer.produce(TOPIC, b"warm-up", partition=0)
-    producer.flush(10)
-    start_offset = consumer.get_watermark_offsets(KafkaTopicPartition(TOPIC, 0), 10)[1]
-    consumer.assign([KafkaTopicPartition(TOPIC, 0, start_offset)])
+    start = consumer.get_watermark_offsets(KafkaTopicPartition(TOPIC, 0), 10)[1]
+    consumer.assign([KafkaTopicPartition(TOPIC, 0, start)])
+    print("ready", flush=True)
     samples: list[float] = []
-    done = threading.Event()
-
-    def consume_loop() -> None:
-        while not done.is_set():
-            message = consumer.poll(0.1)  # one at a time: batching here would add latency
-            if message is not None and message.error() is None:
-                value = message.value()
-                if value.startswith(b"t="):
-                    samples.append((time.perf_counter_ns() - int(value[2:])) / 1e6)
-
-    thread = threading.Thread(target=consume_loop)
-    thread.start()
-    interval = 1 / rate
-    begin = time.perf_counter()
-    count = int(seconds * rate)
-    for i in range(count):
-        target = begin + i * interval
-        while (now := time.perf_counter()) < target:
-            if target - now > 0.001:
-                time.sleep(0.0005)
-        producer.produce(TOPIC, b"t=%d" % time.perf_counter_ns(), partition=0)
-        producer.poll(0)
-    producer.flush(10)
-    wait_until = time.perf_counter() + 5
-    while len(samples) < count and time.perf_counter() < wait_until:
-        time.sleep(0.05)
-    done.set()
-    thread.join()
+    warmed_up = False
+    deadline = time.perf_counter() + 120
+    while len(samples) < count and time.perf_counter() < deadline:
+        message = consumer.poll(0.1)  # one at a time: batching here would add latency
+        if message is None or message.error() is not None:
+            continue
+        value = message.value()
+        if value.startswith(b"t="):
+            samples.append((time.perf_counter_ns() - int(value[2:])) / 1e6)
+        elif value == b"warm-up" and not warmed_up:
+            warmed_up = True
+            print("warm", flush=True)
     consumer.close()
-    samples.sort()
+    print(" ".join(f"{sample:.3f}" for sample in samples), flush=True)
+
+
+def latency(bootstrap: str, seconds: float, rate: int) -> tuple[float, float]:
+    """p50 and p99 end-to-end latency (ms) at a steady ``rate`` for ``seconds``."""
+    count = int(seconds * rate)
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--latency-consumer", bootstrap, "--records", str(count)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    try:
+        if child.stdout.readline().strip() != "ready":
+            raise RuntimeError("the latency consumer did not start")
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
+        # Measure the steady state: start once the consumer is fetching.
+        warm = threading.Event()
+
+        def wait_warm() -> None:
+            assert child.stdout is not None
+            if child.stdout.readline().strip() == "warm":
+                warm.set()
+
+        waiter = threading.Thread(target=wait_warm)
+        waiter.start()
+        warm_deadline = time.perf_counter() + 30
+        while not warm.is_set() and time.perf_counter() < warm_deadline:
+            producer.produce(TOPIC, b"warm-up", partition=0)
+            producer.flush(10)
+            warm.wait(0.2)
+        waiter.join(1)
+        interval = 1 / rate
+        begin = time.perf_counter()
+        for i in range(count):
+            target = begin + i * interval
+            while time.perf_counter() < target:
+                pass
+            producer.produce(TOPIC, b"t=%d" % time.perf_counter_ns(), partition=0)
+            producer.poll(0)
+        producer.flush(10)
+        output, _ = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    samples = sorted(float(value) for value in output.split())
     if not samples:
         raise RuntimeError("no latency samples")
     return samples[len(samples) // 2], samples[min(len(samples) - 1, int(len(samples) * 0.99))]
@@ -312,7 +345,11 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=0)
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--latency-seconds", type=float, default=5.0)
+    parser.add_argument("--latency-consumer", metavar="BOOTSTRAP")
     args = parser.parse_args()
+    if args.latency_consumer:
+        latency_consumer(args.latency_consumer, args.records)
+        return
     if args.serve:
         serve(args.serve, args.dir, args.value_bytes, args.records)
         return
