@@ -372,3 +372,20 @@ def test_concurrent_compare_and_set_loses_no_update(store: LocalMetadataStore) -
     assert int(data) == threads_count * increments
     assert version == threads_count * increments
     assert len(store.children("/")) == 1 + threads_count * increments
+
+
+def test_batched_changes_are_visible_at_once_and_written_together(tmp_path: Path) -> None:
+    store = LocalMetadataStore(tmp_path)
+    before = store.statistics().file_writes
+    with store.batched():
+        store.create("/a", b"1")
+        with store.batched():
+            store.create("/b", b"2")
+        store.set("/a", b"3")
+        assert store.get("/a")[0] == b"3"  # visible inside the batch
+        assert store.statistics().file_writes == before  # nothing written yet
+    assert store.statistics().file_writes == before + 1
+    store.close()
+    reopened = LocalMetadataStore(tmp_path)
+    assert (reopened.get("/a")[0], reopened.get("/b")[0]) == (b"3", b"2")
+    reopened.close()

@@ -78,8 +78,9 @@ class TopicManager:
     def startup(self) -> None:
         """Serves every partition the store assigns to this broker."""
         self._known = set(self.metadata.topics())
-        for topic in sorted(self._known):
-            self._serve(topic)
+        with self.metadata.store.batched():
+            for topic in sorted(self._known):
+                self._serve(topic)
 
     def _serve(self, topic: str, partitions: Sequence[int] | None = None) -> None:
         assignment = self.metadata.assignment(topic)
@@ -195,10 +196,11 @@ class TopicManager:
             raise KafkaError(f"topic {topic!r} already exists", code=ErrorCode.TOPIC_ALREADY_EXISTS)
         if validate_only:
             return
-        self.metadata.create_topic(topic, assignment, overrides)
-        self._known.add(topic)
-        self._log_configs.pop(topic, None)
-        self._serve(topic)
+        with self.metadata.store.batched():  # one metadata write for the whole topic
+            self.metadata.create_topic(topic, assignment, overrides)
+            self._known.add(topic)
+            self._log_configs.pop(topic, None)
+            self._serve(topic)
         logger.info("created topic %s with %d partitions", topic, len(assignment))
 
     def delete_topic(self, topic: str) -> None:
@@ -255,8 +257,9 @@ class TopicManager:
             )
         if validate_only:
             return
-        self.metadata.add_partitions(topic, new)
-        self._serve(topic, list(new))
+        with self.metadata.store.batched():
+            self.metadata.add_partitions(topic, new)
+            self._serve(topic, list(new))
         logger.info("topic %s now has %d partitions", topic, total_count)
 
     def alter_topic_configs(

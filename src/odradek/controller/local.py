@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import dataclasses
 import json
 import logging
 import os
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,6 +116,8 @@ class LocalMetadataStore:
         self._child_watches: dict[str, list[WatchCallback]] = {}
         self._closed = False
         self._file_writes = 0
+        self._batch_depth = 0
+        self._batch_dirty = False
         logger.info("opened metadata store %s (%d nodes)", self.path, len(self._nodes))
 
     # --- reads -----------------------------------------------------------------------------
@@ -277,10 +280,29 @@ class LocalMetadataStore:
             raise NoNodeError(f"node {path} does not exist")
         return node
 
+    @contextlib.contextmanager
+    def batched(self) -> Iterator[None]:
+        """Within the block, changes are visible at once but reach the file together, in one
+        atomic write when the outermost block ends (a crash inside loses all of them, never
+        some): creating a topic with many partitions costs one fsync, not one per node."""
+        with self._lock:
+            self._batch_depth += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._batch_depth -= 1
+                if self._batch_depth == 0 and self._batch_dirty and not self._closed:
+                    atomic_write(self.path, _dump(self._nodes))
+                    self._file_writes += 1
+                    self._batch_dirty = False
+
     def _publish(self, new_nodes: dict[str, _Node], *, persist: bool) -> None:
-        """Writes the persistent part of ``new_nodes`` (when ``persist``), then makes it the
-        tree: if the write fails, the tree is unchanged."""
-        if persist:
+        """Writes the persistent part of ``new_nodes`` (when ``persist``; deferred inside
+        ``batched``), then makes it the tree: if the write fails, the tree is unchanged."""
+        if persist and self._batch_depth:
+            self._batch_dirty = True
+        elif persist:
             atomic_write(self.path, _dump(new_nodes))
             self._file_writes += 1
         self._nodes = new_nodes

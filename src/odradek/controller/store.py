@@ -22,6 +22,7 @@ Model (ZooKeeper's):
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from odradek.errors import InvalidPathError
@@ -120,6 +121,11 @@ class MetadataStore(Protocol):
     def watch_children(self, path: str, callback: WatchCallback) -> None:
         """Calls ``callback(path)`` after each creation or deletion of a child of ``path``, and
         after the creation or deletion of ``path`` itself."""
+        ...
+
+    def batched(self) -> AbstractContextManager[None]:
+        """A block whose changes are made durable together at its end (one write for many
+        nodes). Stores that persist each change anyway (ZooKeeper) may make this a no-op."""
         ...
 
     def close(self) -> None:
