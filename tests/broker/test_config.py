@@ -377,3 +377,23 @@ def test_described_defaults_are_the_defaults() -> None:
     explicit = BrokerConfig.from_mapping(settings)
     assert explicit.log_config == defaults.log_config == LogConfig()
     assert dataclasses.replace(explicit, originals=()) == defaults
+
+
+def test_group_coordinator_settings_by_kafka_names() -> None:
+    config = BrokerConfig.from_mapping(
+        {
+            "group.max.size": "5",
+            "group.min.session.timeout.ms": "1000",
+            "group.max.session.timeout.ms": "60000",
+            "offsets.retention.minutes": "10",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+    )
+    group = config.group_config
+    assert (group.group_max_size, group.group_min_session_timeout_ms) == (5, 1000)
+    assert (group.group_max_session_timeout_ms, group.offsets_retention_minutes) == (60000, 10)
+    assert group.group_initial_rebalance_delay_ms == 0
+    with pytest.raises(ConfigError, match=r"group\.max\.session\.timeout\.ms"):
+        BrokerConfig.from_mapping(
+            {"group.min.session.timeout.ms": "9000", "group.max.session.timeout.ms": "1000"}
+        )

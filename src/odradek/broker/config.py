@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from odradek.broker.group.config import GroupConfig
 from odradek.errors import ConfigError
 from odradek.storage.cleaner.config import BROKER_NAMES as CLEANER_BROKER_NAMES
 from odradek.storage.cleaner.config import CleanerConfig
@@ -199,6 +200,7 @@ class BrokerConfig:
     offsets_topic_replication_factor: int
     group_initial_rebalance_delay_ms: int
     log_config: LogConfig
+    group_config: GroupConfig = field(default_factory=GroupConfig)
     cleaner_config: CleanerConfig = field(default_factory=CleanerConfig)
     originals: tuple[tuple[str, str], ...] = ()
 
@@ -274,6 +276,7 @@ class BrokerConfig:
             offsets_topic_num_partitions=get("offsets.topic.num.partitions"),
             offsets_topic_replication_factor=get("offsets.topic.replication.factor"),
             group_initial_rebalance_delay_ms=get("group.initial.rebalance.delay.ms"),
+            group_config=_group_config(get),
             log_config=_log_config(originals),
             cleaner_config=CleanerConfig.from_broker_settings(
                 {name: value for name, value in originals.items() if name in _CLEANER_SETTINGS}
@@ -298,6 +301,24 @@ class BrokerConfig:
         return {
             name: entry.value for name, entry in self.describe().items() if entry.value is not None
         }
+
+
+def _group_config(get: Callable[[str], Any]) -> GroupConfig:
+    """The group coordinator's settings (Kafka's names; see ``broker.group.config``)."""
+    return GroupConfig(
+        **{
+            name.replace(".", "_"): get(name)
+            for name in (
+                "group.min.session.timeout.ms",
+                "group.max.session.timeout.ms",
+                "group.max.size",
+                "group.initial.rebalance.delay.ms",
+                "offsets.retention.minutes",
+                "offsets.retention.check.interval.ms",
+                "offset.metadata.max.bytes",
+            )
+        }
+    )
 
 
 # --- the settings table ----------------------------------------------------------------------
@@ -429,6 +450,12 @@ _SETTINGS: dict[str, _Setting] = {
     "offsets.topic.num.partitions": _int_setting(50, 1),
     "offsets.topic.replication.factor": _int_setting(1, 1, _MAX_SHORT),
     "group.initial.rebalance.delay.ms": _int_setting(3000, 0),
+    "group.min.session.timeout.ms": _int_setting(6_000, 0),
+    "group.max.session.timeout.ms": _int_setting(1_800_000, 0),
+    "group.max.size": _int_setting(_MAX_INT, 1),
+    "offsets.retention.minutes": _int_setting(7 * 24 * 60, 1),
+    "offsets.retention.check.interval.ms": _int_setting(600_000, 1, _MAX_LONG),
+    "offset.metadata.max.bytes": _int_setting(4_096, 0),
 }
 
 

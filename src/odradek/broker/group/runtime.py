@@ -141,9 +141,7 @@ class GroupCoordinatorRuntime:
         self._replicas = replicas
         self._clock = clock
         self._purgatory = purgatory
-        self._group_config = group_config or GroupConfig(
-            group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms
-        )
+        self._group_config = group_config or config.group_config
         self._shards: dict[int, _Shard] = {}
         self._stopped = False
 
