@@ -13,9 +13,7 @@
 from __future__ import annotations
 
 import argparse
-import re
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -27,30 +25,11 @@ from odradek.client.simple_consumer import SimpleConsumer
 from odradek.protocol.api_keys import ApiKey, VersionRange
 from odradek.records.codec import build_batch
 from odradek.records.record import SimpleRecord
-
-SERVING = re.compile(r"serving on 127\.0\.0\.1:(\d+)")
+from odradek.testing.serve import start_serve, stop_serve
 
 
 def serve(data_dir: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "odradek.cli.main",
-            "serve",
-            "-o",
-            "listeners=PLAINTEXT://127.0.0.1:0",
-            "-o",
-            f"log.dirs={data_dir}",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stdout is not None
-    match = SERVING.search(process.stdout.readline())
-    assert match, "odradek serve did not start"
-    return process, f"127.0.0.1:{match[1]}"
+    return start_serve(data_dir, None)
 
 
 def windowed(client: NetworkClient, count: int, send: object) -> float:
@@ -145,8 +124,7 @@ def main() -> None:
                 seconds = time.perf_counter() - started
                 print(f"simple consumer fetch (1 MB per fetch): {fetched / seconds:,.0f} records/s")
         finally:
-            process.terminate()
-            process.wait(30)
+            stop_serve(process)
 
 
 if __name__ == "__main__":

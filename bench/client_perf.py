@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -33,13 +32,13 @@ from aiokafka import AIOKafkaProducer
 from confluent_kafka import Producer as ConfluentProducer
 
 from odradek import Producer
+from odradek.testing.serve import start_serve, stop_serve
 
 with warnings.catch_warnings():
     # kafka-python loads its protocol schemas with the deprecated importlib.resources.read_text.
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka import KafkaProducer
 
-SERVING = re.compile(r"serving on 127\.0\.0\.1:(\d+)")
 CLIENTS = ("odradek", "kafka-python", "aiokafka", "confluent-kafka")
 WORKLOADS = ((500_000, 100), (100_000, 1024))
 WARMUP_TIMEOUT_S = 30.0
@@ -124,27 +123,7 @@ RUNNERS: dict[str, Callable[[str, str, int, bytes], float]] = {
 
 
 def serve(data_dir: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "odradek.cli.main",
-            "serve",
-            "-o",
-            "listeners=PLAINTEXT://127.0.0.1:0",
-            "-o",
-            f"log.dirs={data_dir}",
-            "-o",
-            "num.partitions=1",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stdout is not None
-    match = SERVING.search(process.stdout.readline())
-    assert match, "odradek serve did not start"
-    return process, f"127.0.0.1:{match[1]}"
+    return start_serve(data_dir, {"num.partitions": "1"})
 
 
 def measure(client: str, bootstrap: str, topic: str, records: int, size: int) -> float:
@@ -229,8 +208,7 @@ def main() -> None:
                     )
                     print(f"{'':<16} odradek = {ratios}")
         finally:
-            server.terminate()
-            server.wait(30)
+            stop_serve(server)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
 from odradek import Consumer, TopicPartition
+from odradek.testing.serve import start_serve, stop_serve
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -43,7 +43,6 @@ with warnings.catch_warnings():
 
 CLIENTS: Final = ("odradek", "kafka-python", "aiokafka", "confluent-kafka")
 WORKLOADS: Final = ((500_000, 100), (100_000, 1_000))
-SERVING: Final = re.compile(r"127\.0\.0\.1:(\d+)")
 
 
 def run_odradek(bootstrap: str, topic: str, records: int) -> float:
@@ -141,27 +140,7 @@ def fill(bootstrap: str, topic: str, records: int, size: int) -> None:
 
 
 def serve(data_dir: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "odradek.cli.main",
-            "serve",
-            "-o",
-            "listeners=PLAINTEXT://127.0.0.1:0",
-            "-o",
-            f"log.dirs={data_dir}",
-            "-o",
-            "num.partitions=1",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stdout is not None
-    match = SERVING.search(process.stdout.readline())
-    assert match, "odradek serve did not start"
-    return process, f"127.0.0.1:{match[1]}"
+    return start_serve(data_dir, {"num.partitions": "1"})
 
 
 def measure(client: str, bootstrap: str, topic: str, records: int) -> float:
@@ -231,8 +210,7 @@ def main() -> None:
                     )
                     print(f"{'':<16} odradek = {ratios}")
         finally:
-            server.terminate()
-            server.wait(30)
+            stop_serve(server)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ callback has reported; errors are counted and shown).
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
 import subprocess
 import sys
@@ -35,7 +34,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-SERVING = re.compile(r"serving on 127\.0\.0\.1:(\d+)")
+from odradek.testing.serve import start_serve, stop_serve
+
 PARTITIONS = 30
 MEMBERS = 10
 STRATEGIES = ("range", "cooperative-sticky")
@@ -258,31 +258,9 @@ def commit_rates(bootstrap: str, topic: str, commits: int) -> tuple[float, float
 
 
 def serve(data_dir: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "odradek.cli.main",
-            "serve",
-            "-o",
-            "listeners=PLAINTEXT://127.0.0.1:0",
-            "-o",
-            f"log.dirs={data_dir}",
-            "-o",
-            "group.initial.rebalance.delay.ms=0",
-            "-o",
-            "offsets.topic.num.partitions=10",
-            "--log-level",
-            "warning",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
+    return start_serve(
+        data_dir, {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "10"}
     )
-    assert process.stdout is not None
-    match = SERVING.search(process.stdout.readline())
-    assert match, "odradek serve did not start"
-    return process, f"127.0.0.1:{match[1]}"
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
@@ -326,8 +304,7 @@ def main() -> None:
                 + (f"  ({failures} failed)" if failures else "")
             )
         finally:
-            server.terminate()
-            server.wait(30)
+            stop_serve(server)
 
 
 def summary(values: list[float]) -> str:
