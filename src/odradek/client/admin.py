@@ -21,7 +21,7 @@ are retried within the deadline first.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Self, TypeVar
 
@@ -31,19 +31,31 @@ from odradek.client.admin_groups import GroupAdmin
 from odradek.client.admin_types import (
     AdminResult,
     AlterConfigOp,
-    AlterConfigOpType,
     ClusterDescription,
     ConfigEntry,
     ConfigResource,
     ConfigResourceType,
-    ConfigSource,
     DeletedRecords,
     ListOffsetsResultInfo,
     NewPartitions,
     NewTopic,
     OffsetSpec,
-    PartitionDescription,
     TopicDescription,
+)
+from odradek.client.admin_wire import (
+    alter_config_ops,
+    any_code,
+    by_topic,
+    config_entry,
+    constant_node,
+    creatable_topic,
+    item_error,
+    item_results,
+    metadata_fields,
+    no_leader,
+    raise_for,
+    timed_out,
+    topic_description,
 )
 from odradek.client.cluster import (
     METADATA_VERSIONS,
@@ -59,8 +71,6 @@ from odradek.errors import (
     ErrorCode,
     KafkaError,
     KafkaTimeoutError,
-    UnknownTopicOrPartitionError,
-    error_for_code,
 )
 from odradek.protocol.api_keys import ApiKey, VersionRange
 
@@ -142,7 +152,7 @@ class AdminClient(GroupAdmin):
 
         def fields(_version: int) -> dict[str, Any]:
             return {
-                "topics": [_creatable_topic(topic) for topic in new_topics],
+                "topics": [creatable_topic(topic) for topic in new_topics],
                 "timeout": self._remaining(deadline),
                 "validate_only": validate_only,
             }
@@ -155,10 +165,10 @@ class AdminClient(GroupAdmin):
                 CREATE_TOPICS_VERSIONS,
                 fields,
                 deadline,
-                retry_items=lambda b: _any_code(b["topics"], _RETRY_REQUEST_CODES),
+                retry_items=lambda b: any_code(b["topics"], _RETRY_REQUEST_CODES),
             )
             self._metadata.request_update()
-        return _results(names, body["topics"], lambda entry: entry["name"], lambda _e: None)
+        return item_results(names, body["topics"], lambda entry: entry["name"], lambda _e: None)
 
     def delete_topics(
         self, topics: Sequence[str], *, timeout_ms: int | None = None
@@ -185,10 +195,10 @@ class AdminClient(GroupAdmin):
                 DELETE_TOPICS_VERSIONS,
                 fields,
                 deadline,
-                retry_items=lambda b: _any_code(b["responses"], _RETRY_REQUEST_CODES),
+                retry_items=lambda b: any_code(b["responses"], _RETRY_REQUEST_CODES),
             )
             self._metadata.request_update()
-        return _results(
+        return item_results(
             list(topics), body["responses"], lambda entry: entry["name"], lambda _e: None
         )
 
@@ -233,10 +243,10 @@ class AdminClient(GroupAdmin):
                 CREATE_PARTITIONS_VERSIONS,
                 fields,
                 deadline,
-                retry_items=lambda b: _any_code(b["results"], _RETRY_REQUEST_CODES),
+                retry_items=lambda b: any_code(b["results"], _RETRY_REQUEST_CODES),
             )
             self._metadata.request_update()
-        return _results(list(wanted), body["results"], lambda e: e["name"], lambda _e: None)
+        return item_results(list(wanted), body["results"], lambda e: e["name"], lambda _e: None)
 
     def describe_topics(
         self, topics: Sequence[str], *, timeout_ms: int | None = None
@@ -252,10 +262,10 @@ class AdminClient(GroupAdmin):
                 self._any_node,
                 ApiKey.METADATA,
                 METADATA_VERSIONS,
-                _metadata_fields([{"name": name} for name in topics]),
+                metadata_fields([{"name": name} for name in topics]),
                 deadline,
             )
-        return _results(list(topics), body["topics"], lambda e: e["name"], _topic_description)
+        return item_results(list(topics), body["topics"], lambda e: e["name"], topic_description)
 
     def list_topics(
         self, *, include_internal: bool = False, timeout_ms: int | None = None
@@ -265,7 +275,7 @@ class AdminClient(GroupAdmin):
         deadline = self._deadline(timeout_ms)
         with self._lock:
             body = self._call(
-                self._any_node, ApiKey.METADATA, METADATA_VERSIONS, _metadata_fields(None), deadline
+                self._any_node, ApiKey.METADATA, METADATA_VERSIONS, metadata_fields(None), deadline
             )
         return sorted(
             entry["name"]
@@ -287,7 +297,7 @@ class AdminClient(GroupAdmin):
                     {"include_cluster_authorized_operations": False, "endpoint_type": 1},
                     deadline,
                 )
-                _raise_for(body, "DescribeCluster")
+                raise_for(body, "DescribeCluster")
                 brokers = tuple(
                     BrokerMetadata(int(b["broker_id"]), b["host"], int(b["port"]), b.get("rack"))
                     for b in body["brokers"]
@@ -297,7 +307,7 @@ class AdminClient(GroupAdmin):
                     self._any_node,
                     ApiKey.METADATA,
                     METADATA_VERSIONS,
-                    _metadata_fields([]),
+                    metadata_fields([]),
                     deadline,
                 )
                 brokers = tuple(
@@ -356,10 +366,10 @@ class AdminClient(GroupAdmin):
                         ConfigResourceType(int(entry["resource_type"])), entry["resource_name"]
                     )
                     if entry["error_code"]:
-                        errors[resource] = _item_error(entry, resource.name)
+                        errors[resource] = item_error(entry, resource.name)
                     else:
                         values[resource] = {
-                            c["name"]: _config_entry(c) for c in entry.get("configs") or ()
+                            c["name"]: config_entry(c) for c in entry.get("configs") or ()
                         }
         return AdminResult(list(resources), values, errors)
 
@@ -379,7 +389,7 @@ class AdminClient(GroupAdmin):
             Per resource: ``None``, or InvalidConfigError-coded ``KafkaError``, ... on lookup.
         """
         deadline = self._deadline(timeout_ms)
-        ops = {resource: _ops(spec) for resource, spec in changes.items()}
+        ops = {resource: alter_config_ops(spec) for resource, spec in changes.items()}
         values: dict[ConfigResource, None] = {}
         errors: dict[ConfigResource, KafkaError] = {}
         with self._lock:
@@ -414,7 +424,7 @@ class AdminClient(GroupAdmin):
                         ConfigResourceType(int(entry["resource_type"])), entry["resource_name"]
                     )
                     if entry["error_code"]:
-                        errors[resource] = _item_error(entry, resource.name)
+                        errors[resource] = item_error(entry, resource.name)
                     else:
                         values[resource] = None
         return AdminResult(list(ops), values, errors)
@@ -444,7 +454,7 @@ class AdminClient(GroupAdmin):
                 return {
                     "replica_id": -1,
                     "isolation_level": isolation_level,
-                    "topics": _by_topic(
+                    "topics": by_topic(
                         group,
                         lambda tp, ts: {
                             "partition_index": tp.partition,
@@ -485,7 +495,7 @@ class AdminClient(GroupAdmin):
         def fields(group: Mapping[TopicPartition, int]) -> Callable[[int], dict[str, Any]]:
             def build(_version: int) -> dict[str, Any]:
                 return {
-                    "topics": _by_topic(
+                    "topics": by_topic(
                         group,
                         lambda tp, offset: {"partition_index": tp.partition, "offset": offset},
                     ),
@@ -574,7 +584,7 @@ class AdminClient(GroupAdmin):
             if resource.type in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER):
                 broker_id = int(resource.name) if resource.name.isdigit() else None
                 if broker_id is not None:
-                    choice = per_broker.setdefault(broker_id, _constant(broker_id))
+                    choice = per_broker.setdefault(broker_id, constant_node(broker_id))
             groups.setdefault(choice, []).append(resource)
         return groups
 
@@ -599,11 +609,11 @@ class AdminClient(GroupAdmin):
         while True:
             remaining = self._remaining(deadline)
             if remaining <= 0:
-                raise _timed_out(api_key, last_error)
+                raise timed_out(api_key, last_error)
             try:
                 self._cluster(deadline)
             except KafkaTimeoutError as error:
-                raise _timed_out(api_key, last_error or error) from None
+                raise timed_out(api_key, last_error or error) from None
             node = choose_node()
             if node is None:
                 # No controller known, or every broker in backoff: refresh, then ask again.
@@ -615,7 +625,7 @@ class AdminClient(GroupAdmin):
             )
             self._network.wait([future], deadline)
             if not future.done():
-                raise _timed_out(api_key, last_error)
+                raise timed_out(api_key, last_error)
             failure = future.exception()
             if failure is None:
                 body = future.result()
@@ -649,7 +659,7 @@ class AdminClient(GroupAdmin):
         deadline = self._deadline(timeout_ms)
 
         def send(leader: int, group: Mapping[TopicPartition, int]) -> dict[str, Any]:
-            return self._call(_constant(leader), api_key, versions, fields(group), deadline)
+            return self._call(constant_node(leader), api_key, versions, fields(group), deadline)
 
         with self._lock:
             # The call's topics are of interest only during the call.
@@ -675,7 +685,7 @@ class AdminClient(GroupAdmin):
             for tp, value in pending.items():
                 leader = cluster.leader_for(tp)
                 if leader is None:
-                    errors[tp] = _no_leader(cluster, tp)
+                    errors[tp] = no_leader(cluster, tp)
                 else:
                     by_leader.setdefault(leader, {})[tp] = value
             retry: dict[TopicPartition, int] = {}
@@ -693,7 +703,7 @@ class AdminClient(GroupAdmin):
                             values[tp] = parse(entry)
                             errors.pop(tp, None)
                             continue
-                        errors[tp] = _item_error(entry, str(tp))
+                        errors[tp] = item_error(entry, str(tp))
                         if needs_metadata_refresh(code) and cluster.partition(tp) is not None:
                             retry[tp] = group[tp]  # a stale leader: ask the new one
                 for tp in group.keys() - answered:
@@ -705,146 +715,3 @@ class AdminClient(GroupAdmin):
                 self._pause(deadline)
                 cluster = self._refresh(deadline)
         return values, errors
-
-
-# ---------------------------------------------------------------------- helpers
-
-
-def _constant(node: int) -> Callable[[], int | None]:
-    return lambda: node
-
-
-def _timed_out(api_key: int, last: KafkaError | None) -> KafkaTimeoutError:
-    name = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else str(api_key)
-    reason = f" (last error: {last})" if last is not None else ""
-    return KafkaTimeoutError(f"{name} call timed out{reason}")
-
-
-def _metadata_fields(topics: list[dict[str, Any]] | None) -> dict[str, Any]:
-    return {
-        "topics": topics,
-        "allow_auto_topic_creation": False,
-        "include_cluster_authorized_operations": False,
-        "include_topic_authorized_operations": False,
-    }
-
-
-def _creatable_topic(topic: NewTopic) -> dict[str, Any]:
-    assignment = topic.replica_assignment
-    # -1 asks for the broker's defaults (KIP-464, CreateTopics v4+); a broker that does not
-    # take -1 at an older version answers with a per-topic error.
-    partitions, factor = topic.num_partitions, topic.replication_factor
-    return {
-        "name": topic.name,
-        "num_partitions": -1 if assignment is not None else partitions,
-        "replication_factor": -1 if assignment is not None else factor,
-        "assignments": [
-            {"partition_index": index, "broker_ids": list(brokers)}
-            for index, brokers in sorted((assignment or {}).items())
-        ],
-        "configs": [{"name": name, "value": value} for name, value in topic.configs.items()],
-    }
-
-
-def _ops(spec: Sequence[AlterConfigOp] | Mapping[str, str | None]) -> list[AlterConfigOp]:
-    if isinstance(spec, Mapping):
-        return [
-            AlterConfigOp(name, value, AlterConfigOpType.DELETE)
-            if value is None
-            else AlterConfigOp(name, value, AlterConfigOpType.SET)
-            for name, value in spec.items()
-        ]
-    return list(spec)
-
-
-def _by_topic(
-    group: Mapping[TopicPartition, int], entry: Callable[[TopicPartition, int], dict[str, Any]]
-) -> list[dict[str, Any]]:
-    topics: dict[str, list[dict[str, Any]]] = {}
-    for tp, value in group.items():
-        topics.setdefault(tp.topic, []).append(entry(tp, value))
-    return [{"name": name, "partitions": parts} for name, parts in topics.items()]
-
-
-def _any_code(entries: Iterable[Mapping[str, Any]], codes: frozenset[ErrorCode]) -> bool:
-    return any(int(entry.get("error_code", 0)) in codes for entry in entries)
-
-
-def _item_error(entry: Mapping[str, Any], item: str) -> KafkaError:
-    code = int(entry["error_code"])
-    detail = entry.get("error_message")
-    name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
-    return error_for_code(code, f"{item}: {detail or name}")
-
-
-def _raise_for(body: Mapping[str, Any], what: str) -> None:
-    code = int(body.get("error_code", 0))
-    if code:
-        raise _item_error(body, what)
-
-
-def _results(
-    order: Sequence[str],
-    entries: Iterable[Mapping[str, Any]],
-    key: Callable[[Mapping[str, Any]], str],
-    parse: Callable[[Mapping[str, Any]], T],
-) -> AdminResult[str, T]:
-    values: dict[str, T] = {}
-    errors: dict[str, KafkaError] = {}
-    for entry in entries:
-        name = key(entry)
-        if entry.get("error_code"):
-            errors[name] = _item_error(entry, name)
-        else:
-            values[name] = parse(entry)
-    for name in order:
-        if name not in values and name not in errors:
-            errors[name] = KafkaError(f"{name}: not in the response")
-    return AdminResult(order, values, errors)
-
-
-def _topic_description(entry: Mapping[str, Any]) -> TopicDescription:
-    partitions = tuple(
-        sorted(
-            (
-                PartitionDescription(
-                    partition=int(p["partition_index"]),
-                    leader=int(p["leader_id"]) if int(p["leader_id"]) >= 0 else None,
-                    replicas=tuple(int(n) for n in p.get("replica_nodes") or ()),
-                    isr=tuple(int(n) for n in p.get("isr_nodes") or ()),
-                )
-                for p in entry.get("partitions") or ()
-            ),
-            key=lambda p: p.partition,
-        )
-    )
-    return TopicDescription(entry["name"], bool(entry.get("is_internal")), partitions)
-
-
-def _config_entry(entry: Mapping[str, Any]) -> ConfigEntry:
-    return ConfigEntry(
-        name=entry["name"],
-        value=entry.get("value"),
-        source=_source(entry.get("config_source", 0)),
-        is_read_only=bool(entry.get("read_only")),
-        is_sensitive=bool(entry.get("is_sensitive")),
-        synonyms=tuple(
-            (s["name"], s.get("value"), _source(s.get("source", 0)))
-            for s in entry.get("synonyms") or ()
-        ),
-        config_type=int(entry.get("config_type", 0)),
-        documentation=entry.get("documentation"),
-    )
-
-
-def _source(value: int) -> ConfigSource:
-    try:
-        return ConfigSource(int(value))
-    except ValueError:
-        return ConfigSource.UNKNOWN
-
-
-def _no_leader(cluster: Cluster, tp: TopicPartition) -> KafkaError:
-    if cluster.partition(tp) is None:
-        return UnknownTopicOrPartitionError(f"{tp}: unknown topic or partition")
-    return KafkaError(f"{tp}: no leader", code=ErrorCode.LEADER_NOT_AVAILABLE)
