@@ -119,13 +119,7 @@ class AdminClient(GroupAdmin):
         self._default_timeout_ms = self._config.get_int("default.api.timeout.ms")
         self._retry_backoff_ms = self._config.get_int("retry.backoff.ms")
         self._network = NetworkClient(self._config, clock=clock)
-        self._metadata = Metadata(
-            topics=(),
-            metadata_max_age_ms=self._config.get_int("metadata.max.age.ms"),
-            retry_backoff_ms=self._retry_backoff_ms,
-            retry_backoff_max_ms=self._config.get_int("retry.backoff.max.ms"),
-            allow_auto_topic_creation=False,
-        )
+        self._metadata = Metadata.from_config(self._config, allow_auto_topic_creation=False)
         self._updater = MetadataUpdater(self._network, self._metadata)
         self._lock = threading.RLock()
 

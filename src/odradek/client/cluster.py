@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from odradek._types import TopicPartition
 from odradek.client.backoff import backoff_ms
+from odradek.client.config import ClientConfig
 from odradek.client.network import NetworkClient, RequestFuture
 from odradek.errors import (
     ErrorCode,
@@ -270,6 +271,20 @@ class Metadata:
         metadata_max_age_ms, retry_backoff_ms, retry_backoff_max_ms: Kafka's settings.
         allow_auto_topic_creation: sent with each request (Metadata v4+).
     """
+
+    @classmethod
+    def from_config(
+        cls, config: ClientConfig, *, allow_auto_topic_creation: bool = True
+    ) -> Metadata:
+        """Metadata with no topics of interest yet, timed by a client's ``metadata.max.age.ms``,
+        ``retry.backoff.ms`` and ``retry.backoff.max.ms``."""
+        return cls(
+            topics=(),
+            metadata_max_age_ms=config.get_int("metadata.max.age.ms"),
+            retry_backoff_ms=config.get_int("retry.backoff.ms"),
+            retry_backoff_max_ms=config.get_int("retry.backoff.max.ms"),
+            allow_auto_topic_creation=allow_auto_topic_creation,
+        )
 
     def __init__(
         self,

@@ -83,12 +83,8 @@ class Consumer:
             settings.value_deserializer, "value.deserializer", configs
         )
         self._subscriptions = SubscriptionState(settings.auto_offset_reset)
-        self._metadata = Metadata(
-            topics=(),
-            metadata_max_age_ms=settings.metadata_max_age_ms,
-            retry_backoff_ms=settings.retry_backoff_ms,
-            retry_backoff_max_ms=settings.retry_backoff_max_ms,
-            allow_auto_topic_creation=settings.allow_auto_create_topics,
+        self._metadata = Metadata.from_config(
+            self._config, allow_auto_topic_creation=settings.allow_auto_create_topics
         )
         network = NetworkClient(self._config, clock=clock)
         self._updater = MetadataUpdater(network, self._metadata)

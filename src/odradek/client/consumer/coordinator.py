@@ -61,14 +61,19 @@ from odradek.client.assignors import (
     decode_assignment,
     decode_subscription,
     encode_assignment,
-    encode_subscription,
     resolve_all,
-    subscription_user_data,
     supported_protocols,
 )
 from odradek.client.cluster import Metadata
 from odradek.client.consumer.config import ConsumerSettings
 from odradek.client.consumer.fetcher import Fetcher
+from odradek.client.consumer.group_requests import (
+    COORDINATOR_ERRORS,
+    GENERATION_GONE,
+    RETRY_JOIN,
+    join_protocols,
+    offset_commit_fields,
+)
 from odradek.client.consumer.network_thread import NetworkThread
 from odradek.client.consumer.record import CommitFailedError, OffsetAndMetadata
 from odradek.client.consumer.subscription import SubscriptionState
@@ -92,20 +97,6 @@ _LEAVE_GROUP: Final = VersionRange(0, 2)
 _OFFSET_COMMIT: Final = VersionRange(2, 7)
 _OFFSET_FETCH: Final = VersionRange(1, 7)
 _NO_GENERATION: Final = -1
-_COORDINATOR_ERRORS: Final = frozenset(
-    {
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        ErrorCode.NETWORK_EXCEPTION,
-        ErrorCode.REQUEST_TIMED_OUT,
-    }
-)
-_RETRY_JOIN: Final = frozenset(
-    {ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
-)
-_GENERATION_GONE: Final = frozenset(
-    {ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID}
-)
 
 
 class ConsumerCoordinator:
@@ -271,7 +262,7 @@ class ConsumerCoordinator:
         try:
             return self._wait(future, deadline_ms)
         except KafkaError as error:
-            if error.error_code in _COORDINATOR_ERRORS:
+            if error.error_code in COORDINATOR_ERRORS:
                 self._coordinator_lost()
             raise
 
@@ -305,14 +296,14 @@ class ConsumerCoordinator:
                 with self._lock:
                     self._member_id = str(response["member_id"])
                 continue
-            if code in _GENERATION_GONE and code != ErrorCode.FENCED_INSTANCE_ID:
+            if code in GENERATION_GONE and code != ErrorCode.FENCED_INSTANCE_ID:
                 self._reset_generation()
                 continue
             if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
                 self._coordinator_lost()
                 self._backoff(deadline_ms)
                 continue
-            if code in _RETRY_JOIN:
+            if code in RETRY_JOIN:
                 self._backoff(deadline_ms)
                 continue
             if code:
@@ -345,11 +336,11 @@ class ConsumerCoordinator:
                     raise
                 continue
             code = int(sync["error_code"])
-            if code in _GENERATION_GONE and code != ErrorCode.FENCED_INSTANCE_ID:
+            if code in GENERATION_GONE and code != ErrorCode.FENCED_INSTANCE_ID:
                 self._reset_generation()
                 continue
-            if code in _RETRY_JOIN or code in _COORDINATOR_ERRORS:
-                if code in _COORDINATOR_ERRORS:
+            if code in RETRY_JOIN or code in COORDINATOR_ERRORS:
+                if code in COORDINATOR_ERRORS:
                     self._coordinator_lost()
                 continue
             if code:
@@ -361,19 +352,6 @@ class ConsumerCoordinator:
     def _join_fields(self, version: int) -> dict[str, Any]:
         with self._lock:
             owned, generation = list(self._owned), self._generation
-        topics = sorted(self._subscriptions.topics)
-        protocols = []
-        for assignor in self._assignors:
-            subscription = Subscription(
-                topics,
-                subscription_user_data(assignor, owned, generation),
-                owned,
-                generation,
-                self._settings.client_rack or None,
-            )
-            protocols.append(
-                {"name": assignor.name(), "metadata": encode_subscription(subscription)}
-            )
         return {
             "group_id": self._group_id,
             "session_timeout": self._settings.session_timeout_ms,
@@ -381,7 +359,13 @@ class ConsumerCoordinator:
             "member_id": self._member_id,
             "group_instance_id": self._instance_id,
             "protocol_type": CONSUMER_PROTOCOL_TYPE,
-            "protocols": protocols,
+            "protocols": join_protocols(
+                self._assignors,
+                sorted(self._subscriptions.topics),
+                owned,
+                generation,
+                self._settings.client_rack or None,
+            ),
             "reason": None,
         }
 
@@ -577,9 +561,9 @@ class ConsumerCoordinator:
         if code == ErrorCode.REBALANCE_IN_PROGRESS:
             with self._lock:
                 self._rejoin_needed = True
-        elif code in _GENERATION_GONE:
+        elif code in GENERATION_GONE:
             self._reset_generation()
-        elif code in _COORDINATOR_ERRORS:
+        elif code in COORDINATOR_ERRORS:
             self._coordinator_lost()
             with self._lock:
                 self._rejoin_needed = True
@@ -647,26 +631,11 @@ class ConsumerCoordinator:
             return result
 
     def _commit_fields(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> dict[str, Any]:
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for tp, value in offsets.items():
-            topics.setdefault(tp.topic, []).append(
-                {
-                    "partition_index": tp.partition,
-                    "committed_offset": value.offset,
-                    "committed_leader_epoch": value.leader_epoch,
-                    "committed_metadata": value.metadata,
-                }
-            )
         with self._lock:
             generation, member_id = self._generation, self._member_id
-        return {
-            "group_id": self._group_id,
-            "generation_id_or_member_epoch": generation,
-            "member_id": member_id,
-            "group_instance_id": self._instance_id,
-            "retention_time": -1,
-            "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
-        }
+        return offset_commit_fields(
+            self._group_id, generation, member_id, self._instance_id, offsets
+        )
 
     def _commit_error(self, body: Mapping[str, Any]) -> KafkaError | None:
         for topic in body.get("topics") or ():
@@ -677,7 +646,7 @@ class ConsumerCoordinator:
                 what = (
                     f"commit of {topic['name']}-{entry['partition_index']}: {ErrorCode(code).name}"
                 )
-                if code in _GENERATION_GONE or code == ErrorCode.REBALANCE_IN_PROGRESS:
+                if code in GENERATION_GONE or code == ErrorCode.REBALANCE_IN_PROGRESS:
                     if code != ErrorCode.REBALANCE_IN_PROGRESS:
                         self._reset_generation()
                     else:
@@ -741,7 +710,7 @@ class ConsumerCoordinator:
             if failure is None:
                 finish(self._commit_error(completed.result()))
             else:
-                if isinstance(failure, KafkaError) and failure.error_code in _COORDINATOR_ERRORS:
+                if isinstance(failure, KafkaError) and failure.error_code in COORDINATOR_ERRORS:
                     self._coordinator_lost()
                 finish(failure)
 

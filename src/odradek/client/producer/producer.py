@@ -193,12 +193,7 @@ class Producer:
         self._interceptors: ProducerInterceptors = resolve_interceptors(
             client_config["interceptor.classes"], configs
         )
-        self._metadata = Metadata(
-            topics=(),
-            metadata_max_age_ms=client_config.get_int("metadata.max.age.ms"),
-            retry_backoff_ms=settings.retry_backoff_ms,
-            retry_backoff_max_ms=settings.retry_backoff_max_ms,
-        )
+        self._metadata = Metadata.from_config(client_config)
         network = NetworkClient(client_config, clock=clock)
         MetadataUpdater(network, self._metadata)
         self._pool = BufferPool(settings.buffer_memory, clock)

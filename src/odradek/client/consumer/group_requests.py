@@ -1,0 +1,91 @@
+"""What the group coordinator client sends and how it reads the answers, as values: the
+error classes of group responses, JoinGroup's protocol list (one consumer-protocol
+subscription per assignor) and OffsetCommit's body. ``coordinator.py`` keeps the state and
+the flow."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from odradek._types import TopicPartition
+from odradek.client.assignors import (
+    Assignor,
+    Subscription,
+    encode_subscription,
+    subscription_user_data,
+)
+from odradek.client.consumer.record import OffsetAndMetadata
+from odradek.errors import ErrorCode
+
+#: Errors that mean the coordinator moved or is unreachable: find it again.
+COORDINATOR_ERRORS: Final = frozenset(
+    {
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.REQUEST_TIMED_OUT,
+    }
+)
+#: JoinGroup errors answered by joining again.
+RETRY_JOIN: Final = frozenset(
+    {ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+)
+#: Errors that end this member's generation: rejoin as a new member.
+GENERATION_GONE: Final = frozenset(
+    {ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID}
+)
+
+
+def join_protocols(
+    assignors: Sequence[Assignor],
+    topics: Sequence[str],
+    owned: list[TopicPartition],
+    generation: int,
+    rack: str | None,
+) -> list[dict[str, Any]]:
+    """JoinGroup's ``protocols``: each assignor's name with the subscription it sends, in
+    preference order."""
+    return [
+        {
+            "name": assignor.name(),
+            "metadata": encode_subscription(
+                Subscription(
+                    topics,
+                    subscription_user_data(assignor, owned, generation),
+                    owned,
+                    generation,
+                    rack,
+                )
+            ),
+        }
+        for assignor in assignors
+    ]
+
+
+def offset_commit_fields(
+    group_id: str,
+    generation: int,
+    member_id: str,
+    instance_id: str | None,
+    offsets: Mapping[TopicPartition, OffsetAndMetadata],
+) -> dict[str, Any]:
+    """OffsetCommit's body for ``offsets`` (grouped by topic; broker-side retention)."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for tp, value in offsets.items():
+        topics.setdefault(tp.topic, []).append(
+            {
+                "partition_index": tp.partition,
+                "committed_offset": value.offset,
+                "committed_leader_epoch": value.leader_epoch,
+                "committed_metadata": value.metadata,
+            }
+        )
+    return {
+        "group_id": group_id,
+        "generation_id_or_member_epoch": generation,
+        "member_id": member_id,
+        "group_instance_id": instance_id,
+        "retention_time": -1,
+        "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
+    }
