@@ -247,6 +247,23 @@ class GroupMembership(CoordinatorShard):
         rebalance.try_complete_join(group, now_ms, effects)
         return None
 
+    def _member_of_generation(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> tuple[ClassicGroup | None, ErrorCode]:
+        """The group when ``member_id`` belongs to it in ``generation_id``; else no group and
+        the error that says why (SyncGroup and Heartbeat fence the same way)."""
+        if not group_id:
+            return None, ErrorCode.INVALID_GROUP_ID
+        group = self._groups.get(group_id)
+        if group is None:
+            return None, ErrorCode.UNKNOWN_MEMBER_ID
+        error = self._check_member(group, member_id, group_instance_id)
+        if error is not ErrorCode.NONE:
+            return None, error
+        if generation_id != group.generation_id:
+            return None, ErrorCode.ILLEGAL_GENERATION
+        return group, ErrorCode.NONE
+
     def sync_group(
         self,
         now_ms: int,
@@ -273,16 +290,11 @@ class GroupMembership(CoordinatorShard):
         def fail(code: ErrorCode) -> Outcome[SyncGroupResult]:
             return Outcome((), SyncGroupResult(code))
 
-        if not group_id:
-            return fail(ErrorCode.INVALID_GROUP_ID)
-        group = self._groups.get(group_id)
+        group, error = self._member_of_generation(
+            group_id, member_id, group_instance_id, generation_id
+        )
         if group is None:
-            return fail(ErrorCode.UNKNOWN_MEMBER_ID)
-        error = self._check_member(group, member_id, group_instance_id)
-        if error is not ErrorCode.NONE:
             return fail(error)
-        if generation_id != group.generation_id:
-            return fail(ErrorCode.ILLEGAL_GENERATION)
         if (protocol_type is not None and protocol_type != group.protocol_type) or (
             protocol_name is not None and protocol_name != group.protocol_name
         ):
@@ -317,16 +329,11 @@ class GroupMembership(CoordinatorShard):
         def answer(code: ErrorCode) -> Outcome[HeartbeatResult]:
             return Outcome((), HeartbeatResult(code))
 
-        if not group_id:
-            return answer(ErrorCode.INVALID_GROUP_ID)
-        group = self._groups.get(group_id)
+        group, error = self._member_of_generation(
+            group_id, member_id, group_instance_id, generation_id
+        )
         if group is None:
-            return answer(ErrorCode.UNKNOWN_MEMBER_ID)
-        error = self._check_member(group, member_id, group_instance_id)
-        if error is not ErrorCode.NONE:
             return answer(error)
-        if generation_id != group.generation_id:
-            return answer(ErrorCode.ILLEGAL_GENERATION)
         group.members[member_id].last_heartbeat_ms = now_ms
         if group.is_in(GroupState.PREPARING_REBALANCE):
             return answer(ErrorCode.REBALANCE_IN_PROGRESS)
