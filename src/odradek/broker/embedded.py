@@ -130,13 +130,21 @@ class Broker:
 
 
 def _finish_loop(loop: asyncio.AbstractEventLoop) -> None:
-    """Lets callbacks already scheduled (a connection being accepted) run, cancels the tasks
-    left, and closes the loop — so nothing is left half-open when the broker is gone."""
-    loop.run_until_complete(asyncio.sleep(0))
+    """Winds the loop down so nothing is left half-open when the broker is gone: lets the
+    callbacks already scheduled run, cancels the tasks left, turns the loop again so the close
+    callbacks those steps scheduled run too, and closes it."""
+    _turn(loop)
     pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
     for task in pending:
         task.cancel()
     if pending:
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    _turn(loop)
     loop.run_until_complete(loop.shutdown_asyncgens())
     loop.close()
+
+
+def _turn(loop: asyncio.AbstractEventLoop, times: int = 3) -> None:
+    """Runs the callbacks scheduled so far, and those they schedule, a few levels deep."""
+    for _ in range(times):
+        loop.run_until_complete(asyncio.sleep(0))

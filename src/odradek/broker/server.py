@@ -16,6 +16,7 @@ period), then close the connections.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections import deque
@@ -73,9 +74,10 @@ class BrokerServer:
 
     async def stop(self, grace_seconds: float = 10.0) -> None:
         """Stops accepting, waits for requests in flight, closes every connection."""
-        if self._server is not None:
-            self._server.close()
         self.stopping = True
+        if self._server is not None:
+            await self._stop_accepting(self._server)
+            self._server.close()
         deadline = asyncio.get_running_loop().time() + grace_seconds
         while any(c.busy for c in self._connections):
             if asyncio.get_running_loop().time() > deadline:
@@ -85,6 +87,24 @@ class BrokerServer:
             connection.close()
         if self._server is not None:
             await self._server.wait_closed()
+
+    @staticmethod
+    async def _stop_accepting(server: asyncio.Server) -> None:
+        """Stops taking new connections before the server is closed.
+
+        CPython's selector loop (3.11, 3.12) accepts a connection in one loop step and
+        attaches its transport to the server in a later one; if ``Server.close`` runs in
+        between, the attach fails an assertion and the accepted socket is leaked open. So the
+        listening sockets' readers go first, then the loop turns twice so accepts already under
+        way attach (and are aborted by ``connection_made``, since the server is stopping).
+        uvloop accepts differently and has no readers to remove.
+        """
+        loop = asyncio.get_running_loop()
+        for sock in server.sockets:
+            with contextlib.suppress(Exception):
+                loop.remove_reader(sock.fileno())
+        for _ in range(2):
+            await asyncio.sleep(0)
 
     def statistics(self) -> dict[str, int]:
         return {"connections": len(self._connections)}
