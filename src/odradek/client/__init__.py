@@ -5,6 +5,7 @@ name), ``network`` / ``connection`` (non-blocking pipelined connections, one own
 ``codecs`` (the request/response codec seam), ``cluster`` (metadata), then the clients.
 """
 
+from odradek._types import TopicPartition
 from odradek.client.admin import AdminClient
 from odradek.client.admin_types import (
     AlterConfigOp,
@@ -31,4 +32,5 @@ __all__ = [
     "NewTopic",
     "OffsetSpec",
     "SimpleConsumer",
+    "TopicPartition",
 ]

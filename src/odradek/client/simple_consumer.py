@@ -125,6 +125,8 @@ class FetchResult:
     error: KafkaError | None = None
     high_watermark: int = -1
     log_start_offset: int = -1
+    #: The undecoded record batches, from ``multifetch_raw`` only (``b""`` otherwise).
+    records: bytes = b""
 
     def raise_for_error(self) -> list[Message]:
         """The messages, or raises the partition's error."""
@@ -201,6 +203,17 @@ class SimpleConsumer:
         Raises:
             KafkaTimeoutError: no answer within ``default.api.timeout.ms``.
         """
+        return self._multifetch(requests, raw=False)
+
+    def multifetch_raw(self, requests: Sequence[FetchRequest]) -> list[FetchResult]:
+        """Like ``multifetch``, but leaves the records undecoded: each result's ``records`` holds
+        the partition's record batches exactly as fetched (possibly starting before the asked
+        offset, possibly ending in a partial batch) and ``messages`` is empty. For callers with
+        their own decoder (``odradek.records.columns``). No CRC check is made here.
+        """
+        return self._multifetch(requests, raw=True)
+
+    def _multifetch(self, requests: Sequence[FetchRequest], *, raw: bool) -> list[FetchResult]:
         deadline = self._clock.monotonic_ms() + self._timeout_ms
         results: dict[int, FetchResult] = {}
         pending = dict(enumerate(requests))
@@ -208,7 +221,7 @@ class SimpleConsumer:
             self._metadata.add_topics({r.topic for r in requests})
             cluster = self._cluster(deadline)
             while pending:
-                retry = self._fetch_round(pending, cluster, results, deadline)
+                retry = self._fetch_round(pending, cluster, results, deadline, raw)
                 if not retry:
                     break
                 pending = retry
@@ -222,6 +235,7 @@ class SimpleConsumer:
         cluster: Cluster,
         results: dict[int, FetchResult],
         deadline: int,
+        raw: bool = False,
     ) -> dict[int, FetchRequest]:
         """Sends one Fetch per leader and files the answers; returns the requests to retry."""
         # One Fetch per leader; a partition asked twice goes in a second Fetch (a request
@@ -264,7 +278,7 @@ class SimpleConsumer:
             by_partition = _partitions(future.result())
             for index, request in group.items():
                 entry = by_partition.get(request.topic_partition)
-                result = self._result(request, entry)
+                result = self._result(request, entry, raw)
                 results[index] = result
                 error = result.error
                 if (
@@ -302,7 +316,9 @@ class SimpleConsumer:
             "rack_id": "",
         }
 
-    def _result(self, request: FetchRequest, entry: Mapping[str, Any] | None) -> FetchResult:
+    def _result(
+        self, request: FetchRequest, entry: Mapping[str, Any] | None, raw: bool = False
+    ) -> FetchResult:
         if entry is None:
             error = KafkaError(
                 f"{request.topic_partition}: missing from the Fetch response",
@@ -320,6 +336,9 @@ class SimpleConsumer:
             return FetchResult(
                 request, [], error_for_code(code, message), high_watermark, log_start
             )
+        if raw:
+            records = entry.get("records") or b""
+            return FetchResult(request, [], None, high_watermark, log_start, bytes(records))
         try:
             messages = decode_messages(
                 request.topic,
