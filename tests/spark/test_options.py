@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from odradek.client import TopicPartition
@@ -32,7 +34,8 @@ def test_strategies() -> None:
     assert sub.strategy == Subscribe(("a", "b"))
     pattern = parse_source_options({**BOOT, "subscribePattern": "ev.*"}, streaming=True)
     assert isinstance(pattern.strategy, SubscribePattern)
-    assert pattern.strategy.matches("prefix-events") and not pattern.strategy.matches("x")
+    assert pattern.strategy.matches("prefix-events")
+    assert not pattern.strategy.matches("x")
 
 
 @pytest.mark.parametrize(
@@ -45,7 +48,7 @@ def test_strategies() -> None:
         ({"subscribePattern": "  "}, "Pattern to subscribe is empty"),
         ({"subscribe": "a", "minPartitions": "0"}, "minPartitions must be positive"),
         ({"subscribe": "a", "maxRecordsPerPartition": "-1"}, "must be positive"),
-        ({"subscribe": "a", "kafka.auto.offset.reset": "x"}, "'auto.offset.reset' is not supported"),
+        ({"subscribe": "a", "kafka.auto.offset.reset": "x"}, "'auto.offset.reset' is not"),
         ({"subscribe": "a", "kafka.key.deserializer": "x"}, "'key.deserializer' is not supported"),
         ({"subscribe": "a", "kafka.enable.auto.commit": "x"}, "'enable.auto.commit' is not"),
         ({"subscribe": "a", "startingOffsets": "latest"}, "starting offset can't be latest"),
@@ -68,13 +71,12 @@ def test_strategies() -> None:
     ],
 )
 def test_invalid_batch_options(options: dict[str, str], message: str) -> None:
-    with pytest.raises(ValueError, match=None) as raised:
+    with pytest.raises(ValueError, match=re.escape(message)):
         parse_source_options({**BOOT, **options}, streaming=False)
-    assert message in str(raised.value)
 
 
 def test_bootstrap_servers_required_and_accepted_without_prefix() -> None:
-    with pytest.raises(ValueError, match="'kafka.bootstrap.servers' must be specified"):
+    with pytest.raises(ValueError, match=re.escape("'kafka.bootstrap.servers' must be specified")):
         parse_source_options({"subscribe": "a"}, streaming=False)
     options = parse_source_options({"subscribe": "a", "bootstrap.servers": "h:1"}, streaming=True)
     assert options.bootstrap_servers == "h:1"
@@ -145,9 +147,9 @@ def test_sink_options() -> None:
     sink = parse_sink_options({**BOOT, "topic": " out ", "kafka.acks": "1"})
     assert sink.topic == "out"
     assert sink.client_config == {"bootstrap.servers": "127.0.0.1:9092", "acks": "1"}
-    with pytest.raises(ValueError, match="'key.serializer' is not supported"):
+    with pytest.raises(ValueError, match=re.escape("'key.serializer' is not supported")):
         parse_sink_options({**BOOT, "kafka.key.serializer": "x"})
-    with pytest.raises(ValueError, match="'value.serializer' is not supported"):
+    with pytest.raises(ValueError, match=re.escape("'value.serializer' is not supported")):
         parse_sink_options({**BOOT, "kafka.value.serializer": "x"})
     with pytest.raises(ValueError, match="must be specified for configuring Kafka producer"):
         parse_sink_options({"topic": "x"})
