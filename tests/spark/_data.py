@@ -42,11 +42,17 @@ def produce(
     start: int = 0,
     base_ts: int = 1_700_000_000_000,
     compression: str = "none",
+    batch_size: int = 16_384,
 ) -> list[Expected]:
     """Sends ``count`` records spread over ``partitions`` with varied keys, values, headers
     and timestamps; returns the rows a read must give, in send order."""
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 5, "compression.type": compression}
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "compression.type": compression,
+            "batch.size": batch_size,
+        }
     )
     try:
         futures = []

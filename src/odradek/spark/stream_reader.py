@@ -15,8 +15,12 @@ canonical JSON (``offsets``).
   ``prepareForTriggerAvailableNow`` it never goes past the offsets latest at that moment.
 - Data loss (a partition gone, a log that now ends before the committed offset, offsets
   below the log start) fails the query with ``failOnDataLoss`` and is skipped otherwise.
-- ``commit(end)``: with the ``groupId`` option, the end offsets of each finished batch are
-  committed to that consumer group (``odradek groups describe`` then shows the query's lag).
+- With the ``groupId`` option, the end offsets of each finished batch are committed to that
+  consumer group (``odradek groups describe`` then shows the query's lag). Spark calls
+  ``commit(end)`` a batch late (and never for the last batch of an ``availableNow`` run), so
+  the commit is made from ``latestOffset(start, ...)`` instead: Spark plans the next batch only
+  once the previous one is done (after a restart, it first re-runs an unfinished logged batch),
+  so ``start`` there is always the end of a finished batch. Commits only move forward.
 
 Driver-side calls share one ``OffsetReader``, opened lazily: the reader object Spark ships to
 executors for ``read`` carries options only.
@@ -60,6 +64,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._initial: dict[str, dict[str, int]] | None = None
         self._target: dict[TopicPartition, int] | None = None
         self._last_batch_at = time.monotonic()
+        self._committed: dict[TopicPartition, int] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -91,6 +96,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(  # noqa: N802
         self, start: Mapping[str, Mapping[str, int]], limit: ReadLimit
     ) -> dict[str, dict[str, int]]:
+        self._commit_group(from_json(start))
         starts = self._current_starts(from_json(start))
         latest = self._reader.latest(list(starts))
         if self._target is not None:
@@ -173,14 +179,21 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
 
     def commit(self, end: Mapping[str, Mapping[str, int]]) -> None:
+        """Nothing to do: group offsets are committed from ``latestOffset`` (see above)."""
+
+    def _commit_group(self, finished: dict[TopicPartition, int]) -> None:
         group = self._options.group_id
-        if group is None:
+        if group is None or finished == self._committed:
             return
-        offsets = from_json(end)
+        ahead = {tp: off for tp, off in finished.items() if off > self._committed.get(tp, -1)}
+        if not ahead:
+            return
         try:
-            self._reader.commit_group(group, offsets)
+            self._reader.commit_group(group, ahead)
         except Exception:
             logger.exception("could not commit the offsets of group %s", group)
+            return
+        self._committed.update(ahead)
 
     def stop(self) -> None:
         if self._offset_reader is not None:
