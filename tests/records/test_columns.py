@@ -1,0 +1,626 @@
+"""Tests for odradek.records.columns and its compiled twin odradek._columns.
+
+The Python ``PyColumnBuilder`` is the reference: the compiled ``ColumnBuilder`` must give the
+same ``Columns`` (and the same next offset) for every input, and the same exception class for
+every input the reference rejects. Inputs: hypothesis-built batches of every kind, hand-made
+malformed records, and thousands of randomly mutated fetches (bytes parsed from the network:
+a crash there would take down a Spark executor).
+"""
+
+from __future__ import annotations
+
+import mmap
+import random
+import shutil
+import struct
+import sys
+from array import array
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from odradek.errors import CorruptRecordError, UnsupportedForMessageFormatError
+from odradek.records.batch import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    CompressionType,
+    TimestampType,
+    compute_crc,
+    encode_header,
+)
+from odradek.records.codec import build_batch
+from odradek.records.columns import COMPILED_MODULE, Columns, PyColumnBuilder, columns_builder
+from odradek.records.record import SimpleRecord
+from odradek.records.varint import encode_varint, encode_varlong
+
+try:
+    from odradek import _columns
+except ImportError:  # no C compiler where this was installed
+    _columns = None  # type: ignore[assignment]
+
+needs_compiled = pytest.mark.skipif(_columns is None, reason="odradek._columns is not built")
+
+Outcome = tuple[str, Any, Any]
+
+
+# ---- helpers ----
+
+
+def run(
+    make: Callable[[bool], Any],
+    chunks: Sequence[tuple[Any, int, int, bool]],
+    include_headers: bool,
+) -> Outcome:
+    """Feeds ``chunks`` (data, min, end, check_crcs) to a new builder; the outcome."""
+    builder = make(include_headers)
+    results = []
+    for data, min_offset, end_offset, check_crcs in chunks:
+        try:
+            next_offset = builder.add_batches(data, min_offset, end_offset, check_crcs)
+        except Exception as error:
+            if isinstance(error, OverflowError):
+                return ("error", type(error), None)  # the reference's state is half-updated
+            # The records added before the error are kept, by both.
+            return ("error", type(error), (results, builder.count, builder.finish()))
+        results.append((next_offset, builder.count))
+    return ("ok", [offset for offset, _count in results], builder.finish())
+
+
+def assert_same(
+    chunks: Sequence[tuple[Any, int, int, bool]], include_headers: bool = True
+) -> Outcome:
+    """Both builders give the same outcome; returns the reference's."""
+    expected = run(PyColumnBuilder, chunks, include_headers)
+    if _columns is not None:
+        actual = run(_columns.ColumnBuilder, chunks, include_headers)
+        assert actual == expected
+    return expected
+
+
+def decode(
+    data: Any,
+    min_offset: int = 0,
+    end_offset: int = 2**62,
+    check_crcs: bool = True,
+    include_headers: bool = True,
+) -> Outcome:
+    return assert_same([(data, min_offset, end_offset, check_crcs)], include_headers)
+
+
+def le(typecode: str, values: Sequence[int]) -> bytes:
+    items = array(typecode, values)
+    if sys.byteorder != "little":
+        items.byteswap()
+    return items.tobytes()
+
+
+def raw_record(
+    offset_delta: int,
+    key: bytes | None = b"k",
+    value: bytes | None = b"v",
+    headers: Sequence[tuple[bytes | None, bytes | None]] = (),
+    ts_delta: int = 0,
+    length: int | None = None,
+    header_count: int | None = None,
+) -> bytes:
+    """One record, hand-encoded; ``length`` and ``header_count`` override the true ones."""
+
+    def field(item: bytes | None) -> bytes:
+        return encode_varint(-1) if item is None else encode_varint(len(item)) + item
+
+    body = b"\x00" + encode_varlong(ts_delta) + encode_varint(offset_delta)
+    body += field(key) + field(value)
+    body += encode_varint(len(headers) if header_count is None else header_count)
+    for hk, hv in headers:
+        body += field(hk) + field(hv)
+    return encode_varint(len(body) if length is None else length) + body
+
+
+def raw_batch(
+    records: bytes,
+    records_count: int,
+    base_offset: int = 0,
+    last_offset_delta: int | None = None,
+    attributes: int = 0,
+    magic: int = 2,
+    base_timestamp: int = 1_000,
+    max_timestamp: int = 2_000,
+) -> bytes:
+    """A batch around hand-made record bytes, with a correct CRC."""
+    header = BatchHeader(
+        base_offset=base_offset,
+        batch_length=HEADER_SIZE - LOG_OVERHEAD + len(records),
+        partition_leader_epoch=0,
+        magic=magic,
+        crc=0,
+        attributes=attributes,
+        last_offset_delta=(
+            max(records_count - 1, 0) if last_offset_delta is None else last_offset_delta
+        ),
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        records_count=records_count,
+    )
+    batch = bytearray(encode_header(header) + records)
+    struct.pack_into(">I", batch, CRC_OFFSET, compute_crc(batch, 0, len(batch)))
+    return bytes(batch)
+
+
+#: A record whose timestamp delta is a varlong of 10 bytes, the last one too large.
+OVERLONG_VARLONG = encode_varint(20) + b"\x00" + b"\xff" * 9 + b"\x02" + b"\x00" * 9
+
+# ---- hypothesis strategies ----
+
+_bytes_or_none = st.one_of(
+    st.none(),
+    st.just(b""),
+    st.binary(max_size=20),
+    st.binary(min_size=200, max_size=3000),
+)
+_headers = st.lists(
+    st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=12))), max_size=4
+)
+_records = st.lists(
+    st.builds(
+        SimpleRecord,
+        timestamp_ms=st.integers(min_value=-1, max_value=2**42),
+        key=_bytes_or_none,
+        value=_bytes_or_none,
+        headers=_headers,
+    ),
+    min_size=1,
+    max_size=12,
+)
+_batch_specs = st.lists(
+    st.tuples(
+        _records,
+        st.sampled_from(list(CompressionType)),
+        st.sampled_from([TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME]),
+        st.booleans(),  # control
+        st.integers(min_value=0, max_value=3),  # gap before the batch (compacted offsets)
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+def build_fetch(specs: Sequence[Any]) -> tuple[bytes, int]:
+    """Batches back to back from hypothesis specs; (bytes, next offset)."""
+    out = bytearray()
+    offset = 0
+    for records, compression, timestamp_type, control, gap in specs:
+        offset += gap
+        out += build_batch(
+            records,
+            base_offset=offset,
+            compression=compression,
+            timestamp_type=timestamp_type,
+            control=control,
+        )
+        offset += len(records)
+    return bytes(out), offset
+
+
+# ---- the compiled builder is there ----
+
+
+def test_the_compiled_builder_is_built_where_there_is_a_compiler() -> None:
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler: the Python builder is the fallback")
+    assert _columns is not None, f"{COMPILED_MODULE} was not built (see the pip install log)"
+    assert isinstance(columns_builder(True), _columns.ColumnBuilder)
+
+
+# ---- the same columns ----
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)  # fmt: skip
+@given(
+    specs=_batch_specs,
+    window=st.tuples(st.integers(0, 80), st.integers(0, 80)),
+    cut=st.integers(min_value=0, max_value=200),
+    include_headers=st.booleans(),
+    check_crcs=st.booleans(),
+)
+def test_same_columns_as_the_reference(
+    specs: Sequence[Any],
+    window: tuple[int, int],
+    cut: int,
+    include_headers: bool,
+    check_crcs: bool,
+) -> None:
+    data, end = build_fetch(specs)
+    # Sometimes the whole range, sometimes a window that cuts batches; a truncated tail batch.
+    min_offset, end_offset = (0, end + 5) if window[0] > 60 else window
+    data = data[: len(data) - cut] if cut < 100 else data
+    outcome = decode(data, min_offset, end_offset, check_crcs, include_headers)
+    assert outcome[0] == "ok"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(specs=_batch_specs, include_headers=st.booleans(), splits=st.integers(1, 4))
+def test_same_columns_over_several_fetches(
+    specs: Sequence[Any], include_headers: bool, splits: int
+) -> None:
+    """add_batches called repeatedly, each fetch starting at the offset the last returned."""
+    data, end = build_fetch(specs)
+    step = max(1, len(data) // splits)
+    chunks = []
+    pos = 0
+    while pos < len(data):
+        chunks.append((data[pos : pos + step], 0, end, True))
+        pos += step
+    assert_same(chunks, include_headers)
+
+
+def test_the_columns_layout() -> None:
+    """Golden values, independent of either builder's code."""
+    data = build_batch(
+        [
+            SimpleRecord(1_000, b"k", b"v", [("h", b"x"), ("n", None)]),
+            SimpleRecord(1_005, None, b"vv"),
+        ],
+        base_offset=5,
+    ) + build_batch([SimpleRecord(7, b"", None)], base_offset=7, control=True)
+    outcome = decode(data)
+    assert outcome[0] == "ok"
+    assert outcome[1] == [8]
+    assert outcome[2] == Columns(
+        count=2,
+        offsets=le("q", [5, 6]),
+        timestamps=le("q", [1_000, 1_005]),
+        timestamp_types=le("i", [0, 0]),
+        key_validity=b"\x01",
+        key_offsets=le("i", [0, 1, 1]),
+        key_data=b"k",
+        value_validity=None,
+        value_offsets=le("i", [0, 1, 3]),
+        value_data=b"vvv",
+        header_offsets=le("i", [0, 2, 2]),
+        header_count=2,
+        header_key_offsets=le("i", [0, 1, 2]),
+        header_key_data=b"hn",
+        header_value_validity=b"\x01",
+        header_value_offsets=le("i", [0, 1, 1]),
+        header_value_data=b"x",
+    )
+
+
+@pytest.mark.parametrize("compression", list(CompressionType))
+def test_log_append_time_gives_every_record_the_max_timestamp(
+    compression: CompressionType,
+) -> None:
+    records = [SimpleRecord(100 + i, b"k", b"v") for i in range(3)]
+    data = bytearray(
+        build_batch(records, compression=compression, timestamp_type=TimestampType.LOG_APPEND_TIME)
+    )
+    outcome = decode(data)
+    assert outcome[0] == "ok"
+    columns = outcome[2]
+    assert columns.timestamps == le("q", [102] * 3)
+    assert columns.timestamp_types == le("i", [1] * 3)
+
+
+def test_many_records_with_late_nulls() -> None:
+    """Buffers grow many times; the first null comes after whole bitmap bytes of valid ones."""
+    rng = random.Random(7)
+    records = []
+    for i in range(3_000):
+        key = None if i in (1_001, 2_500) else rng.randbytes(rng.randrange(0, 30))
+        value = None if i >= 2_990 else rng.randbytes(100)
+        headers = [("h", None if i == 1_500 else b"x")] if i % 3 == 0 else []
+        records.append(SimpleRecord(i, key, value, headers))
+    data = b"".join(
+        build_batch(records[i : i + 150], base_offset=i) for i in range(0, len(records), 150)
+    )
+    for include_headers in (True, False):
+        outcome = decode(data, include_headers=include_headers)
+        assert outcome[0] == "ok"
+        assert outcome[2].count == 3_000
+
+
+@pytest.mark.parametrize(
+    "kind", [bytes, bytearray, memoryview, "mmap"], ids=["bytes", "bytearray", "view", "mmap"]
+)
+def test_every_readable_buffer(kind: Any) -> None:
+    data = build_batch([SimpleRecord(1, b"k", b"v" * 50)] * 5, base_offset=3)
+    if kind == "mmap":
+        buffer: Any = mmap.mmap(-1, len(data))
+        buffer[:] = data
+    else:
+        buffer = kind(data)
+    assert decode(buffer) == decode(data)
+
+
+# ---- offsets ----
+
+
+def test_no_whole_batch_returns_min_offset() -> None:
+    data = build_batch([SimpleRecord(1, b"k", b"v")] * 3, base_offset=10)
+    for cut in (1, len(data) - 11, len(data) - 1):
+        assert decode(data[:cut], 10, 100) == ("ok", [10], decode(b"", 10, 100)[2])
+
+
+def test_stops_at_end_offset_without_reading_further() -> None:
+    first = build_batch([SimpleRecord(1, b"k", b"v")] * 3, base_offset=0)
+    corrupt = bytearray(build_batch([SimpleRecord(1, b"k", b"v")] * 3, base_offset=3))
+    corrupt[-1] ^= 0xFF  # a CRC mismatch nobody reads: end_offset is reached before it
+    outcome = decode(first + bytes(corrupt), 0, 3)
+    assert outcome[0] == "ok"
+    assert outcome[1] == [3]
+    assert decode(first + bytes(corrupt), 0, 4)[:2] == ("error", CorruptRecordError)
+
+
+def test_control_batches_are_skipped_but_move_the_next_offset() -> None:
+    data = build_batch([SimpleRecord(1, b"k", b"v")], base_offset=4, control=True)
+    assert decode(data, 0, 10)[:2] == ("ok", [5])
+
+
+@pytest.mark.parametrize(
+    ("base_offset", "min_offset", "end_offset"),
+    [
+        (2**63 - 5, 0, 2**63),  # the offsets past int64 are never kept
+        (2**63 - 5, 2**63 - 5, 2**64),  # ... unless asked for: OverflowError, as the arrays
+        (2**63 - 5, 2**70, 2**71),  # both bounds past int64
+        (2**63 - 5, 2**71, 2**70),
+        (-(2**63), -(2**70), -(2**63) + 3),
+        (-(2**63), -(2**70), -(2**69)),
+        (0, -(2**64), 2**64),
+    ],
+)
+def test_offsets_at_the_ends_of_int64(base_offset: int, min_offset: int, end_offset: int) -> None:
+    data = bytearray(build_batch([SimpleRecord(1, b"k", b"v")] * 10, base_offset=0))
+    struct.pack_into(">q", data, 0, base_offset)  # the CRC does not cover it
+    decode(bytes(data), min_offset, end_offset)
+
+
+def test_timestamps_past_int64_raise_overflow_error() -> None:
+    records = raw_record(0, ts_delta=2**63 - 1)
+    data = raw_batch(records, 1, base_timestamp=10)
+    assert decode(data)[:2] == ("error", OverflowError)
+
+
+# ---- malformed input ----
+
+
+def test_corrupt_crc() -> None:
+    data = bytearray(build_batch([SimpleRecord(1, b"k", b"value")] * 3))
+    data[-2] ^= 0x01
+    assert decode(data, check_crcs=True)[:2] == ("error", CorruptRecordError)
+    assert decode(data, check_crcs=False)[0] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("records", "count", "error"),
+    [
+        (raw_record(0, length=100), 1, CorruptRecordError),  # the length overruns the batch
+        (raw_record(0, length=-1), 1, CorruptRecordError),
+        (raw_record(0) + raw_record(1, length=3), 2, CorruptRecordError),
+        (raw_record(0, headers=[(None, b"x")]), 1, CorruptRecordError),  # a null header key
+        (raw_record(0, b"key", length=7), 1, CorruptRecordError),  # fields overrun the record
+        (raw_record(0) + b"\x00", 1, None),  # bytes after records_count records: ignored
+        (raw_record(0, length=9) + b"\x00", 1, CorruptRecordError),  # a record not filled
+        (raw_record(0, header_count=-3), 1, None),  # a negative count: no headers
+        (raw_record(0, header_count=5), 1, CorruptRecordError),
+        (raw_record(0, key=None, value=None), 1, None),
+        (raw_record(0) * 2, 3, CorruptRecordError),  # fewer records than counted
+        (b"\x80", 1, CorruptRecordError),  # a truncated varint
+        (b"\x80\x80\x80\x80\x80\x01", 1, CorruptRecordError),  # an overlong varint
+        (OVERLONG_VARLONG, 1, CorruptRecordError),
+        (b"", 0, None),  # no records (last offset delta 0)
+    ],
+)
+def test_malformed_records(records: bytes, count: int, error: type[Exception] | None) -> None:
+    outcome = decode(raw_batch(records, count))
+    assert outcome[:2] == (("ok", [max(count, 1)]) if error is None else ("error", error))
+
+
+def test_varints_at_their_limits() -> None:
+    records = raw_record(2**31 - 1, ts_delta=-(2**63)) + raw_record(-(2**31), ts_delta=2**62)
+    data = raw_batch(records, 2, base_offset=2**40, base_timestamp=0)
+    decode(data, 0, 2**63)
+    decode(data, -(2**63), 2**63)
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"magic": 0}, UnsupportedForMessageFormatError),
+        ({"magic": 1}, UnsupportedForMessageFormatError),
+        ({"magic": 3}, CorruptRecordError),
+        ({"last_offset_delta": -1}, CorruptRecordError),
+        ({"attributes": 5}, ValueError),  # codec bits 5-7: no Kafka version defines them
+        ({"attributes": 7 | 0x20}, None),  # ... unless the batch is a control batch
+    ],
+)
+def test_unusual_headers(change: dict[str, int], error: type[Exception] | None) -> None:
+    data = raw_batch(raw_record(0), 1, **change)
+    for check_crcs in (True, False):
+        outcome = decode(data, check_crcs=check_crcs)
+        assert outcome[:2] == (("ok", [1]) if error is None else ("error", error))
+
+
+def test_negative_records_count() -> None:
+    data = bytearray(raw_batch(raw_record(0), 1))
+    struct.pack_into(">i", data, HEADER_SIZE - 4, -1)
+    assert decode(data, check_crcs=False)[:2] == ("error", CorruptRecordError)
+
+
+def test_corrupt_compressed_payload() -> None:
+    data = bytearray(
+        build_batch([SimpleRecord(1, b"k", b"v" * 100)] * 5, compression=CompressionType.GZIP)
+    )
+    data[HEADER_SIZE + 20] ^= 0xFF
+    assert decode(data, check_crcs=False)[:2] == ("error", CorruptRecordError)
+
+
+def mutate(rng: random.Random, data: bytes) -> bytes:
+    out = bytearray(data)
+    for _ in range(rng.choice((1, 1, 1, 2, 3, 8))):
+        roll = rng.random()
+        pos = rng.randrange(len(out))
+        if roll < 0.6:
+            out[pos] = rng.randrange(256)
+        elif roll < 0.8:
+            out[pos] ^= 1 << rng.randrange(8)
+        elif roll < 0.9:
+            out[pos : pos + rng.randrange(1, 6)] = b""
+        else:
+            out[pos:pos] = rng.randbytes(rng.randrange(1, 6))
+        if not out:
+            break
+    return bytes(out)
+
+
+def fuzz_corpus() -> list[bytes]:
+    rng = random.Random(1)
+    records = [
+        SimpleRecord(
+            1_000 + i,
+            None if i % 5 == 0 else rng.randbytes(rng.randrange(0, 12)),
+            None if i % 7 == 0 else rng.randbytes(rng.randrange(0, 40)),
+            [("h", None), ("k2", b"v")] if i % 3 == 0 else [],
+        )
+        for i in range(12)
+    ]
+    # Uncompressed and gzip only: a mutated LZ4 or zstd frame may declare a huge content size,
+    # and both builders would ask the codec for it (the codec is not what is under test).
+    return [
+        build_batch(records[:4]) + build_batch(records[4:], base_offset=4),
+        build_batch(records, timestamp_type=TimestampType.LOG_APPEND_TIME),
+        build_batch(records[:3], control=True) + build_batch(records[3:], base_offset=3),
+        build_batch(records, compression=CompressionType.GZIP),
+        raw_batch(raw_record(0, b"", None, [(b"", b"")]) + raw_record(1, None, b""), 2),
+    ]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_mutations_never_crash_and_agree(seed: int) -> None:
+    rng = random.Random(seed)
+    corpus = fuzz_corpus()
+    for _ in range(2_500):
+        data = mutate(rng, rng.choice(corpus))
+        # Mostly without the CRC check, which would stop nearly every mutation at the header.
+        check_crcs = rng.random() < 0.1
+        min_offset = rng.choice((0, 0, 2, 5))
+        end_offset = rng.choice((2**62, 4, 100))
+        assert_same([(data, min_offset, end_offset, check_crcs)], rng.random() < 0.8)
+
+
+def random_records(rng: random.Random) -> tuple[bytes, int]:
+    """A records section of near-valid records: lengths and counts a little off, random bytes."""
+    out = b""
+    count = rng.randrange(6)
+    for i in range(count):
+        roll = rng.random()
+        if roll < 0.1:
+            out += rng.randbytes(rng.randrange(1, 12))
+            continue
+
+        def item() -> bytes | None:
+            return rng.choice((None, b"", rng.randbytes(rng.randrange(1, 9))))
+
+        fields = {
+            "offset_delta": rng.choice((i, -1, 2**31 - 1)),
+            "key": item(),
+            "value": item(),
+            "headers": [(item(), item()) for _ in range(rng.randrange(3))],
+            "ts_delta": rng.choice((0, 1, -(2**40))),
+        }
+        record = raw_record(**fields)  # type: ignore[arg-type]
+        if roll < 0.3:
+            body_length = len(record) - len(encode_varint(len(record)))
+            record = raw_record(**fields, length=body_length + rng.randrange(-3, 4))  # type: ignore[arg-type]
+        elif roll < 0.4:
+            record = record[: rng.randrange(len(record))]
+        out += record
+    return out, count
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_random_records_never_crash_and_agree(seed: int) -> None:
+    rng = random.Random(100 + seed)
+    for _ in range(1_500):
+        records, count = random_records(rng)
+        attributes = rng.choice((0, 0, 0x08, 0x20))
+        data = raw_batch(records, count + rng.choice((0, 0, 0, -1, 1)), attributes=attributes)
+        assert_same([(data, 0, 2**62, rng.random() < 0.5)], rng.random() < 0.8)
+
+
+# ---- the compiled builder's own contract ----
+
+
+@needs_compiled
+def test_finish_releases_the_builder() -> None:
+    builder = _columns.ColumnBuilder(True)
+    builder.add_batches(build_batch([SimpleRecord(1, b"k", b"v")]), 0, 10, True)
+    assert builder.finish().count == 1
+    assert builder.count == 1
+    with pytest.raises(RuntimeError):
+        builder.finish()
+    with pytest.raises(RuntimeError):
+        builder.add_batches(b"", 0, 10, True)
+
+
+@needs_compiled
+def test_a_builder_never_initialised_refuses_calls() -> None:
+    builder = _columns.ColumnBuilder.__new__(_columns.ColumnBuilder)
+    with pytest.raises(RuntimeError):
+        builder.add_batches(b"", 0, 10, True)
+    with pytest.raises(RuntimeError):
+        builder.finish()
+
+
+@needs_compiled
+def test_a_column_past_its_int32_offsets_raises_before_the_record_is_added() -> None:
+    data = build_batch([SimpleRecord(1, b"k", b"v" * 100, [("h", b"x")])] * 3)
+    previous = _columns._set_max_column_bytes(250)
+    try:
+        builder = _columns.ColumnBuilder(True)
+        with pytest.raises(OverflowError):
+            builder.add_batches(data, 0, 10, False)
+        assert builder.count == 2  # the third value would pass 250 bytes
+        columns = builder.finish()
+        assert columns.value_offsets == le("i", [0, 100, 200])
+        assert columns.header_offsets == le("i", [0, 1, 2])
+        _columns._set_max_column_bytes(15)
+        data = build_batch([SimpleRecord(1, b"k", b"v", [("h", b"x" * 10)])] * 3)
+        builder = _columns.ColumnBuilder(True)
+        with pytest.raises(OverflowError):
+            builder.add_batches(data, 0, 10, False)
+        assert builder.count == 1  # the second header value would pass 15 bytes
+    finally:
+        _columns._set_max_column_bytes(previous)
+
+
+@needs_compiled
+def test_bad_arguments() -> None:
+    with pytest.raises(TypeError):
+        _columns.ColumnBuilder()  # type: ignore[call-arg]
+    builder = _columns.ColumnBuilder(False)
+    with pytest.raises(TypeError):
+        builder.add_batches("text", 0, 10, True)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        builder.add_batches(b"", 0.5, 10, True)  # type: ignore[arg-type]
+    assert builder.add_batches(data=b"", min_offset=3, end_offset=10, check_crcs=False) == 3
+
+
+def test_the_crc_covers_attributes_to_the_end() -> None:
+    """The CRC check runs over the bytes the batch module says (attributes .. end)."""
+    data = bytearray(raw_batch(raw_record(0), 1))
+    data[ATTRIBUTES_OFFSET - 1] ^= 0xFF  # inside the stored CRC: a mismatch
+    assert decode(data)[:2] == ("error", CorruptRecordError)
+    data = bytearray(raw_batch(raw_record(0), 1))
+    data[LOG_OVERHEAD] ^= 0xFF  # the leader epoch, not covered
+    assert decode(data)[0] == "ok"
