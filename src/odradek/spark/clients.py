@@ -7,6 +7,8 @@ keys it knows. A key no odradek client knows fails at once with our ``ConfigErro
 
 from __future__ import annotations
 
+import atexit
+import threading
 from collections.abc import Mapping
 
 from odradek.client import AdminClient, SimpleConsumer
@@ -21,7 +23,7 @@ from odradek.client.config import (
 from odradek.client.consumer import Consumer  # noqa: F401  (registers the consumer's keys)
 from odradek.client.producer import Producer  # noqa: F401  (registers the producer's keys)
 
-__all__ = ["admin_client", "client_settings", "simple_consumer"]
+__all__ = ["admin_client", "client_settings", "shared_simple_consumer", "simple_consumer"]
 
 #: Bigger than the client's 1 MiB default: a read task's fetches feed Arrow batches.
 READ_FETCH_BYTES = 8 * 1024 * 1024
@@ -58,3 +60,32 @@ def simple_consumer(config: Mapping[str, str]) -> SimpleConsumer:
     }
     settings.update(client_settings(config, SIMPLE_CONSUMER))
     return SimpleConsumer(settings)
+
+
+_shared: dict[tuple[tuple[str, str], ...], SimpleConsumer] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_simple_consumer(config: Mapping[str, str]) -> SimpleConsumer:
+    """One simple consumer per distinct configuration per process, kept for later tasks.
+
+    Spark reuses its Python workers between tasks; keeping the consumer saves every read task
+    the bootstrap, the metadata request and new connections. The consumer is thread-safe and
+    stateless between calls (its metadata refreshes itself on errors), so sharing it is safe;
+    the shared consumers are closed when the process exits.
+    """
+    key = tuple(sorted(config.items()))
+    with _shared_lock:
+        consumer = _shared.get(key)
+        if consumer is None:
+            consumer = simple_consumer(config)
+            _shared[key] = consumer
+        return consumer
+
+
+@atexit.register
+def _close_shared() -> None:
+    with _shared_lock:
+        for consumer in _shared.values():
+            consumer.close()
+        _shared.clear()

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from odradek.client import FetchRequest
 from odradek.errors import KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from odradek.records.columns import Columns, columns_builder
-from odradek.spark.clients import READ_FETCH_BYTES, simple_consumer
+from odradek.spark.clients import READ_FETCH_BYTES, shared_simple_consumer
 from odradek.spark.planning import OffsetRange
 from odradek.spark.schema import HEADERS_ARROW_TYPE, arrow_read_schema
 
@@ -60,38 +60,35 @@ def read_range(
         DataLossError: lost records, with ``fail_on_data_loss``.
         KafkaError: the broker's error (e.g. a corrupt batch), after the client's retries.
     """
-    consumer = simple_consumer(client_config)
+    consumer = shared_simple_consumer(client_config)
     max_bytes = consumer.config.get_int("max.partition.fetch.bytes") or READ_FETCH_BYTES
     check_crcs = consumer.config.get_bool("check.crcs")
     offset = r.start
-    try:
-        while offset < r.end:
-            request = FetchRequest(r.topic, r.partition, offset, max_bytes)
-            [result] = consumer.multifetch_raw([request])
-            if result.error is not None:
-                offset = _after_error(r, offset, result.error, result.log_start_offset,
-                                      fail_on_data_loss)  # fmt: skip
-                continue
-            builder = columns_builder(include_headers)
-            next_offset = builder.add_batches(result.records, offset, r.end, check_crcs)
-            if builder.count:
-                yield columns_to_arrow(builder.finish(), r.topic, r.partition, include_headers)
-            if next_offset > offset:
-                offset = next_offset
-                continue
-            if result.records:
-                # One batch larger than max_bytes that the broker still cut: fetch it whole.
-                max_bytes *= 2
-                continue
-            # Nothing at all at this offset: the log ends before the range does.
-            _lost(
-                f"{r.topic}-{r.partition}: offsets {offset}..{r.end - 1} are not in the log "
-                f"(high watermark {result.high_watermark})",
-                fail_on_data_loss,
-            )
-            return
-    finally:
-        consumer.close()
+    while offset < r.end:
+        request = FetchRequest(r.topic, r.partition, offset, max_bytes)
+        [result] = consumer.multifetch_raw([request])
+        if result.error is not None:
+            offset = _after_error(r, offset, result.error, result.log_start_offset,
+                                  fail_on_data_loss)  # fmt: skip
+            continue
+        builder = columns_builder(include_headers)
+        next_offset = builder.add_batches(result.records, offset, r.end, check_crcs)
+        if builder.count:
+            yield columns_to_arrow(builder.finish(), r.topic, r.partition, include_headers)
+        if next_offset > offset:
+            offset = next_offset
+            continue
+        if result.records:
+            # One batch larger than max_bytes that the broker still cut: fetch it whole.
+            max_bytes *= 2
+            continue
+        # Nothing at all at this offset: the log ends before the range does.
+        _lost(
+            f"{r.topic}-{r.partition}: offsets {offset}..{r.end - 1} are not in the log "
+            f"(high watermark {result.high_watermark})",
+            fail_on_data_loss,
+        )
+        return
 
 
 def _after_error(
