@@ -22,6 +22,7 @@ from odradek.spark.batch_reader import BatchReader
 from odradek.spark.options import parse_sink_options, parse_source_options
 from odradek.spark.schema import read_schema
 from odradek.spark.stream_reader import StreamReader
+from odradek.spark.writer import BatchWriter, StreamWriter
 
 __all__ = ["OdradekDataSource"]
 
@@ -44,17 +45,7 @@ class OdradekDataSource(DataSource):
         return StreamReader(parse_source_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from odradek.spark.writer import (  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: PLC0415
-            BatchWriter,
-        )
-
-        writer: DataSourceWriter = BatchWriter(parse_sink_options(self.options), schema)
-        return writer
+        return BatchWriter(parse_sink_options(self.options), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
-        from odradek.spark.writer import (  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: PLC0415
-            StreamWriter,
-        )
-
-        writer: DataSourceStreamWriter = StreamWriter(parse_sink_options(self.options), schema)
-        return writer
+        return StreamWriter(parse_sink_options(self.options), schema)
