@@ -11,6 +11,7 @@ import click
 
 from odradek._version import __version__
 from odradek.cli.consume import consume
+from odradek.cli.demo import demo
 from odradek.cli.dump_log import dump_log
 from odradek.cli.groups import groups
 from odradek.cli.produce import produce
@@ -25,6 +26,7 @@ def cli() -> None:
 
 
 cli.add_command(consume)
+cli.add_command(demo)
 cli.add_command(dump_log)
 cli.add_command(groups)
 cli.add_command(produce)

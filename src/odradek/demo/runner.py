@@ -1,0 +1,444 @@
+"""``run_demo``: the whole demo, from an empty data directory to the summary.
+
+In order (each step undone in reverse on the way out, whatever happens):
+
+1. the data directory: ``broker/`` (the embedded broker's logs), ``checkpoint/`` (the streaming
+   query's), ``parquet/`` (the windows), ``spark.log`` (the Spark JVM's output) and
+   ``summary.json``; the first three are emptied first, so every run starts from nothing;
+2. an embedded broker on 127.0.0.1 (a free port) and the two topics;
+3. a local Spark session and the streaming query (``pipeline``);
+4. the generator (``generator``) for ``duration_s`` seconds, with a progress line every
+   ``progress_interval_s`` from the query's progress and the group's lag;
+5. the drain: the end-of-stream marker moves the watermark past every event, and the demo waits
+   until the query has run the micro-batch that closes the last windows (``drain_timeout_s``);
+6. the query stopped between micro-batches, Spark and its JVM stopped, the outputs read back and
+   the summary printed (``summary``), also written to ``summary.json``.
+
+Signals: the first SIGINT (Ctrl-C) or SIGTERM ends the run early — no drain; everything is
+stopped in the same order and the summary printed; a second one interrupts at once
+(``KeyboardInterrupt``). Spark's own SIGINT handler (cancel every job) is replaced while the
+demo runs. Must be called from the main thread for that (elsewhere signals are left alone).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any, Final, TextIO
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+
+from odradek._clock import SYSTEM_CLOCK
+from odradek.broker.embedded import Broker
+from odradek.client import AdminClient, NewTopic
+from odradek.client.producer import Producer
+from odradek.demo.generator import (
+    EventGenerator,
+    GeneratorStatistics,
+    PageViewFactory,
+    end_of_stream_marker,
+)
+from odradek.demo.pipeline import (
+    PipelineSettings,
+    SinkStatistics,
+    WindowSink,
+    start_query,
+    start_session,
+    stop_session,
+)
+from odradek.demo.summary import (
+    Progress,
+    Summary,
+    format_progress,
+    format_summary,
+    group_lag,
+    parquet_totals,
+    topic_totals,
+    write_json,
+)
+from odradek.errors import OdradekError
+
+__all__ = ["DemoError", "DemoSettings", "run_demo"]
+
+#: The generator's largest event-time lag behind the clock (must stay under the watermark).
+MAX_LATENESS_MS: Final = 1_000
+#: How long a stop waits for a running micro-batch to finish before stopping the query anyway
+#: (a second Ctrl-C does not wait).
+BATCH_FINISH_TIMEOUT_S: Final = 60.0
+_OWN_SUBDIRS: Final = ("broker", "checkpoint", "parquet")
+
+
+class DemoError(Exception):
+    """A problem the user can act on; its message is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class DemoSettings:
+    """The demo's settings (``odradek demo --help`` describes each)."""
+
+    duration_s: float = 40.0
+    rate: float = 200.0
+    data_dir: Path = Path("data/demo")
+    partitions: int = 3
+    seed: int = 0
+    group_id: str = "odradek-demo"
+    input_topic: str = "page-views"
+    output_topic: str = "page-view-counts"
+    window_seconds: int = 10
+    watermark_seconds: int = 5
+    trigger_seconds: float = 2.0
+    progress_interval_s: float = 5.0
+    drain_timeout_s: float = 60.0
+
+    def check(self) -> None:
+        """Raises DemoError for settings that cannot work together."""
+        if self.watermark_seconds * 1000 <= MAX_LATENESS_MS:
+            raise DemoError(
+                f"the watermark must exceed the events' lateness ({MAX_LATENESS_MS} ms): "
+                f"got {self.watermark_seconds} s"
+            )
+
+
+class StopSignal:
+    """SIGINT and SIGTERM as a stop request (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self._installed: dict[int, Any] = {}
+
+    def install(self) -> None:
+        """(Re)installs the handlers; a no-op outside the main thread."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.signal(signum, self._handle)
+            self._installed.setdefault(signum, previous)
+
+    def restore(self) -> None:
+        for signum, previous in self._installed.items():
+            signal.signal(signum, previous)
+        self._installed.clear()
+
+    def _handle(self, _signum: int, _frame: FrameType | None) -> None:
+        if self.event.is_set():
+            raise KeyboardInterrupt
+        self.event.set()
+
+
+def run_demo(settings: DemoSettings, out: TextIO = sys.stdout) -> Summary:
+    """Runs the demo (module docstring) and returns its summary, also printed to ``out``.
+
+    Raises:
+        DemoError: the broker, Spark or the query failed (one line; details in spark.log).
+    """
+    settings.check()
+    stop = StopSignal()
+    stop.install()
+    try:
+        return _Run(settings, stop, out).run()
+    except OdradekError as error:  # the embedded broker or a client
+        raise DemoError(f"{type(error).__name__}: {error}") from None
+    finally:
+        stop.restore()
+
+
+@dataclass(frozen=True, slots=True)
+class _Figures:
+    """What the pipeline phase measured, for the summary."""
+
+    run_s: float
+    interrupted: bool
+    drained: bool
+    events: GeneratorStatistics
+    markers: int
+    batches: int
+    rows_read: int
+    sink: SinkStatistics
+
+
+class _Run:
+    """One run's state; ``run`` is called once."""
+
+    def __init__(self, settings: DemoSettings, stop: StopSignal, out: TextIO) -> None:
+        self.settings = settings
+        self.stop = stop
+        self.out = out
+        self.data_dir = settings.data_dir
+        self.notes: list[str] = []
+        self.started = time.monotonic()
+
+    def say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def run(self) -> Summary:
+        s = self.settings
+        _prepare(self.data_dir)
+        with contextlib.ExitStack() as outer:
+            broker = Broker(str(self.data_dir / "broker"), config={"num.partitions": "1"})
+            try:
+                broker.start()
+            except (OSError, OdradekError) as error:
+                raise DemoError(f"the embedded broker did not start: {error}") from None
+            outer.callback(broker.stop)
+            bootstrap = broker.bootstrap_servers
+            self.say(f"odradek demo: broker on {bootstrap} (data under {self.data_dir})")
+            # Spark and the clients are stopped before the outputs are read back.
+            with contextlib.ExitStack() as inner:
+                admin = inner.enter_context(AdminClient({"bootstrap.servers": bootstrap}))
+                admin.create_topics(
+                    [
+                        NewTopic(s.input_topic, s.partitions, 1),
+                        NewTopic(s.output_topic, s.partitions, 1),
+                    ]
+                ).all()
+                producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+                inner.callback(producer.close)
+                figures = self._pipeline(inner, bootstrap, admin, producer)
+            summary = self._summary(bootstrap, figures)
+        self.say(format_summary(summary))
+        write_json(summary, self.data_dir / "summary.json")
+        return summary
+
+    def _pipeline(
+        self, stack: contextlib.ExitStack, bootstrap: str, admin: AdminClient, producer: Producer
+    ) -> _Figures:
+        """Spark, the query and the generator, run and stopped: the figures for the summary."""
+        s = self.settings
+        log_path = self.data_dir / "spark.log"
+        self.say(f"starting Spark (local[2]; its log: {log_path}) ...")
+        try:
+            session = start_session(log_path)
+        except RuntimeError as error:
+            raise DemoError(str(error)) from None
+        stack.callback(self._stop_spark, session)
+        self.stop.install()  # after Spark's: its SIGINT handler cancels every job
+        if self.stop.event.is_set():
+            self.say("stopping early: before the streaming began")
+            nothing = GeneratorStatistics(0, 0, 0, -1, None)
+            return _Figures(0.0, True, False, nothing, 0, 0, 0, SinkStatistics(0, 0, 0))
+        pipeline = PipelineSettings(
+            bootstrap_servers=bootstrap,
+            input_topic=s.input_topic,
+            output_topic=s.output_topic,
+            group_id=s.group_id,
+            checkpoint_dir=(self.data_dir / "checkpoint").resolve(),
+            parquet_dir=(self.data_dir / "parquet").resolve(),
+            window_seconds=s.window_seconds,
+            watermark_seconds=s.watermark_seconds,
+            trigger_seconds=s.trigger_seconds,
+        )
+        sink = WindowSink(pipeline)
+        query = start_query(session, pipeline, sink)
+        factory = PageViewFactory(s.seed, max_lateness_ms=MAX_LATENESS_MS)
+        generator = EventGenerator(producer, s.input_topic, s.rate, factory)
+        self.say(
+            f"streaming: {s.rate:g} page views/s into {s.input_topic} for {s.duration_s:g} s; "
+            f"Spark counts them per page per {s.window_seconds} s window into "
+            f"{s.output_topic} and Parquet (Ctrl-C stops early)"
+        )
+        generator.start()
+        self.started = time.monotonic()
+        try:
+            self._stream(query, generator, sink, admin)
+        finally:
+            generator.stop()
+        run_s = time.monotonic() - self.started
+        events = generator.statistics()
+        interrupted = self.stop.event.is_set()
+        markers, drained = 0, False
+        if not interrupted:
+            markers = 1
+            drained = self._drain(query, producer, events, sink, admin)
+            interrupted = self.stop.event.is_set()
+        else:
+            self.say("stopping early: no drain, so the windows still open are not written")
+        self._stop_query(query)
+        batches, rows_read = _progress_totals(query)
+        return _Figures(
+            run_s, interrupted, drained, events, markers, batches, rows_read, sink.statistics()
+        )
+
+    # -- phases
+
+    def _stream(
+        self, query: StreamingQuery, generator: EventGenerator, sink: WindowSink, admin: AdminClient
+    ) -> None:
+        s = self.settings
+        deadline = time.monotonic() + s.duration_s
+        next_line = time.monotonic() + s.progress_interval_s
+        while not self.stop.event.is_set():
+            now = time.monotonic()
+            if now >= deadline:
+                return
+            if self.stop.event.wait(min(deadline, next_line) - now):
+                return
+            _check_query(query)
+            if time.monotonic() >= next_line:
+                next_line += s.progress_interval_s
+                self.say(
+                    format_progress(self._progress(query, generator.statistics(), sink, admin))
+                )
+
+    def _drain(
+        self,
+        query: StreamingQuery,
+        producer: Producer,
+        events: GeneratorStatistics,
+        sink: WindowSink,
+        admin: AdminClient,
+    ) -> bool:
+        """Sends the end-of-stream marker and waits for the micro-batch that closes the last
+        windows. Returns whether it came (False: timed out or interrupted)."""
+        s = self.settings
+        latest_ms = max(events.max_timestamp_ms, SYSTEM_CLOCK.now_ms())
+        marker_ms = latest_ms + (s.window_seconds + s.watermark_seconds + 1) * 1000
+        producer.send(s.input_topic, end_of_stream_marker(marker_ms), partition=0).result(30)
+        target_ms = marker_ms - s.watermark_seconds * 1000
+        self.say("draining: the end-of-stream marker closes the last windows ...")
+        deadline = time.monotonic() + s.drain_timeout_s
+        next_line = time.monotonic() + s.progress_interval_s
+        while not self.stop.event.wait(0.25):
+            _check_query(query)
+            last = query.lastProgress
+            if last is not None and _watermark_ms(last) >= target_ms:
+                return True
+            if time.monotonic() >= deadline:
+                self.notes.append(
+                    f"the drain did not finish within {s.drain_timeout_s:g} s: the last windows "
+                    "may not be written"
+                )
+                return False
+            if time.monotonic() >= next_line:
+                next_line += s.progress_interval_s
+                self.say(format_progress(self._progress(query, events, sink, admin)))
+        self.say("stopping early: the drain was interrupted")
+        return False
+
+    def _stop_query(self, query: StreamingQuery) -> None:
+        """Stops the query between micro-batches when it can (a batch cut short mid-write
+        would leave its windows half written)."""
+        deadline = time.monotonic() + BATCH_FINISH_TIMEOUT_S
+        told = False
+        with contextlib.suppress(Exception):
+            while query.isActive and query.status["isTriggerActive"]:
+                if not told:
+                    self.say(
+                        "stopping the query once its running micro-batch is done "
+                        "(Ctrl-C again to stop at once) ..."
+                    )
+                    told = True
+                if time.monotonic() > deadline:
+                    self.notes.append(
+                        "the last micro-batch was cut short: its windows may be partly written"
+                    )
+                    break
+                time.sleep(0.05)
+        query.stop()
+
+    def _stop_spark(self, session: SparkSession) -> None:
+        self.say("stopping Spark ...")
+        stop_session(session)
+
+    def _progress(
+        self,
+        query: StreamingQuery,
+        events: GeneratorStatistics,
+        sink: WindowSink,
+        admin: AdminClient,
+    ) -> Progress:
+        last = query.lastProgress
+        batches, rows_read = _progress_totals(query)
+        lag: int | None
+        try:
+            lag = group_lag(admin, self.settings.group_id, *self._input()).lag
+        except Exception:  # a progress line does without it
+            lag = None
+        watermark = None if last is None else last.eventTime.get("watermark")
+        return Progress(
+            elapsed_s=time.monotonic() - self.started,
+            produced=events.sent,
+            batches=batches,
+            rows_read=rows_read,
+            input_rows_per_s=0.0 if last is None else float(last.inputRowsPerSecond or 0),
+            processed_rows_per_s=0.0 if last is None else float(last.processedRowsPerSecond or 0),
+            windows_written=sink.statistics().windows,
+            lag=lag,
+            watermark=watermark if watermark and not watermark.startswith("1970") else None,
+        )
+
+    def _input(self) -> tuple[str, int]:
+        return self.settings.input_topic, self.settings.partitions
+
+    def _summary(self, bootstrap: str, figures: _Figures) -> Summary:
+        s = self.settings
+        try:
+            with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+                lag = group_lag(admin, s.group_id, *self._input())
+            output = topic_totals(bootstrap, s.output_topic, s.partitions)
+            parquet = parquet_totals(self.data_dir / "parquet")
+        except (OdradekError, TimeoutError, OSError) as error:
+            raise DemoError(f"could not read the outputs back: {error}") from None
+        return Summary(
+            input_topic=s.input_topic,
+            partitions=s.partitions,
+            rate=s.rate,
+            window_seconds=s.window_seconds,
+            run_s=figures.run_s,
+            interrupted=figures.interrupted,
+            drained=figures.drained,
+            events=figures.events,
+            markers=figures.markers,
+            batches=figures.batches,
+            rows_read=figures.rows_read,
+            sink=figures.sink,
+            parquet=parquet,
+            output=output,
+            lag=lag,
+            notes=tuple(self.notes),
+        )
+
+
+def _prepare(data_dir: Path) -> None:
+    """Creates the data directory and empties the demo's own parts of it."""
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        for name in _OWN_SUBDIRS:
+            shutil.rmtree(data_dir / name, ignore_errors=True)
+        for name in ("spark.log", "summary.json"):
+            (data_dir / name).unlink(missing_ok=True)
+    except OSError as error:
+        raise DemoError(f"cannot use the data directory {data_dir}: {error}") from None
+
+
+def _check_query(query: StreamingQuery) -> None:
+    """Raises DemoError if the query has failed."""
+    error = query.exception()
+    if error is not None:
+        text = str(error).strip().splitlines()
+        raise DemoError(f"the streaming query failed: {text[0] if text else error!r}")
+    if not query.isActive:
+        raise DemoError("the streaming query stopped on its own")
+
+
+def _progress_totals(query: StreamingQuery) -> tuple[int, int]:
+    """Micro-batches finished and the rows they read, from every progress update kept."""
+    rows: dict[int, int] = {}
+    for progress in query.recentProgress:
+        rows[progress.batchId] = progress.numInputRows
+    return len(rows), sum(rows.values())
+
+
+def _watermark_ms(progress: Any) -> int:
+    text = progress.eventTime.get("watermark")
+    if not text:
+        return -1
+    return int(datetime.fromisoformat(text).timestamp() * 1000)
