@@ -65,11 +65,9 @@ PRODUCER_DEFAULTS: Final[Mapping[str, str]] = {
 #: doubles): failures show early, and a long task does not keep a future per row.
 SETTLE_EVERY: Final = 65_536
 
-#: The batch outcome a record's future shares with the rest of its batch (``future.py``:
-#: "a RecordFuture is a small handle" on its batch's ``BatchResult``). There is no public
-#: accessor; reading it lets a task check deliveries per batch, not per row (a per-row
-#: ``metadata()`` costs ~1 µs, as much as a quarter of a ``send``).
-_batch_of: Final = attrgetter("_result")
+#: The batch outcome a record's future shares with the rest of its batch: deliveries are
+#: checked per batch, not per row (a per-row ``metadata()`` costs ~1 µs, a quarter of a send).
+_batch_of: Final = attrgetter("batch")
 
 
 @dataclass(frozen=True)

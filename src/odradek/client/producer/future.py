@@ -157,6 +157,13 @@ class RecordFuture:
         result.complete(NO_OFFSET, NO_TIMESTAMP, error)
         return cls(result, 0, timestamp_ms, serialized_key_size, serialized_value_size)
 
+    @property
+    def batch(self) -> BatchResult:
+        """The outcome this record shares with every record of its batch: one object per
+        batch, so a caller with many futures can check deliveries per batch (``completed``,
+        ``error``) rather than per record."""
+        return self._result
+
     def done(self) -> bool:
         return self._result.completed
 
