@@ -1,13 +1,19 @@
-"""``client.consumer.decoder``: every width of the inline varints reads as the generic path."""
+"""``client.consumer.decoder``: every width of the inline varints reads as the generic path, in
+both record loops."""
 
 from __future__ import annotations
 
-from odradek.client.consumer.decoder import decode, scan
+from typing import Any
+
+import pytest
+
+from odradek.client.consumer.decoder import decode, py_decode, scan
 from odradek.records.codec import build_batch
 from odradek.records.record import SimpleRecord
 
 
-def test_offset_deltas_of_one_two_and_three_bytes() -> None:
+@pytest.mark.parametrize("decoder", [decode, py_decode])
+def test_offset_deltas_of_one_two_and_three_bytes(decoder: Any) -> None:
     # Offset deltas 0..63 take one byte, up to 8,191 two, up to 2**20 - 1 three.
     count = 2**19 + 16
     values = [str(i % 251).encode() * (1 + i % 3) for i in range(count)]
@@ -15,7 +21,7 @@ def test_offset_deltas_of_one_two_and_three_bytes() -> None:
         [SimpleRecord(1_000 + i % 7, None, v) for i, v in enumerate(values)], base_offset=5
     )
     for fetch_offset in (0, 5 + 8_000, 5 + 2**19):
-        records = decode(
+        records = decoder(
             "t",
             0,
             batch,

@@ -13,13 +13,22 @@ consumer's own, decoding straight into ``ConsumerRecord`` tuples (one object per
   next fetch starts at the offset after the last whole batch and gets it whole. A record larger
   than ``max.partition.fetch.bytes`` still arrives whole (KIP-74), so progress never stops.
 
-Pure functions; called on the application thread (``decode``) and on the fetcher thread
-(``scan``).
+Two record loops: ``py_decode`` in Python, the reference, and ``decode``, which runs the
+compiled loop of ``odradek._records`` (optional: built by setuptools where a C compiler is)
+over as many batches as it accepts and hands each batch it declines to the reference — a
+malformed batch (which the reference then rejects with its own error), or a valid but unusual
+one (offsets or timestamps past int64). So both raise the same errors and return the same
+records; ``decode`` is ``py_decode`` when the extension is missing, and with deserializers
+(the fetcher decodes without them).
+
+Pure functions; called on the fetcher thread (``decode``, ``scan``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import importlib
+from typing import Any, Final
 
 from odradek.client.consumer.record import ConsumerRecord
 from odradek.errors import CorruptRecordError, UnsupportedCompressionTypeError
@@ -37,9 +46,24 @@ from odradek.records.compression import decompress
 from odradek.records.record import Header
 from odradek.records.varint import decode_varint, decode_varlong
 
-__all__ = ["decode", "scan"]
+__all__ = ["COMPILED_MODULE", "compiled_decoder", "decode", "py_decode", "scan"]
+
+#: The optional extension module holding the compiled record loop.
+COMPILED_MODULE: Final = "odradek._records"
 
 _new_record = tuple.__new__
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+
+
+@functools.cache
+def compiled_decoder() -> Any:
+    """``odradek._records.decode_batches``, or None when it is not built (looked up once; by
+    name, as it is optional)."""
+    try:
+        return importlib.import_module(COMPILED_MODULE).decode_batches
+    except ImportError:
+        return None
 
 
 def scan(records: bytes, fetch_offset: int) -> int:
@@ -79,6 +103,51 @@ def decode(
         UnsupportedCompressionTypeError: codec bits 5-7.
         Exception: whatever a deserializer raises (``SerializationError`` and kin).
     """
+    compiled = compiled_decoder()
+    if (
+        compiled is None
+        or key_deserializer is not None
+        or value_deserializer is not None
+        or not _INT64_MIN <= fetch_offset <= _INT64_MAX
+    ):
+        return py_decode(
+            topic,
+            partition,
+            records,
+            fetch_offset,
+            check_crcs=check_crcs,
+            key_deserializer=key_deserializer,
+            value_deserializer=value_deserializer,
+        )
+    out: list[ConsumerRecord] = []
+    end = len(records)
+    pos = 0
+    while True:
+        pos = compiled(
+            out, records, pos, fetch_offset, check_crcs, topic, partition, ConsumerRecord
+        )
+        if end - pos < LOG_OVERHEAD:
+            break
+        _base, size = read_prefix(records, pos)
+        if size <= LOG_OVERHEAD or pos + size > end:
+            break
+        # Declined: the reference raises its error, or decodes this unusual batch.
+        _decode_batch(out, records, pos, topic, partition, fetch_offset, check_crcs, None, None)
+        pos += size
+    return out
+
+
+def py_decode(
+    topic: str,
+    partition: int,
+    records: bytes,
+    fetch_offset: int,
+    *,
+    check_crcs: bool,
+    key_deserializer: Any,
+    value_deserializer: Any,
+) -> list[ConsumerRecord]:
+    """``decode`` in Python only: the reference (see the module docstring)."""
     out: list[ConsumerRecord] = []
     end = len(records)
     pos = 0
@@ -88,39 +157,55 @@ def decode(
         _base, size = read_prefix(records, pos)
         if size <= LOG_OVERHEAD or pos + size > end:
             break
-        header = validate_batch(records, pos) if check_crcs else parse_header(records, pos)
-        batch_pos = pos
-        pos += size
-        if header.is_control or header.last_offset < fetch_offset:
-            continue
-        codec = header.compression_bits
-        if codec == CompressionType.NONE:
-            data, start, stop = records, batch_pos + HEADER_SIZE, batch_pos + header.size
-        else:
-            if codec > CompressionType.ZSTD:
-                raise UnsupportedCompressionTypeError(
-                    f"{topic}-{partition}: batch at offset {header.base_offset} uses unknown "
-                    f"compression codec {codec}"
-                )
-            with memoryview(records) as view:
-                data = decompress(codec, view[batch_pos + HEADER_SIZE : batch_pos + header.size])
-            start, stop = 0, len(data)
-        timestamp_type = header.timestamp_type
-        _decode_batch_records(
-            out,
-            data,
-            start,
-            stop,
-            header.records_count,
-            header.base_offset,
-            header.base_timestamp,
-            header.max_timestamp if timestamp_type is TimestampType.LOG_APPEND_TIME else None,
-            (topic, partition, timestamp_type, header.partition_leader_epoch),
-            fetch_offset,
-            key_fn,
-            value_fn,
+        _decode_batch(
+            out, records, pos, topic, partition, fetch_offset, check_crcs, key_fn, value_fn
         )
+        pos += size
     return out
+
+
+def _decode_batch(
+    out: list[ConsumerRecord],
+    records: bytes,
+    pos: int,
+    topic: str,
+    partition: int,
+    fetch_offset: int,
+    check_crcs: bool,
+    key_fn: Any,
+    value_fn: Any,
+) -> None:
+    """Appends the records at or after ``fetch_offset`` of the whole batch at ``pos``."""
+    header = validate_batch(records, pos) if check_crcs else parse_header(records, pos)
+    if header.is_control or header.last_offset < fetch_offset:
+        return
+    codec = header.compression_bits
+    if codec == CompressionType.NONE:
+        data, start, stop = records, pos + HEADER_SIZE, pos + header.size
+    else:
+        if codec > CompressionType.ZSTD:
+            raise UnsupportedCompressionTypeError(
+                f"{topic}-{partition}: batch at offset {header.base_offset} uses unknown "
+                f"compression codec {codec}"
+            )
+        with memoryview(records) as view:
+            data = decompress(codec, view[pos + HEADER_SIZE : pos + header.size])
+        start, stop = 0, len(data)
+    timestamp_type = header.timestamp_type
+    _decode_batch_records(
+        out,
+        data,
+        start,
+        stop,
+        header.records_count,
+        header.base_offset,
+        header.base_timestamp,
+        header.max_timestamp if timestamp_type is TimestampType.LOG_APPEND_TIME else None,
+        (topic, partition, timestamp_type, header.partition_leader_epoch),
+        fetch_offset,
+        key_fn,
+        value_fn,
+    )
 
 
 def _decode_batch_records(
@@ -226,7 +311,12 @@ def _decode_batch_records(
                 pos += 1
             else:
                 headers, pos = _decode_headers(data, pos, record_end)
-                header_size = sum(len(k) + (len(v) if v is not None else 0) for k, v in headers)
+                # Serialized bytes (UTF-8 keys), as kafka-python counts them; -1 for none.
+                header_size = (
+                    sum(len(k.encode()) + (len(v) if v is not None else 0) for k, v in headers)
+                    if headers
+                    else -1
+                )
             if pos != record_end:
                 raise CorruptRecordError(
                     f"{topic}-{partition}: record {index} declares {length} bytes but its "
