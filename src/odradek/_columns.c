@@ -24,23 +24,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_batch_format.h"
+
 #ifndef __SIZEOF_INT128__
 #error "odradek._columns needs a compiler with 128-bit integers (gcc, clang)"
 #endif
 typedef __int128 wide;
 
-#define HEADER_SIZE 61
-#define LOG_OVERHEAD 12
-#define MAGIC_OFFSET 16
-#define CRC_OFFSET 17
-#define ATTRIBUTES_OFFSET 21
-#define LAST_OFFSET_DELTA_OFFSET 23
-#define BASE_TIMESTAMP_OFFSET 27
-#define MAX_TIMESTAMP_OFFSET 35
-#define RECORDS_COUNT_OFFSET 57
-#define COMPRESSION_MASK 0x07
-#define TIMESTAMP_TYPE_BIT 0x08
-#define CONTROL_BIT 0x20
 
 /* Python objects imported once at module init (strong references, never released: the
  * module is single-phase and lives as long as the interpreter). */
@@ -54,39 +44,6 @@ static PyObject *CorruptRecordError;  /* odradek.errors.CorruptRecordError */
 
 /* The most bytes one column's data may hold (int32 offsets); lowered by tests only. */
 static Py_ssize_t max_column_bytes = INT32_MAX;
-
-/* ---- big-endian reads (the caller has checked the bounds) ---- */
-
-static inline uint16_t
-be16(const uint8_t *p)
-{
-    return (uint16_t)(((uint16_t)p[0] << 8) | p[1]);
-}
-
-static inline uint32_t
-be32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-static inline uint64_t
-be64(const uint8_t *p)
-{
-    return ((uint64_t)be32(p) << 32) | be32(p + 4);
-}
-
-/* Two's complement reinterpretation without implementation-defined conversions. */
-static inline int64_t
-as_i64(uint64_t u)
-{
-    return u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
-}
-
-static inline int32_t
-as_i32(uint32_t u)
-{
-    return u <= (uint32_t)INT32_MAX ? (int32_t)u : -(int32_t)(~u) - 1;
-}
 
 /* ---- growable byte buffers ---- */
 
@@ -257,69 +214,6 @@ binary_objects(const Binary *c, PyObject **validity, PyObject **offsets, PyObjec
         Py_CLEAR(*data);
         return -1;
     }
-    return 0;
-}
-
-/* ---- varints (zigzag; see odradek/records/varint.py) ---- */
-
-/* Decodes an unsigned base-128 number of at most ``max_bytes`` bytes from p[*pos .. end);
- * the byte at index max_bytes - 1 must not exceed ``last_limit``. Returns -1 (no exception
- * set) when the number is truncated or overlong. */
-static inline int
-read_raw(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, int max_bytes, unsigned last_limit,
-         uint64_t *out)
-{
-    Py_ssize_t i = *pos;
-    if (i < end && p[i] < 0x80) {
-        *out = p[i];
-        *pos = i + 1;
-        return 0;
-    }
-    uint64_t raw = 0;
-    int shift = 0;
-    for (int index = 0; index < max_bytes; index++) {
-        if (i >= end) {
-            return -1;
-        }
-        uint8_t byte = p[i++];
-        if (index == max_bytes - 1) {
-            if (byte > last_limit) {
-                return -1;
-            }
-            raw |= (uint64_t)byte << shift;
-            break;
-        }
-        raw |= (uint64_t)(byte & 0x7F) << shift;
-        if (byte < 0x80) {
-            break;
-        }
-        shift += 7;
-    }
-    *out = raw;
-    *pos = i;
-    return 0;
-}
-
-static inline int
-read_varint(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, int32_t *out)
-{
-    uint64_t raw;
-    if (read_raw(p, pos, end, 5, 0x0F, &raw) < 0) {
-        return -1;
-    }
-    /* raw < 2**32: the zigzag value is in the int32 range. */
-    *out = (int32_t)(raw & 1 ? -(int64_t)(raw >> 1) - 1 : (int64_t)(raw >> 1));
-    return 0;
-}
-
-static inline int
-read_varlong(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
-{
-    uint64_t raw;
-    if (read_raw(p, pos, end, 10, 0x01, &raw) < 0) {
-        return -1;
-    }
-    *out = raw & 1 ? -(int64_t)(raw >> 1) - 1 : (int64_t)(raw >> 1);
     return 0;
 }
 
