@@ -1,7 +1,7 @@
 /* odradek._columns: the compiled ColumnBuilder (see odradek/records/columns.py).
  *
  * Decodes v2 record batches column-wise into growing C buffers and hands them out as the
- * ``Columns`` NamedTuple of odradek.records.columns. It behaves exactly like
+ * ``Columns`` dataclass of odradek.records.columns. It behaves exactly like
  * ``PyColumnBuilder``, the Python reference: the same batches skipped, the same records kept,
  * the same bytes out, and the same exception class for every malformed input.
  *
