@@ -10,6 +10,7 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension("odradek._columns", sources=["src/odradek/_columns.c"], optional=True),
+        Extension("odradek._append", sources=["src/odradek/_append.c"], optional=True),
         Extension("odradek._records", sources=["src/odradek/_records.c"], optional=True),
     ],
 )

@@ -4,6 +4,13 @@
 is opened ``O_APPEND``); reads use ``os.pread``; ``FileSlice`` names a byte range that the
 broker can hand to ``os.sendfile`` without copying.
 
+The leader's append fast path, ``FileRecords.append_batch``, checks one whole batch, patches
+its base offset (and leader epoch) and writes it in one call: compiled (``odradek._append``,
+an optional C extension) when it is built, else ``py_append_batch``, its Python reference.
+Both take the same arguments, write the same bytes and answer the same; either declines
+(returns None, having written nothing) whatever it does not handle, and the caller then takes
+the general path, which validates again and raises the precise error.
+
 Thread safety: one writer thread appends and truncates; any thread may read. ``size`` is
 published after the bytes are written, so a reader that honours ``size`` never sees a batch
 being written. A reader may see a file grow between two calls; never shrink, except through
@@ -12,13 +19,44 @@ being written. A reader may see a file grow between two calls; never shrink, exc
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
-from collections.abc import Iterator, Sequence
+import struct
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from odradek._types import ReadableBuffer
 from odradek.errors import CorruptRecordError, UnsupportedForMessageFormatError
-from odradek.records.batch import HEADER_SIZE, BatchHeader, parse_header, validate_batch
+from odradek.records.batch import (
+    ATTRIBUTES_OFFSET,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    PARTITION_LEADER_EPOCH_OFFSET,
+    BatchHeader,
+    parse_header,
+    validate_batch,
+)
+from odradek.records.crc import crc32c
+
+#: What an accepted fast-path append reports: (last_offset_delta, max_timestamp,
+#: records_count) of the batch written.
+BatchFields: TypeAlias = tuple[int, int, int]
+#: The signature shared by ``py_append_batch`` and the compiled ``odradek._append``.
+AppendBatch: TypeAlias = Callable[
+    [int, ReadableBuffer, int, int | None, int, int, int], BatchFields | None
+]
+
+#: The optional extension module holding the compiled ``append_batch``.
+COMPILED_MODULE = "odradek._append"
+
+# The header fields the fast path reads, in one unpack: batch_length (8), magic (16), crc
+# (17), last_offset_delta (23), max_timestamp (35), records_count (57).
+_FAST_FIELDS = struct.Struct(">8xi4xbI2xi8xq14xi")
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +81,118 @@ class FileSlice:
                 f"short read: wanted {self.length} bytes at {self.position}, got {len(data)}"
             )
         return data
+
+
+def py_append_batch(
+    fd: int,
+    data: ReadableBuffer,
+    base_offset: int,
+    leader_epoch: int | None,
+    max_size: int,
+    max_timestamp: int,
+    max_last_offset_delta: int,
+) -> BatchFields | None:
+    """Checks that ``data`` is one whole, valid v2 batch within the limits, sets its base
+    offset (and partition leader epoch) and appends it to ``fd``. The reference of the
+    compiled ``odradek._append.append_batch``, which behaves identically.
+
+    Args:
+        fd: the ``O_APPEND`` file to write to.
+        data: exactly one batch. A ``bytearray`` is patched in place and written with one
+            ``write``; any other buffer is left untouched: a patched copy of its 61-byte
+            header and the rest of it go out with one ``writev``.
+        base_offset: written into the batch (the CRC32C does not cover it).
+        leader_epoch: written into the batch's partition leader epoch, unless None.
+        max_size: the largest batch accepted, in bytes.
+        max_timestamp: the largest ``max_timestamp`` accepted.
+        max_last_offset_delta: the largest ``last_offset_delta`` accepted.
+
+    Returns:
+        ``(last_offset_delta, max_timestamp, records_count)`` of the batch written; or None,
+        having written nothing and changed nothing, when ``data`` is not exactly one batch,
+        is not a v2 batch, is malformed (a length below the minimum, a negative offset delta
+        or record count), fails its CRC32C, has a negative ``max_timestamp`` or exceeds a
+        limit; and when ``data`` is neither ``bytes``, ``bytearray`` nor a contiguous
+        ``memoryview`` of single bytes.
+    Raises:
+        OSError: the write failed (part of the batch may have been written).
+    """
+    in_place = isinstance(data, bytearray)
+    if not (
+        in_place
+        or isinstance(data, bytes)
+        or (type(data) is memoryview and data.itemsize == 1 and data.c_contiguous)
+    ):
+        return None
+    size = len(data)
+    if size < HEADER_SIZE:
+        return None
+    batch_length, magic, crc, last_offset_delta, batch_max_timestamp, records = (
+        _FAST_FIELDS.unpack_from(data)
+    )
+    if (
+        magic != MAGIC_V2
+        or batch_length + LOG_OVERHEAD != size
+        or size > max_size
+        or not 0 <= last_offset_delta <= max_last_offset_delta
+        or not 0 <= batch_max_timestamp <= max_timestamp
+        or records < 0
+    ):
+        return None
+    with memoryview(data) as view:
+        if crc32c(view[ATTRIBUTES_OFFSET:]) != crc:
+            return None
+        if in_place:
+            _INT64.pack_into(data, 0, base_offset)
+            if leader_epoch is not None:
+                _INT32.pack_into(data, PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
+            _write_all(fd, view)
+        else:
+            head = bytearray(view[:HEADER_SIZE])
+            _INT64.pack_into(head, 0, base_offset)
+            if leader_epoch is not None:
+                _INT32.pack_into(head, PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
+            _writev_all(fd, [memoryview(head), view[HEADER_SIZE:]])
+    return last_offset_delta, batch_max_timestamp, records
+
+
+@functools.cache
+def compiled_append_batch() -> AppendBatch | None:
+    """The compiled ``append_batch``, or None when ``odradek._append`` is not built (looked
+    up once, by name: the extension is optional)."""
+    try:
+        function: AppendBatch = importlib.import_module(COMPILED_MODULE).append_batch
+    except ImportError:
+        return None
+    return function
+
+
+#: The implementation ``FileRecords.append_batch`` uses: compiled when available.
+append_batch_impl: AppendBatch = compiled_append_batch() or py_append_batch
+
+
+def _write_all(fd: int, view: memoryview) -> None:
+    written = os.write(fd, view)
+    total = len(view)
+    while written < total:  # a short write: finish the rest
+        written += os.write(fd, view[written:])
+
+
+def _writev_all(fd: int, views: list[memoryview]) -> None:
+    total = sum(len(view) for view in views)
+    written = os.writev(fd, views)
+    while written < total:  # a short write: finish the rest piece by piece
+        skip = written
+        remaining = []
+        for view in views:
+            if skip >= len(view):
+                skip -= len(view)
+                continue
+            remaining.append(view[skip:])
+            skip = 0
+        views = remaining
+        total -= written
+        written = os.writev(fd, views)
 
 
 class FileRecords:
@@ -81,12 +231,9 @@ class FileRecords:
     def append(self, data: ReadableBuffer) -> int:
         """Appends ``data`` (whole batches) and returns the position it starts at."""
         position = self._size
-        view = memoryview(data)
-        written = 0
-        total = len(view)
-        while written < total:
-            written += os.write(self._fd, view[written:])
-        self._size = position + total
+        with memoryview(data) as view:
+            _write_all(self._fd, view)
+            self._size = position + len(view)
         return position
 
     def append_parts(self, parts: Sequence[ReadableBuffer]) -> int:
@@ -94,22 +241,37 @@ class FileRecords:
         position it starts at."""
         position = self._size
         views = [memoryview(part) for part in parts]
-        total = sum(len(view) for view in views)
-        written = os.writev(self._fd, views)
-        while written < total:  # a short write: finish the rest piece by piece
-            skip = written
-            remaining = []
-            for view in views:
-                if skip >= len(view):
-                    skip -= len(view)
-                    continue
-                remaining.append(view[skip:])
-                skip = 0
-            views = remaining
-            total -= written
-            written = os.writev(self._fd, views)
-        self._size = position + sum(len(memoryview(part)) for part in parts)
+        _writev_all(self._fd, views)
+        self._size = position + sum(len(view) for view in views)
         return position
+
+    def append_batch(
+        self,
+        data: ReadableBuffer,
+        base_offset: int,
+        leader_epoch: int | None,
+        max_batch_bytes: int,
+        max_file_bytes: int,
+        max_timestamp: int,
+        max_last_offset_delta: int,
+    ) -> BatchFields | None:
+        """The leader's fast path: checks, patches and appends one batch at ``size`` (see
+        ``py_append_batch``), when it is at most ``max_batch_bytes`` and leaves the file at
+        most ``max_file_bytes`` long. Returns None, having written nothing, for anything it
+        does not handle."""
+        room = max_file_bytes - self._size
+        fields = append_batch_impl(
+            self._fd,
+            data,
+            base_offset,
+            leader_epoch,
+            room if room < max_batch_bytes else max_batch_bytes,
+            max_timestamp,
+            max_last_offset_delta,
+        )
+        if fields is not None:
+            self._size += len(data)
+        return fields
 
     def slice(self, position: int, length: int) -> FileSlice:
         """A slice of ``length`` bytes at ``position``, clipped to ``size``."""

@@ -19,6 +19,9 @@ from odradek.storage.index_file import INT32_MAX, IndexFile, first_out_of_order
 
 __all__ = ["IndexEntry", "OffsetIndex"]
 
+#: The entry codec (module-level too, for ``append_trusted``).
+_OFFSET_ENTRY = struct.Struct(">ii")
+
 
 class IndexEntry(NamedTuple):
     """An offset index entry: a batch's base offset and its byte position in the ``.log`` file.
@@ -48,7 +51,7 @@ class OffsetIndex(IndexFile):
     __slots__ = ()
 
     entry_size = 8
-    _ENTRY = struct.Struct(">ii")
+    _ENTRY = _OFFSET_ENTRY
     _KEY_TYPECODE = "i"
     _VALUE_TYPECODE = "i"
 
@@ -94,7 +97,16 @@ class OffsetIndex(IndexFile):
     def append_trusted(self, offset: int, position: int) -> None:
         """``append`` without validation, for the owning segment (see ``_append_trusted``):
         the caller guarantees increasing offsets and positions within int32 range."""
-        self._append_trusted(offset - self._base_offset, position)
+        # ``_append_trusted`` inlined: this runs once per index.interval.bytes appended.
+        keys, values = self._columns
+        slot = len(keys)
+        mapped = self._mmap
+        if slot >= self._length // 8 or mapped is None:
+            raise IndexFullError(f"{self._path}: index is full")
+        relative_offset = offset - self._base_offset
+        _OFFSET_ENTRY.pack_into(mapped, slot * 8, relative_offset, position)
+        values.append(position)  # values first, as in ``_append_trusted``
+        keys.append(relative_offset)
 
     def lookup(self, target_offset: int) -> IndexEntry:
         """Returns the entry with the largest offset ``<= target_offset``.

@@ -27,11 +27,12 @@ import os
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from odradek._types import ReadableBuffer
 from odradek.errors import CorruptRecordError
 from odradek.records.batch import BatchHeader, TimestampType, parse_header
 from odradek.records.codec import decode_batch_records
 from odradek.storage.config import LogConfig
-from odradek.storage.file_records import FileRecords, FileSlice
+from odradek.storage.file_records import BatchFields, FileRecords, FileSlice
 from odradek.storage.index_errors import CorruptIndexError
 from odradek.storage.naming import (
     DELETED_SUFFIX,
@@ -87,6 +88,8 @@ class LogSegment:
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
+        #: The largest offset this segment can hold (relative offsets are int32).
+        self._max_offset = base_offset + _MAX_RELATIVE_OFFSET
         self.created_ms = created_ms
         self.log = log
         self.offset_index = offset_index
@@ -224,6 +227,61 @@ class LogSegment:
                 self.first_batch_timestamp = header.max_timestamp
             self._index_batch(header, start + batch.position)
         return start
+
+    def append_batch(
+        self,
+        data: ReadableBuffer,
+        base_offset: int,
+        leader_epoch: int | None,
+        config: LogConfig,
+    ) -> BatchFields | None:
+        """The leader's fast path: validates one whole batch, gives it ``base_offset`` (and
+        ``leader_epoch``), appends it and indexes it, when no roll is due and nothing is
+        unusual; the same outcome as ``should_roll`` answering False followed by ``append``.
+
+        Returns ``(last_offset_delta, max_timestamp, records_count)``, or None, having
+        changed nothing, when the batch needs the general path: not exactly one valid v2
+        batch, over ``max.message.bytes``, no timestamp, or a roll due (``should_roll``'s
+        reasons; an empty segment or one whose first batch has no timestamp always declines).
+        The caller holds the log's lock and passes the log end offset.
+        """
+        # first_batch_timestamp is >= 0 only while the segment holds a batch: an empty
+        # segment (no roll, but the first batch's timestamp to record) declines.
+        first_timestamp = self.first_batch_timestamp
+        if (
+            first_timestamp < 0
+            or base_offset < self.base_offset
+            or self.offset_index.is_full
+            or self.time_index.is_full
+        ):
+            return None
+        fields = self.log.append_batch(
+            data,
+            base_offset,
+            leader_epoch,
+            config.max_message_bytes,
+            config.segment_bytes,
+            first_timestamp + config.segment_ms,
+            self._max_offset - base_offset,
+        )
+        if fields is None:
+            return None
+        max_timestamp = fields[1]
+        if max_timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = max_timestamp
+            self.offset_of_max_timestamp = base_offset
+        size = len(data)
+        if self._bytes_since_last_index_entry > self._index_interval_bytes:
+            # As ``_index_batch``; neither index was full (checked above).
+            self.offset_index.append_trusted(base_offset, self.log.size - size)
+            time_index = self.time_index
+            if self.max_timestamp_so_far > time_index.last_timestamp:
+                time_index.append_trusted(self.max_timestamp_so_far, self.offset_of_max_timestamp)
+            self._bytes_since_last_index_entry = size
+        else:
+            self._bytes_since_last_index_entry += size
+        self.next_offset = base_offset + fields[0] + 1
+        return fields
 
     def _index_batch(self, header: BatchHeader, position: int) -> None:
         if header.max_timestamp > self.max_timestamp_so_far:

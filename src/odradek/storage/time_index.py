@@ -23,6 +23,9 @@ __all__ = ["NO_TIMESTAMP", "TimeIndex", "TimeIndexEntry"]
 #: The timestamp of "no entry" (Kafka's RecordBatch.NO_TIMESTAMP).
 NO_TIMESTAMP = -1
 
+#: The entry codec (module-level too, for ``append_trusted``).
+_TIME_ENTRY = struct.Struct(">qi")
+
 
 class TimeIndexEntry(NamedTuple):
     """A time index entry: the largest timestamp so far and the offset where it was first seen.
@@ -56,7 +59,7 @@ class TimeIndex(IndexFile):
     __slots__ = ()
 
     entry_size = 12
-    _ENTRY = struct.Struct(">qi")
+    _ENTRY = _TIME_ENTRY
     _KEY_TYPECODE = "q"
     _VALUE_TYPECODE = "i"
 
@@ -123,7 +126,16 @@ class TimeIndex(IndexFile):
         """``maybe_append`` without validation, for the owning segment (see
         ``_append_trusted``): the caller guarantees a new maximum timestamp, a
         non-decreasing offset, and room (``not is_full``)."""
-        self._append_trusted(timestamp_ms, offset - self._base_offset)
+        # ``_append_trusted`` inlined: this runs once per index.interval.bytes appended.
+        keys, values = self._columns
+        slot = len(keys)
+        mapped = self._mmap
+        if slot >= self._length // 12 or mapped is None:
+            raise IndexFullError(f"{self._path}: index is full")
+        relative_offset = offset - self._base_offset
+        _TIME_ENTRY.pack_into(mapped, slot * 12, timestamp_ms, relative_offset)
+        values.append(relative_offset)  # values first, as in ``_append_trusted``
+        keys.append(timestamp_ms)
 
     def lookup(self, target_timestamp_ms: int) -> TimeIndexEntry:
         """Returns the entry with the largest timestamp ``< target_timestamp_ms``.
