@@ -1,16 +1,25 @@
-"""Declares odradek's one compiled part; everything else is configured in pyproject.toml.
+"""Declares odradek's compiled parts; everything else is configured in pyproject.toml.
 
-``odradek._columns`` (the column decoder of record batches) is optional: where it cannot be
-compiled (no C compiler) the install still succeeds, with a warning, and
-``odradek.records.columns`` falls back to its Python builder.
+Three C extensions, each optional — where one cannot be compiled (no C compiler) the install
+still succeeds, with a warning, and its Python reference is used instead:
+
+- ``odradek._columns``: column-wise decoding of record batches (``odradek.records.columns``,
+  the Spark data source's read path);
+- ``odradek._records``: the consumer's record loop (``odradek.client.consumer.decoder``);
+- ``odradek._append``: the storage append fast path (``odradek.storage.file_records``).
+
+They share ``_batch_format.h`` (batch layout, big-endian reads, varints).
 """
 
 from setuptools import Extension, setup
 
-setup(
-    ext_modules=[
-        Extension("odradek._columns", sources=["src/odradek/_columns.c"], optional=True),
-        Extension("odradek._append", sources=["src/odradek/_append.c"], optional=True),
-        Extension("odradek._records", sources=["src/odradek/_records.c"], optional=True),
-    ],
-)
+_SHARED = ["src/odradek/_batch_format.h"]
+
+
+def _extension(name: str) -> Extension:
+    return Extension(
+        f"odradek.{name}", sources=[f"src/odradek/{name}.c"], depends=_SHARED, optional=True
+    )
+
+
+setup(ext_modules=[_extension("_columns"), _extension("_append"), _extension("_records")])
