@@ -13,6 +13,17 @@ Phases, for each server (each runs in its own process):
   consumer long-polls) — p50 and p99 in ms.
 
     .venv/bin/python bench/broker_perf.py [--scale 1.0] [--latency-seconds 5]
+
+Flags (their defaults are the method): ``--sizes 1024`` runs one case, ``--data-root /dev/shm``
+puts the logs in tmpfs, ``--settle-seconds 3`` starts every round with cold free memory,
+``--each-round`` prints every round (the spread), ``--no-latency`` skips the last phase,
+``--fetch-queue-backoff-ms 10`` keeps the consumer from pausing a second when its prefetch queue
+overflows (which makes the 1 KB consume figures bimodal).
+
+On a VM, the 1 KB produce figure of the real broker depends on the machine's free memory:
+writing 200 MB into new page-cache pages costs several times more when the host has taken those
+pages back (``bench/page_cache_write.py`` measures it without the broker), and how much of that the
+previous round's freed memory spares a round is luck of timing. Report the spread.
 """
 
 from __future__ import annotations
@@ -159,8 +170,10 @@ class Figures:
 
 
 class Server:
-    def __init__(self, kind: str, value_bytes: int, records: int) -> None:
-        self.dir = tempfile.mkdtemp(prefix=f"odradek-perf-{kind}-")
+    def __init__(
+        self, kind: str, value_bytes: int, records: int, data_root: str | None = None
+    ) -> None:
+        self.dir = tempfile.mkdtemp(prefix=f"odradek-perf-{kind}-", dir=data_root)
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -225,18 +238,21 @@ def produce(bootstrap: str, records: int, value_bytes: int) -> tuple[float, floa
     return records / elapsed, records * value_bytes / 1e6 / elapsed
 
 
-def consume(bootstrap: str, records: int, value_bytes: int) -> tuple[float, float]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "perf",
-            "enable.auto.commit": False,
-            "fetch.max.bytes": 64 * 1024 * 1024,
-            "max.partition.fetch.bytes": 8 * 1024 * 1024,
-            "queued.min.messages": 1_000_000,
-            "log_level": 3,
-        }
-    )
+def consume(
+    bootstrap: str, records: int, value_bytes: int, queue_backoff_ms: int | None = None
+) -> tuple[float, float]:
+    config = {
+        "bootstrap.servers": bootstrap,
+        "group.id": "perf",
+        "enable.auto.commit": False,
+        "fetch.max.bytes": 64 * 1024 * 1024,
+        "max.partition.fetch.bytes": 8 * 1024 * 1024,
+        "queued.min.messages": 1_000_000,
+        "log_level": 3,
+    }
+    if queue_backoff_ms is not None:
+        config["fetch.queue.backoff.ms"] = queue_backoff_ms
+    consumer = Consumer(config)
     consumer.assign([KafkaTopicPartition(TOPIC, 0, 0)])
     seen = 0
     start = time.perf_counter()
@@ -347,6 +363,35 @@ def main() -> None:
     parser.add_argument("--latency-seconds", type=float, default=5.0)
     parser.add_argument("--latency-consumer", metavar="BOOTSTRAP")
     parser.add_argument("--rounds", type=int, default=3, help="best of this many runs")
+    parser.add_argument(
+        "--data-root",
+        help="where the servers' data directories go (default: the temp dir, e.g. /tmp; "
+        "/dev/shm puts the log in tmpfs)",
+    )
+    parser.add_argument(
+        "--sizes",
+        default="100,1024",
+        help="record sizes to run, comma-separated (100 and 1024: the standard cases)",
+    )
+    parser.add_argument("--no-latency", action="store_true", help="skip the latency phase")
+    parser.add_argument("--each-round", action="store_true", help="print every round too")
+    parser.add_argument(
+        "--settle-seconds",
+        type=float,
+        default=0.0,
+        help="wait this long after a server starts before producing to it: on a VM whose "
+        "balloon reports free pages to the host (~2 s after they are freed), 3 s makes every "
+        "round write into cold memory instead of into what the previous server just freed "
+        "(see bench/page_cache_write.py)",
+    )
+    parser.add_argument(
+        "--fetch-queue-backoff-ms",
+        type=int,
+        help="the consumer's fetch.queue.backoff.ms (librdkafka's default: 1000). 200 MB of "
+        "1 KB records overflow its 64 MB prefetch queue (queued.max.messages.kbytes), and "
+        "when the server outruns the consuming loop the next fetch waits this long: consume "
+        "figures then fall to ~140k records/s whatever the server. 10 takes that out",
+    )
     args = parser.parse_args()
     if args.latency_consumer:
         latency_consumer(args.latency_consumer, args.records)
@@ -354,8 +399,11 @@ def main() -> None:
     if args.serve:
         serve(args.serve, args.dir, args.value_bytes, args.records)
         return
+    sizes = {int(size) for size in args.sizes.split(",")}
     cases = [(int(1_000_000 * args.scale), 100), (int(200_000 * args.scale), 1024)]
-    print(f"best of {args.rounds} alternating rounds per server")
+    cases = [(records, size) for records, size in cases if size in sizes]
+    data_root = args.data_root or tempfile.gettempdir()
+    print(f"best of {args.rounds} alternating rounds per server, data in {data_root}")
     print("server  records x size     produce rec/s   MB/s    consume rec/s   MB/s")
     results: dict[tuple[str, int], Figures] = {}
     for records, size in cases:
@@ -364,12 +412,21 @@ def main() -> None:
         # 2-core machine swing by more than the difference being measured.
         for _ in range(args.rounds):
             for kind in ("null", "real"):
-                server = Server(kind, size, records)
+                server = Server(kind, size, records, args.data_root)
+                time.sleep(args.settle_seconds)
                 try:
                     p_rps, p_mbps = produce(server.bootstrap, records, size)
-                    c_rps, c_mbps = consume(server.bootstrap, records, size)
+                    c_rps, c_mbps = consume(
+                        server.bootstrap, records, size, args.fetch_queue_backoff_ms
+                    )
                 finally:
                     server.stop()
+                if args.each_round:
+                    print(
+                        f"  round: {kind:4} produce {p_rps:>10,.0f} rec/s, "
+                        f"consume {c_rps:>10,.0f} rec/s",
+                        flush=True,
+                    )
                 previous = best.get(kind)
                 best[kind] = Figures(
                     max(p_rps, previous.produce_rps if previous else 0),
@@ -389,8 +446,10 @@ def main() -> None:
             f"  ratio real/null: produce {real.produce_rps / null.produce_rps:.0%}, "
             f"consume {real.consume_rps / null.consume_rps:.0%}"
         )
+    if args.no_latency:
+        return
     # Latency needs the records back, so only the real broker can be measured.
-    server = Server("real", 100, 0)
+    server = Server("real", 100, 0, args.data_root)
     try:
         p50, p99 = latency(server.bootstrap, args.latency_seconds, 10_000)
     finally:

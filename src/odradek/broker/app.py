@@ -2,8 +2,9 @@
 server. ``BrokerApp.start``/``stop`` run on an event loop; ``odradek serve`` and the embedded
 ``odradek.Broker`` both drive one.
 
-Start-up order: metadata store (cluster id), log manager (recovery happens here), partitions
-from the stored topics, the listener, then the broker registration with the bound port.
+Start-up order: the C allocator's settings (``allocator``), metadata store (cluster id), log
+manager (recovery happens here), partitions from the stored topics, the listener, then the
+broker registration with the bound port.
 Shutdown order: stop accepting and finish requests in flight, then flush and close the logs
 (writing the clean-shutdown marker), then the store.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import logging
 
 from odradek._clock import SYSTEM_CLOCK, Clock
+from odradek.broker.allocator import retain_freed_memory
 from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
@@ -107,6 +109,7 @@ class BrokerApp:
 
     async def start(self) -> None:
         config = self.config
+        retain_freed_memory()  # process-wide: request buffers are reused, not faulted in anew
         self.store = LocalMetadataStore(config.log_dirs[0])
         metadata_store = ClusterMetadata(self.store, clock=self.clock)
         metadata_store.ensure_top_level_paths()
