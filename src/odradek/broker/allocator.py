@@ -11,9 +11,10 @@ Raising both thresholds keeps up to ``TRIM_THRESHOLD_BYTES`` of freed memory map
 reused by the next request, as a JVM keeps its heap: a process holds at most its peak working
 set plus that much.
 
-The settings are process-wide (an embedded broker sets them for its host process too), so
-``retain_freed_memory`` is called by whatever starts a broker (``BrokerApp.start``); calling it
-again changes nothing. Elsewhere than on glibc (musl, macOS) it does nothing.
+The settings are process-wide, so they are made only where the process is the broker's own:
+``odradek serve`` calls ``retain_freed_memory`` at start; an embedded ``odradek.Broker`` leaves
+its host process's allocator alone (a host that wants the same may call it). Calling it again
+changes nothing. Elsewhere than on glibc (musl, macOS) it does nothing.
 """
 
 from __future__ import annotations

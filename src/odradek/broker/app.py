@@ -2,7 +2,7 @@
 server. ``BrokerApp.start``/``stop`` run on an event loop; ``odradek serve`` and the embedded
 ``odradek.Broker`` both drive one.
 
-Start-up order: the C allocator's settings (``allocator``), metadata store (cluster id), log
+Start-up order: metadata store (cluster id), log
 manager (recovery happens here), partitions from the stored topics, the listener, then the
 broker registration with the bound port.
 Shutdown order: stop accepting and finish requests in flight, then flush and close the logs
@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 
 from odradek._clock import SYSTEM_CLOCK, Clock
-from odradek.broker.allocator import retain_freed_memory
 from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
@@ -109,7 +108,6 @@ class BrokerApp:
 
     async def start(self) -> None:
         config = self.config
-        retain_freed_memory()  # process-wide: request buffers are reused, not faulted in anew
         self.store = LocalMetadataStore(config.log_dirs[0])
         metadata_store = ClusterMetadata(self.store, clock=self.clock)
         metadata_store.ensure_top_level_paths()

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import click
 
+from odradek.broker.allocator import retain_freed_memory
 from odradek.broker.app import BrokerApp
 from odradek.broker.config import BrokerConfig
 from odradek.errors import ConfigError, OdradekError
@@ -99,6 +100,7 @@ def serve(config_path: Path | None, overrides: tuple[str, ...], log_level: str) 
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     logging.basicConfig(stream=sys.stderr, level=log_level.upper(), format=LOG_FORMAT, force=True)
+    retain_freed_memory()  # this process is the broker's own: reuse request buffers
     loop = new_event_loop()
     try:
         loop.run_until_complete(_serve(BrokerApp(config)))
