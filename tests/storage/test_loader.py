@@ -279,6 +279,50 @@ def test_corrupt_index_of_an_old_segment_is_rebuilt(
     assert index_entries(result)[0] == expected[0]
 
 
+@pytest.mark.parametrize("clean", [True, False])
+def test_time_index_cut_to_whole_entries_is_rebuilt(
+    logs: LogHarness, make_batch: BatchFactory, tmp_path: Path, clean: bool
+) -> None:
+    """A time index of an old segment cut back to a whole number of entries passes the
+    structural checks; its last entry must still be checked against the log's largest
+    timestamp, or the segment's largest timestamp is derived too low and
+    ``offset_for_timestamp`` skips the segment (crash-recovery fuzz, run 499 of 1500)."""
+    config = LogConfig(segment_bytes=4096, index_interval_bytes=0, segment_index_bytes=4096)
+    log = logs.open(config, directory=str(tmp_path / "written" / "orders-0"))
+    # The first segment's largest timestamp is reached mid-segment, and later entries exist.
+    timestamps = [0, 40, 80, 120, 300, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120]
+    for n, timestamp in enumerate(timestamps * 2):
+        log.append(make_batch(timestamps=[START + timestamp + n // len(timestamps)] * 3))
+    log.roll()
+    first = log.segments()[0]
+    entries = first.time_index.entries
+    expected_times = [first.time_index.entry(i) for i in range(entries)]
+    largest = first.largest_timestamp
+    last_batch = list(first.log.batches_from())[-1][1]
+    # Even a cut to all but the last entry leaves a last entry above the last batch's.
+    assert entries >= 3
+    assert last_batch.max_timestamp < expected_times[-2].timestamp < largest
+    target = log.offset_for_timestamp(largest)
+    assert target is not None
+    assert target.offset < first.next_offset
+    recovery_point = log.log_end_offset
+    before = summary(log)
+    log.close()
+    for kept in range(entries):
+        directory = tmp_path / f"cut-{kept}" / "orders-0"
+        shutil.copytree(log.directory, directory)
+        os.truncate(path(str(directory), first.base_offset, ".timeindex"), kept * 12)
+        reopened = logs.open(
+            config, directory=str(directory), clean=clean, recovery_point=recovery_point
+        )
+        assert summary(reopened) == before, f"{kept} entries kept"
+        segment = reopened.segments()[0]
+        assert segment.largest_timestamp == largest
+        assert [segment.time_index.entry(i) for i in range(entries)] == expected_times
+        assert reopened.offset_for_timestamp(largest) == target
+        reopened.close()
+
+
 # -- crash recovery of the .log ----------------------------------------------------------------
 
 

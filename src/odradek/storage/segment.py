@@ -419,6 +419,14 @@ class LogSegment:
         that their last entries point at real batches, then validates the batches after the
         last offset-index entry (CRC included) and truncates anything invalid at the end.
 
+        The time index's last entry must be the segment's largest timestamp (written by
+        ``on_become_inactive``, which every segment loaded this way went through): the batch
+        headers after that entry's batch are read (headers only, up to the last offset-index
+        entry; usually a few batches, at worst the whole segment) and a larger timestamp
+        among them means entries were lost — an index file cut back to whole entries passes
+        every structural check. A damaged index costs a rebuild, never a wrong
+        ``largest_timestamp`` (retention, offset-for-timestamp).
+
         Returns the number of bytes truncated. Raises CorruptIndexError when an index does
         not check out (the loader then calls ``recover``).
         """
@@ -435,6 +443,9 @@ class LogSegment:
             start = last.position
             next_offset = last.offset
         time_last = self.time_index.last_entry()
+        # Where the batches not yet accounted for by the time index's last entry start: every
+        # batch before that entry's offset has a smaller timestamp (the running maximum).
+        unaccounted_from = 0
         if self.time_index.entries:
             try:
                 found = self.translate_offset(time_last.offset)
@@ -447,6 +458,8 @@ class LogSegment:
                 raise CorruptIndexError(f"{self.time_index.path}: last entry does not match")
             self.max_timestamp_so_far = time_last.timestamp
             self.offset_of_max_timestamp = time_last.offset
+            unaccounted_from = found.position + found.header.size
+        self._scan_max_timestamp(unaccounted_from, start)
         valid_end = start
         for position, header in self.log.validated_batches(start):
             if header.base_offset < next_offset:
@@ -459,9 +472,35 @@ class LogSegment:
         self._bytes_since_last_index_entry = valid_end - start
         if time_last.offset >= next_offset and self.time_index.entries:
             raise CorruptIndexError(f"{self.time_index.path}: entry past the end of the log")
+        if self.max_timestamp_so_far > time_last.timestamp:
+            # A segment is only loaded this way after ``on_become_inactive`` recorded its
+            # largest timestamp as the last entry: a larger one in the log means entries were
+            # lost (a file cut back to whole entries passes the structural checks).
+            raise CorruptIndexError(
+                f"{self.time_index.path}: last entry {tuple(time_last)} is below the largest "
+                f"timestamp in the log, {self.max_timestamp_so_far} at offset "
+                f"{self.offset_of_max_timestamp}"
+            )
         self.next_offset = next_offset
         self._load_first_batch_timestamp()
         return self._truncate_invalid_tail(valid_end)
+
+    def _scan_max_timestamp(self, position: int, end: int) -> None:
+        """Folds the max timestamps of the batches in ``[position, end)`` (headers only) into
+        ``max_timestamp_so_far``; a bad header raises CorruptIndexError (rebuild)."""
+        if position >= end:
+            return
+        try:
+            for batch_position, header in self.log.batches_from(position):
+                if batch_position >= end:
+                    break
+                if header.max_timestamp > self.max_timestamp_so_far:
+                    self.max_timestamp_so_far = header.max_timestamp
+                    self.offset_of_max_timestamp = header.base_offset
+        except CorruptRecordError as error:
+            raise CorruptIndexError(
+                f"{self.log.path}: a batch header before the last index entry is bad: {error}"
+            ) from error
 
     def recover(self) -> int:
         """Rebuilds both indexes by validating every batch (size and CRC32C) from the start,
