@@ -13,7 +13,8 @@ request, one batch from a leader with no roll due: ``LogSegment.append_batch`` v
 patches its base offset and leader epoch and writes it in one call (compiled when
 ``odradek._append`` is built: see ``file_records``), then indexes it. Everything else (several
 batches, a roll, LogAppendTime, a compacted topic, a follower, every error) goes the general
-way, which validates again and raises the precise error. Tests hold the two paths to leaving
+way, which validates again and raises the precise error: its checks and in-place rewrites are
+``log_validator``'s, and ``Log`` only places the result. Tests hold the two paths to leaving
 byte-identical files.
 
 Thread safety: appends, rolls, truncation, retention, compaction swaps and flush bookkeeping
@@ -34,29 +35,20 @@ from typing import NamedTuple
 
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
-from odradek.errors import (
-    InvalidRecordError,
-    MessageTooLargeError,
-    OffsetOutOfRangeError,
-    RecordBatchTooLargeError,
-)
-from odradek.records.batch import (
-    HEADER_SIZE,
-    BatchHeader,
-    iter_batches,
-    parse_header,
-    set_base_offset,
-    set_log_append_time,
-    set_partition_leader_epoch,
-    validate_batch,
-)
-from odradek.records.codec import decode_records
+from odradek.errors import InvalidRecordError, OffsetOutOfRangeError
 from odradek.storage.config import LogConfig
 from odradek.storage.file_records import FileSlice
 from odradek.storage.loader import LogLoader
+from odradek.storage.log_validator import (
+    AppendData,
+    batch_totals,
+    check_keys,
+    parse_batches,
+    prepare_payload,
+)
 from odradek.storage.retention import DEFAULT_POLICIES, DeletePolicy, SegmentInfo, plan_deletions
 from odradek.storage.scheduler import Scheduler
-from odradek.storage.segment import BatchPosition, LogSegment, TimestampAndOffset
+from odradek.storage.segment import LogSegment, TimestampAndOffset
 from odradek.storage.segments import LogSegments
 
 logger = logging.getLogger(__name__)
@@ -233,7 +225,7 @@ class Log:
 
     def append(
         self,
-        data: bytes | bytearray | memoryview,
+        data: AppendData,
         *,
         assign_offsets: bool = True,
         leader_epoch: int | None = None,
@@ -297,67 +289,34 @@ class Log:
         return self._append_general(data, assign_offsets, leader_epoch)
 
     def _append_general(
-        self,
-        data: bytes | bytearray | memoryview,
-        assign_offsets: bool,
-        leader_epoch: int | None,
+        self, data: AppendData, assign_offsets: bool, leader_epoch: int | None
     ) -> AppendInfo:
         """Every append the fast path declines: several batches, a roll, LogAppendTime, a
-        compacted topic, a follower's batches, and every error."""
-        if not data:
-            raise InvalidRecordError("no record batches to append")
-        header = validate_batch(data, 0)
+        compacted topic, a follower's batches, and every error. The checks and rewrites are
+        ``log_validator``'s; this places the batches in the right segment."""
+        batches = parse_batches(data)
         size = len(data)
-        if header.size == size:  # the common case: one batch per produce request
-            batches = [BatchPosition(0, header)]
-        else:
-            batches = [BatchPosition(position, header) for position, header in iter_batches(data)]
         if assign_offsets and self._config.compacts:
-            self._check_keys(data, batches)
-        payload: bytes | bytearray | memoryview | tuple[bytearray, memoryview]
+            check_keys(data, batches, self.topic_partition)
         with self._lock:
             self._check_open()
             config = self._config
-            if size > config.segment_bytes:
-                raise RecordBatchTooLargeError(
-                    f"{size} bytes do not fit in a segment of {config.segment_bytes} bytes"
-                )
             log_append_time_ms = -1
             if assign_offsets and config.log_append_time:
                 log_append_time_ms = self._clock.now_ms()
-            if (
-                assign_offsets
-                and len(batches) == 1
-                and log_append_time_ms < 0
-                and not (isinstance(data, bytearray))
-            ):
-                # Zero copy: rewrite a copy of the 61-byte header only, and write it and the
-                # untouched rest of the batch with one writev.
-                head = bytearray(memoryview(data)[:HEADER_SIZE])
-                batches = self._assign(head, batches, config, leader_epoch, -1)
-                payload = (head, memoryview(data)[HEADER_SIZE:])
-            elif assign_offsets or leader_epoch is not None:
-                writable = data if isinstance(data, bytearray) else bytearray(data)
-                if assign_offsets:
-                    batches = self._assign(
-                        writable, batches, config, leader_epoch, log_append_time_ms
-                    )
-                else:
-                    self._check_follower_offsets(batches)
-                    for batch in batches:
-                        set_partition_leader_epoch(writable, batch.position, leader_epoch or 0)
-                payload = writable
-            else:
-                self._check_follower_offsets(batches)
-                payload = data
+            payload, batches = prepare_payload(
+                data,
+                batches,
+                assign=assign_offsets,
+                log_end_offset=self._log_end_offset,
+                config=config,
+                leader_epoch=leader_epoch,
+                log_append_time_ms=log_append_time_ms,
+                topic_partition=self.topic_partition,
+            )
             first = batches[0].header
             last = batches[-1].header
-            if len(batches) == 1:
-                max_timestamp = first.max_timestamp
-                records = first.records_count
-            else:
-                max_timestamp = max(batch.header.max_timestamp for batch in batches)
-                records = sum(batch.header.records_count for batch in batches)
+            max_timestamp, records = batch_totals(batches)
             segment = self._segments.active
             if segment.should_roll(
                 size,
@@ -390,63 +349,6 @@ class Log:
             size,
             self._log_start_offset,
         )
-
-    def _assign(
-        self,
-        data: bytearray,
-        batches: list[BatchPosition],
-        config: LogConfig,
-        leader_epoch: int | None,
-        log_append_time_ms: int,
-    ) -> list[BatchPosition]:
-        """Rewrites base offsets (and epoch, LogAppendTime) in place; returns fresh headers."""
-        for batch in batches:
-            if batch.header.size > config.max_message_bytes:
-                raise MessageTooLargeError(
-                    f"batch of {batch.header.size} bytes exceeds max.message.bytes "
-                    f"({config.max_message_bytes})"
-                )
-        next_offset = self._log_end_offset
-        assigned = []
-        for position, original in batches:
-            set_base_offset(data, position, next_offset)
-            header = original
-            if leader_epoch is not None:
-                set_partition_leader_epoch(data, position, leader_epoch)
-            if log_append_time_ms >= 0:
-                set_log_append_time(data, position, log_append_time_ms)
-            if leader_epoch is None and log_append_time_ms < 0:
-                header = BatchHeader(next_offset, *header[1:])
-            else:
-                header = parse_header(data, position)
-            assigned.append(BatchPosition(position, header))
-            next_offset += original.last_offset_delta + 1
-        return assigned
-
-    def _check_follower_offsets(self, batches: list[BatchPosition]) -> None:
-        expected = self._log_end_offset
-        for batch in batches:
-            if batch.header.base_offset < expected:
-                raise InvalidRecordError(
-                    f"{self.topic_partition}: batch offset {batch.header.base_offset} is below "
-                    f"the next expected offset {expected}"
-                )
-            expected = batch.header.next_offset
-
-    def _check_keys(
-        self, data: bytes | bytearray | memoryview, batches: list[BatchPosition]
-    ) -> None:
-        """A compacted log keeps records by key, so a leader refuses keyless records; this
-        decodes the batches (compacted topics only, as Kafka does)."""
-        for position, header in batches:
-            if header.is_control:
-                continue
-            for record in decode_records(data, header, position):
-                if record.key is None:
-                    raise InvalidRecordError(
-                        f"{self.topic_partition}: a compacted topic cannot accept a record "
-                        f"without a key (offset delta {record.offset - header.base_offset})"
-                    )
 
     def _check_open(self) -> None:
         if self._closed:
