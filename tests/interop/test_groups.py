@@ -159,21 +159,10 @@ def test_members_share_partitions_and_a_killed_member_is_replaced(
     group = f"group-{topic}"
     create_topic(bootstrap, topic)
     produced = produce(bootstrap, topic, 40)
-    first = Member(library, bootstrap, topic, group)
-    second = Member(library, bootstrap, topic, group)
-    members = [first, second]
+    members: list[Member] = []
     try:
         # Both members hold partitions, exclusively, covering the topic.
-        def shared() -> bool:
-            a, b = first.assignment(), second.assignment()
-            return bool(a and b) and len(a or []) + len(b or []) == PARTITIONS
-
-        wait_until(
-            shared,
-            "two members sharing the partitions",
-            20,
-            lambda: f"assignments {first.assignment()} {second.assignment()}",
-        )
+        first, second, group = sharing_pair(library, bootstrap, topic, group, members)
         a, b = first.assignment() or [], second.assignment() or []
         assert not set(a) & set(b)
         assert sorted(a + b) == list(range(PARTITIONS))
@@ -223,6 +212,45 @@ def test_members_share_partitions_and_a_killed_member_is_replaced(
     finally:
         for member in members:
             member.kill()
+
+
+#: kafka-python 3.0.12's group member now and then stops heartbeating right after a rebalance
+#: it started itself (its leader rejoins on a metadata snapshot change, then goes silent until
+#: its session expires and does not rejoin; seen about once in 15 runs, never with the other
+#: clients). A pair that has not settled in time is replaced once, in a fresh group.
+_SETTLE_ATTEMPTS = {"kafka-python": 2}
+
+
+def sharing_pair(
+    library: str, bootstrap: str, topic: str, group: str, members: list[Member]
+) -> tuple[Member, Member, str]:
+    """Two members of ``group`` (appended to ``members``) once both hold partitions,
+    exclusively, covering the topic; returns them and the group they are in."""
+    attempts = _SETTLE_ATTEMPTS.get(library, 1)
+    for attempt in range(1, attempts + 1):
+        first = Member(library, bootstrap, topic, group)
+        second = Member(library, bootstrap, topic, group)
+        members += [first, second]
+
+        def shared(first: Member = first, second: Member = second) -> bool:
+            a, b = first.assignment(), second.assignment()
+            return bool(a and b) and len(a or []) + len(b or []) == PARTITIONS
+
+        deadline = time.monotonic() + 20
+        while not shared() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if shared():
+            return first, second, group
+        if attempt == attempts:
+            pytest.fail(
+                "timed out after 20 s waiting for two members sharing the partitions "
+                f"(assignments {first.assignment()} {second.assignment()})"
+            )
+        first.kill()
+        second.kill()
+        members.clear()
+        group = f"{group}-retry"
+    raise AssertionError("unreachable")
 
 
 def free_port() -> int:
