@@ -311,16 +311,8 @@ static struct PyModuleDef append_module = {
 PyMODINIT_FUNC
 PyInit__append(void)
 {
-    if (crc32c == NULL) {
-        PyObject *crc_module = PyImport_ImportModule("odradek.records.crc");
-        if (crc_module == NULL) {
-            return NULL;
-        }
-        crc32c = PyObject_GetAttrString(crc_module, "crc32c");
-        Py_DECREF(crc_module);
-        if (crc32c == NULL) {
-            return NULL;
-        }
+    if (crc32c == NULL && (crc32c = import_attr("odradek.records.crc", "crc32c")) == NULL) {
+        return NULL;
     }
     return PyModule_Create(&append_module);
 }

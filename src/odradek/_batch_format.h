@@ -2,8 +2,9 @@
  * attribute bits (the layout is documented in odradek/records/batch.py), big-endian reads, and
  * the zigzag varints of records (the rules of odradek/records/varint.py).
  *
- * Header-only (static inline): each extension includes it; nothing here touches Python
- * objects. Every function expects its caller to have checked the bounds it states.
+ * Header-only (static inline): each extension includes it. Every read expects its caller to
+ * have checked the bounds it states; ``import_attr`` (module init) is the one helper that
+ * touches Python objects.
  */
 #ifndef ODRADEK_BATCH_FORMAT_H
 #define ODRADEK_BATCH_FORMAT_H
@@ -120,6 +121,21 @@ read_varlong(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
     }
     *out = raw & 1 ? -(int64_t)(raw >> 1) - 1 : (int64_t)(raw >> 1);
     return 0;
+}
+
+/* ---- module init ---- */
+
+/* A new reference to module.name (NULL with an exception set on failure). */
+static inline PyObject *
+import_attr(const char *module, const char *name)
+{
+    PyObject *mod = PyImport_ImportModule(module);
+    if (mod == NULL) {
+        return NULL;
+    }
+    PyObject *attr = PyObject_GetAttrString(mod, name);
+    Py_DECREF(mod);
+    return attr;
 }
 
 #endif /* ODRADEK_BATCH_FORMAT_H */

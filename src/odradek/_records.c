@@ -485,19 +485,6 @@ static struct PyModuleDef records_module = {
     .m_methods = module_methods,
 };
 
-/* A new reference to module.name. */
-static PyObject *
-import_attr(const char *module, const char *name)
-{
-    PyObject *mod = PyImport_ImportModule(module);
-    if (mod == NULL) {
-        return NULL;
-    }
-    PyObject *attr = PyObject_GetAttrString(mod, name);
-    Py_DECREF(mod);
-    return attr;
-}
-
 PyMODINIT_FUNC
 PyInit__records(void)
 {

@@ -17,7 +17,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from odradek.spark.offset_reader import OffsetReader
 from odradek.spark.options import SourceOptions
 from odradek.spark.planning import OffsetRange, split_ranges
-from odradek.spark.read_task import FAIL_ON_DATA_LOSS_HINT, DataLossError, read_range
+from odradek.spark.read_task import read_partition, report_data_loss
 
 __all__ = ["BatchReader", "RangePartition", "plan_batch"]
 
@@ -41,15 +41,7 @@ class BatchReader(DataSourceReader):
         return [RangePartition(r) for r in plan_batch(self._options)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        r = partition.value
-        if not isinstance(r, OffsetRange):
-            return  # Spark's placeholder partition when there is nothing to read
-        yield from read_range(
-            r,
-            self._options.client_config,
-            include_headers=self._options.include_headers,
-            fail_on_data_loss=self._options.fail_on_data_loss,
-        )
+        return read_partition(self._options, partition)
 
 
 def plan_batch(options: SourceOptions) -> list[OffsetRange]:
@@ -63,21 +55,21 @@ def plan_batch(options: SourceOptions) -> list[OffsetRange]:
         partitions = reader.partitions()
         starts = reader.resolve(options.starting, partitions, which="starting")
         ends = reader.resolve(options.ending, partitions, which="ending")
-        log_starts = reader.log_start_offsets(partitions)
+        log_starts = reader.earliest(partitions)
     for tp, start in list(starts.items()):
         if start < log_starts.get(tp, 0):
-            message = (
-                f"{tp}: starting offset {start} is before the log start offset {log_starts[tp]}"
+            report_data_loss(
+                f"{tp}: starting offset {start} is before the log start offset {log_starts[tp]}",
+                options.fail_on_data_loss,
+                "starting there instead",
             )
-            if options.fail_on_data_loss:
-                raise DataLossError(f"{message}. {FAIL_ON_DATA_LOSS_HINT}")
-            logger.warning("%s; starting there instead", message)
             starts[tp] = log_starts[tp]
         if start > ends.get(tp, start):
-            message = f"{tp}: starting offset {start} is after the ending offset {ends[tp]}"
-            if options.fail_on_data_loss:
-                raise DataLossError(f"{message}. {FAIL_ON_DATA_LOSS_HINT}")
-            logger.warning("%s; nothing read from it", message)
+            report_data_loss(
+                f"{tp}: starting offset {start} is after the ending offset {ends[tp]}",
+                options.fail_on_data_loss,
+                "nothing read from it",
+            )
     return split_ranges(
         starts,
         ends,

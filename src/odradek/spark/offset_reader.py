@@ -120,12 +120,6 @@ class OffsetReader:
         positions = {tp: v for tp, v in given.items() if v in (EARLIEST, LATEST)}
         return {**self._list(positions), **self._by_timestamp(stamps, which)}
 
-    def log_start_offsets(
-        self, partitions: Collection[TopicPartition]
-    ) -> dict[TopicPartition, int]:
-        """The current log start offsets (the earliest readable), for data-loss checks."""
-        return self.earliest(partitions)
-
     def commit_group(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
         """Commits ``offsets`` for ``group_id`` from outside the group (the group must have no
         active members; a streaming query is the only writer of its group).

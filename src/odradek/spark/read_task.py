@@ -22,15 +22,23 @@ from typing import Final
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql.datasource import InputPartition
 
 from odradek.client import FetchRequest
 from odradek.errors import KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from odradek.records.columns import Columns, columns_builder
 from odradek.spark.clients import READ_FETCH_BYTES, shared_simple_consumer
+from odradek.spark.options import SourceOptions
 from odradek.spark.planning import OffsetRange
 from odradek.spark.schema import HEADERS_ARROW_TYPE, arrow_read_schema
 
-__all__ = ["DataLossError", "columns_to_arrow", "read_range"]
+__all__ = [
+    "DataLossError",
+    "columns_to_arrow",
+    "read_partition",
+    "read_range",
+    "report_data_loss",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +91,7 @@ def read_range(
             max_bytes *= 2
             continue
         # Nothing at all at this offset: the log ends before the range does.
-        _lost(
+        report_data_loss(
             f"{r.topic}-{r.partition}: offsets {offset}..{r.end - 1} are not in the log "
             f"(high watermark {result.high_watermark})",
             fail_on_data_loss,
@@ -98,24 +106,42 @@ def _after_error(
     where = f"{r.topic}-{r.partition}"
     if isinstance(error, OffsetOutOfRangeError):
         if 0 <= offset < log_start:
-            _lost(
+            report_data_loss(
                 f"{where}: offsets {offset}..{min(log_start, r.end) - 1} were deleted "
                 f"(log start offset is now {log_start})",
                 fail_on_data_loss,
             )
             return min(log_start, r.end)
-        _lost(f"{where}: offset {offset} is past the end of the log ({error})", fail_on_data_loss)
+        report_data_loss(
+            f"{where}: offset {offset} is past the end of the log ({error})", fail_on_data_loss
+        )
         return r.end
     if isinstance(error, UnknownTopicOrPartitionError):
-        _lost(f"{where}: the topic or partition no longer exists", fail_on_data_loss)
+        report_data_loss(f"{where}: the topic or partition no longer exists", fail_on_data_loss)
         return r.end
     raise error
 
 
-def _lost(message: str, fail_on_data_loss: bool) -> None:
+def report_data_loss(message: str, fail_on_data_loss: bool, outcome: str = "skipped") -> None:
+    """Raises ``DataLossError`` (``message`` and Spark's advice) with ``fail_on_data_loss``;
+    otherwise logs ``message`` and what is done about it (``outcome``)."""
     if fail_on_data_loss:
         raise DataLossError(f"{message}. {FAIL_ON_DATA_LOSS_HINT}")
-    logger.warning("%s; skipped (failOnDataLoss=false)", message)
+    logger.warning("%s; %s (failOnDataLoss=false)", message, outcome)
+
+
+def read_partition(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """``read()`` of both readers: the range a Spark input partition carries (none for Spark's
+    placeholder partition of an empty plan)."""
+    r = partition.value
+    if not isinstance(r, OffsetRange):
+        return
+    yield from read_range(
+        r,
+        options.client_config,
+        include_headers=options.include_headers,
+        fail_on_data_loss=options.fail_on_data_loss,
+    )
 
 
 def columns_to_arrow(

@@ -14,6 +14,7 @@ large_binary), int32, int64, ``timestamp[us, tz=UTC]`` — Spark refuses any oth
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
 import pyarrow as pa
@@ -67,8 +68,10 @@ def read_schema(include_headers: bool = False) -> StructType:
     return StructType(fields)
 
 
+@functools.cache
 def arrow_read_schema(include_headers: bool = False) -> pa.Schema:
-    """The Arrow schema ``read()`` batches carry for ``read_schema(include_headers)``."""
+    """The Arrow schema ``read()`` batches carry for ``read_schema(include_headers)`` (built
+    once: every batch of a read carries it)."""
     fields = list(_BASE_ARROW)
     if include_headers:
         fields.append(pa.field("headers", HEADERS_ARROW_TYPE))

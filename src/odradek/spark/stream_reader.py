@@ -47,8 +47,8 @@ from odradek.spark.batch_reader import RangePartition
 from odradek.spark.offset_reader import OffsetReader
 from odradek.spark.offsets import from_json, to_json
 from odradek.spark.options import SourceOptions
-from odradek.spark.planning import OffsetRange, rate_limit, split_ranges
-from odradek.spark.read_task import FAIL_ON_DATA_LOSS_HINT, DataLossError, read_range
+from odradek.spark.planning import rate_limit, split_ranges
+from odradek.spark.read_task import read_partition, report_data_loss
 
 __all__ = ["StreamReader"]
 
@@ -145,9 +145,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return waiting < minimum and elapsed_ms < self._options.max_trigger_delay_ms
 
     def _lost(self, message: str) -> None:
-        if self._options.fail_on_data_loss:
-            raise DataLossError(f"{message}. {FAIL_ON_DATA_LOSS_HINT}")
-        logger.warning("%s; some data may have been missed (failOnDataLoss=false)", message)
+        report_data_loss(message, self._options.fail_on_data_loss, "some data may have been missed")
 
     # ------------------------------------------------------------------ batches
 
@@ -168,15 +166,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [RangePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        r = partition.value
-        if not isinstance(r, OffsetRange):
-            return
-        yield from read_range(
-            r,
-            self._options.client_config,
-            include_headers=self._options.include_headers,
-            fail_on_data_loss=self._options.fail_on_data_loss,
-        )
+        return read_partition(self._options, partition)
 
     def commit(self, end: Mapping[str, Mapping[str, int]]) -> None:
         """Nothing to do: group offsets are committed from ``latestOffset`` (see above)."""
