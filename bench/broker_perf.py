@@ -45,6 +45,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from odradek._types import TopicPartition
+from odradek.broker.allocator import retain_freed_memory
 from odradek.broker.app import BrokerApp
 from odradek.broker.config import BrokerConfig
 from odradek.records.batch import parse_header
@@ -127,7 +128,11 @@ def _prebuilt(records: int, value_bytes: int) -> tuple[bytes, list[int], int]:
 
 
 def serve(kind: str, data_dir: str, value_bytes: int, records: int) -> None:
-    """Child process: runs a broker (real or null) and prints its port."""
+    """Child process: runs a broker (real or null) and prints its port.
+
+    Both servers set the allocator up as ``odradek serve`` does (``retain_freed_memory``).
+    """
+    retain_freed_memory()
     config = BrokerConfig.from_mapping(
         {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data_dir, "num.partitions": "1"}
     )

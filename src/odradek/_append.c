@@ -6,7 +6,8 @@
  * ``file_records.py_append_batch``, the Python reference: the same buffers declined (None,
  * nothing written, nothing changed), the same bytes written the same way (a bytearray is
  * patched in place and written whole; any other buffer is left untouched and goes out as a
- * patched copy of its header plus the rest, with one writev), the same tuple returned.
+ * patched copy of its header plus the rest, with writev), the same tuple returned. Writes
+ * go out in calls of at most 64 KiB, as the reference's.
  *
  * What stays in Python: the CRC32C itself (``odradek.records.crc.crc32c``, called back once
  * per batch: one CRC32C implementation in the project) and every error about the batch (a
@@ -14,7 +15,7 @@
  *
  * Safety: the buffer is held (PyObject_GetBuffer) from the first read to the last write, so a
  * bytearray cannot be resized under it; header fields are read once into locals. The GIL is
- * released around write/writev only, as os.write does; EINTR is retried after checking for
+ * released around each write/writev only, as os.write does; EINTR is retried after checking for
  * signals (PEP 475), a short write is finished, any other error raises OSError.
  */
 #define PY_SSIZE_T_CLEAN
@@ -97,8 +98,15 @@ ranged_arg(PyObject *obj, const char *name, int64_t low, int64_t high, int64_t *
 
 /* ---- writing ---- */
 
-/* Writes every byte of ``iov`` (updated in place) to ``fd``. Returns 0, or -1 with OSError
- * (or the exception a signal handler raised) set. */
+/* The most bytes one write call takes: file_records.WRITE_PIECE_BYTES (the page cache sizes
+ * its folios by the write's length; see that module's docstring). */
+#define WRITE_PIECE_BYTES (64 * 1024)
+/* The most pieces of ``iov`` one call passes (append_batch writes one or two). */
+#define MAX_PIECES 2
+
+/* Writes every byte of ``iov`` (at most MAX_PIECES entries; updated in place) to ``fd``, in
+ * calls of at most WRITE_PIECE_BYTES. Returns 0, or -1 with OSError (or the exception a
+ * signal handler raised) set. */
 static int
 write_all(int fd, struct iovec *iov, int iovcnt)
 {
@@ -108,10 +116,19 @@ write_all(int fd, struct iovec *iov, int iovcnt)
         iovcnt--;
     }
     while (iovcnt > 0) {
+        struct iovec piece[MAX_PIECES];
+        int count = 0;
+        size_t budget = WRITE_PIECE_BYTES;
+        while (count < iovcnt && count < MAX_PIECES && budget > 0) {
+            piece[count].iov_base = iov[count].iov_base;
+            piece[count].iov_len = iov[count].iov_len < budget ? iov[count].iov_len : budget;
+            budget -= piece[count].iov_len;
+            count++;
+        }
         ssize_t written;
         int saved_errno;
         Py_BEGIN_ALLOW_THREADS
-        written = iovcnt == 1 ? write(fd, iov->iov_base, iov->iov_len) : writev(fd, iov, iovcnt);
+        written = count == 1 ? write(fd, piece->iov_base, piece->iov_len) : writev(fd, piece, count);
         saved_errno = errno;
         Py_END_ALLOW_THREADS
         if (written < 0) {

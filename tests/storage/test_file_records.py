@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import struct
 import tempfile
+import threading
 from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,6 +34,7 @@ from odradek.records.record import SimpleRecord
 from odradek.storage import file_records
 from odradek.storage.file_records import (
     COMPILED_MODULE,
+    WRITE_PIECE_BYTES,
     FileRecords,
     compiled_append_batch,
     py_append_batch,
@@ -391,3 +394,116 @@ def test_file_records_counts_what_it_appends(
     assert records.size == 2 * size == records.file_size()
     assert records.read(size, size) == patched(raw, 3, 9)
     records.close()
+
+
+# ---- writes go out in pieces of at most WRITE_PIECE_BYTES ----
+
+
+def batch_of_size(size: int) -> bytes:
+    """A one-record batch exactly ``size`` bytes long."""
+    value_bytes = size - len(batch(count=1, value_bytes=0))
+    while True:
+        raw = batch(count=1, value_bytes=value_bytes)
+        if len(raw) == size:
+            return raw
+        value_bytes += size - len(raw)  # a varint grew a byte: take it off the value
+
+
+def write_calls(write: Callable[[int], Any]) -> list[bytes]:
+    """What ``write(fd)`` sent, one item per write system call: ``fd`` is a SOCK_SEQPACKET
+    socket, which keeps each call's bytes as one message."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    messages: list[bytes] = []
+
+    def read_all() -> None:
+        while message := theirs.recv(4 * WRITE_PIECE_BYTES):
+            messages.append(message)
+
+    reader = threading.Thread(target=read_all)
+    reader.start()
+    try:
+        write(ours.fileno())
+    finally:
+        ours.shutdown(socket.SHUT_WR)
+        reader.join(10)
+        ours.close()
+        theirs.close()
+    return messages
+
+
+PIECE_CASES = [
+    pytest.param(size, id=f"{size} B")
+    for size in (
+        WRITE_PIECE_BYTES - 1,
+        WRITE_PIECE_BYTES,
+        WRITE_PIECE_BYTES + 1,
+        3 * WRITE_PIECE_BYTES + HEADER_SIZE,
+        1_000_000,
+    )
+]
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("kind", list(BUFFER_KINDS))
+@pytest.mark.parametrize("size", PIECE_CASES)
+def test_append_batch_writes_in_pieces(implementation: Any, kind: str, size: int) -> None:
+    raw = batch_of_size(size)
+    data = BUFFER_KINDS[kind](raw)
+    answer: list[Any] = []
+    calls = write_calls(lambda fd: answer.append(implementation(fd, data, 42, 3, BIG, BIG, BIG)))
+    assert answer[0] is not None
+    assert b"".join(calls) == patched(raw, 42, 3)
+    # As few calls as the limit allows: every one full but the last.
+    assert [len(call) for call in calls[:-1]] == [WRITE_PIECE_BYTES] * (len(calls) - 1)
+    assert 0 < len(calls[-1]) <= WRITE_PIECE_BYTES
+
+
+@pytest.mark.parametrize("size", PIECE_CASES)
+def test_the_general_path_appends_in_pieces(
+    size: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``FileRecords.append`` and ``append_parts`` (the log's general path) too."""
+    raw = batch_of_size(size)
+    real_write, real_writev = os.write, os.writev
+    calls: list[int] = []
+
+    def write(fd: int, data: Any) -> int:
+        calls.append(len(memoryview(data)))
+        return real_write(fd, data)
+
+    def writev(fd: int, buffers: Any) -> int:
+        calls.append(sum(len(memoryview(buffer)) for buffer in buffers))
+        return real_writev(fd, buffers)
+
+    monkeypatch.setattr(os, "write", write)
+    monkeypatch.setattr(os, "writev", writev)
+    records = FileRecords(str(tmp_path / "0.log"))
+    records.append(raw)
+    records.append_parts([raw[:HEADER_SIZE], memoryview(raw)[HEADER_SIZE:]])
+    assert records.read(0, 2 * size) == raw + raw
+    records.close()
+    assert max(calls) <= WRITE_PIECE_BYTES
+    assert len(calls) == 2 * -(-size // WRITE_PIECE_BYTES)
+
+
+@pytest.mark.parametrize("kind", list(BUFFER_KINDS))
+def test_short_writes_are_finished(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Python helpers finish what a write call left undone (the kernel may write less
+    than asked, e.g. on a full disk's edge or after a signal)."""
+    real_write = os.write
+
+    def short_write(fd: int, data: Any) -> int:
+        return real_write(fd, memoryview(data)[:1000])
+
+    def short_writev(fd: int, buffers: Any) -> int:
+        joined = b"".join(bytes(buffer) for buffer in buffers)
+        return real_write(fd, joined[:1000])
+
+    monkeypatch.setattr(os, "write", short_write)
+    monkeypatch.setattr(os, "writev", short_writev)
+    raw = batch_of_size(3 * WRITE_PIECE_BYTES + 17)
+    with scratch_file() as fd:
+        assert py_append_batch(fd, BUFFER_KINDS[kind](raw), 5, None, BIG, BIG, BIG) is not None
+        assert file_bytes(fd) == PREFIX + patched(raw, 5, None)

@@ -189,7 +189,7 @@ def prepare_payload(
         )
     if assign and len(batches) == 1 and log_append_time_ms < 0 and not isinstance(data, bytearray):
         # Zero copy: rewrite a copy of the 61-byte header only, and write it and the
-        # untouched rest of the batch with one writev.
+        # untouched rest of the batch with writev (no copy of the rest).
         head = bytearray(memoryview(data)[:HEADER_SIZE])
         batches = assign_offsets(
             head, batches, log_end_offset, config.max_message_bytes, leader_epoch, -1
