@@ -20,10 +20,10 @@ puts the logs in tmpfs, ``--settle-seconds 3`` starts every round with cold free
 ``--fetch-queue-backoff-ms 10`` keeps the consumer from pausing a second when its prefetch queue
 overflows (which makes the 1 KB consume figures bimodal).
 
-On a VM, the 1 KB produce figure of the real broker depends on the machine's free memory:
-writing 200 MB into new page-cache pages costs several times more when the host has taken those
-pages back (``bench/page_cache_write.py`` measures it without the broker), and how much of that the
-previous round's freed memory spares a round is luck of timing. Report the spread.
+On a VM, writing 200 MB into new page-cache pages costs up to seven times more when the host
+has taken back the free memory they come from; the log writes in 64 KiB pieces, which keeps
+that cost off the produce path (``bench/page_cache_write.py`` measures it without the broker).
+``--settle-seconds 3`` shows it: every round then starts with cold free memory.
 """
 
 from __future__ import annotations

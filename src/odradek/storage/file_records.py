@@ -17,8 +17,11 @@ write's length, and a large folio comes from a large block of free memory; on a 
 takes free memory back (virtio-balloon free page reporting) those blocks are the ones the host
 must fault in again, page by page, on first touch. Measured on this project's 2-core VM
 (``bench/page_cache_write.py``), 200 MB in 1 MB writes: 400–510 ms when free memory is cold,
-60–160 ms warm; in 64 KiB writes: 60–130 ms either way. The extra system calls cost about
-16 per MB.
+45–150 ms warm; in 64 KiB writes: 60–100 ms either way (128 KiB and up are sometimes cold
+again). The price is paid on warm memory with large batches: ``bench/log_append_read.py``'s
+1 MB appends reach 51–53 % of raw 1 MB writes (78–86 % in whole writes), while in
+``bench/broker_perf.py`` 1 KB records in 1 MB batches went from 53–73 % to 99–106 % of the
+null server.
 
 Thread safety: one writer thread appends and truncates; any thread may read. ``size`` is
 published after the bytes are written, so a reader that honours ``size`` never sees a batch
