@@ -19,11 +19,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -31,15 +28,14 @@ from collections.abc import Callable
 from aiokafka import AIOKafkaProducer
 from confluent_kafka import Producer as ConfluentProducer
 
+from _client_bench import main, measure
 from odradek import Producer
-from odradek.testing.serve import start_serve, stop_serve
 
 with warnings.catch_warnings():
     # kafka-python loads its protocol schemas with the deprecated importlib.resources.read_text.
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka import KafkaProducer
 
-CLIENTS = ("odradek", "kafka-python", "aiokafka", "confluent-kafka")
 WORKLOADS = ((500_000, 100), (100_000, 1024))
 WARMUP_TIMEOUT_S = 30.0
 
@@ -122,94 +118,28 @@ RUNNERS: dict[str, Callable[[str, str, int, bytes], float]] = {
 # ---------------------------------------------------------------------- orchestration
 
 
-def serve(data_dir: str) -> tuple[subprocess.Popen[str], str]:
-    return start_serve(data_dir, {"num.partitions": "1"})
-
-
-def measure(client: str, bootstrap: str, topic: str, records: int, size: int) -> float:
-    """Runs one client in a child process; returns its seconds."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--run",
-            client,
-            "--bootstrap",
-            bootstrap,
-            "--topic",
-            topic,
-            "--records",
-            str(records),
-            "--size",
-            str(size),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode:
-        raise RuntimeError(f"{client} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
+def child(args: argparse.Namespace) -> float:
+    return RUNNERS[args.run](args.bootstrap, args.topic, args.records, os.urandom(args.size))
 
 
 def measure_retrying(client: str, bootstrap: str, topic: str, records: int, size: int) -> float:
     """``measure``, run once more (on a fresh topic) if the child failed; the failure is shown."""
     try:
-        return measure(client, bootstrap, topic, records, size)
+        return measure(__file__, client, bootstrap, topic, records, size)
     except RuntimeError as error:
         print(f"  ({error}; running it again)", file=sys.stderr, flush=True)
-        return measure(client, bootstrap, f"{topic}-again", records, size)
+        return measure(__file__, client, bootstrap, f"{topic}-again", records, size)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--scale", type=float, default=1.0, help="multiplies record counts")
-    parser.add_argument("--repeat", type=int, default=1, help="best of N runs per client")
-    parser.add_argument("--clients", default=",".join(CLIENTS))
-    parser.add_argument("--run", choices=CLIENTS, help=argparse.SUPPRESS)
-    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
-    parser.add_argument("--topic", help=argparse.SUPPRESS)
-    parser.add_argument("--records", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.run:
-        value = os.urandom(args.size)
-        seconds = RUNNERS[args.run](args.bootstrap, args.topic, args.records, value)
-        print(json.dumps({"seconds": seconds}))
-        return
+def start_workload(bootstrap: str, records: int, size: int) -> Callable[[str, int], float]:
+    """Each client's runs produce to topics of their own."""
 
-    clients = [name.strip() for name in args.clients.split(",") if name.strip()]
-    with tempfile.TemporaryDirectory(prefix="odradek-client-perf-") as data_dir:
-        server, bootstrap = serve(data_dir)
-        try:
-            print(f"producer, acks=1, 1 partition, odradek serve on {bootstrap}")
-            print(f"{'client':<16} {'records x size':>16} {'records/s':>12} {'MB/s':>8}")
-            for base_records, size in WORKLOADS:
-                records = max(1, int(base_records * args.scale))
-                rates: dict[str, float] = {}
-                for client in clients:
-                    best = min(
-                        measure_retrying(
-                            client, bootstrap, f"perf-{client}-{size}-{rep}", records, size
-                        )
-                        for rep in range(args.repeat)
-                    )
-                    rates[client] = records / best
-                    print(
-                        f"{client:<16} {records:>9,} x {size:>4} {records / best:>12,.0f} "
-                        f"{records * size / best / 1e6:>8.1f}",
-                        flush=True,
-                    )
-                if "odradek" in rates:
-                    ratios = ", ".join(
-                        f"{rates['odradek'] / rate:.2f}x {client}"
-                        for client, rate in rates.items()
-                        if client != "odradek"
-                    )
-                    print(f"{'':<16} odradek = {ratios}")
-        finally:
-            stop_serve(server)
+    def time_run(client: str, rep: int) -> float:
+        topic = f"perf-{client}-{size}-{rep}"
+        return measure_retrying(client, bootstrap, topic, records, size)
+
+    return time_run
 
 
 if __name__ == "__main__":
-    main()
+    main(child, "producer, acks=1, 1 partition", "odradek-client-perf-", WORKLOADS, start_workload)

@@ -16,11 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -33,15 +29,14 @@ from confluent_kafka import Consumer as ConfluentConsumer
 from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
+from _client_bench import main, measure
 from odradek import Consumer, TopicPartition
-from odradek.testing.serve import start_serve, stop_serve
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KafkaTopicPartition
 
-CLIENTS: Final = ("odradek", "kafka-python", "aiokafka", "confluent-kafka")
 WORKLOADS: Final = ((500_000, 100), (100_000, 1_000))
 
 
@@ -139,79 +134,20 @@ def fill(bootstrap: str, topic: str, records: int, size: int) -> None:
     assert producer.flush(60) == 0
 
 
-def serve(data_dir: str) -> tuple[subprocess.Popen[str], str]:
-    return start_serve(data_dir, {"num.partitions": "1"})
+def child(args: argparse.Namespace) -> float:
+    return RUNNERS[args.run](args.bootstrap, args.topic, args.records)
 
 
-def measure(client: str, bootstrap: str, topic: str, records: int) -> float:
-    done = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--run",
-            client,
-            "--bootstrap",
-            bootstrap,
-            "--topic",
-            topic,
-            "--records",
-            str(records),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if done.returncode:
-        raise RuntimeError(f"{client} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
+def start_workload(bootstrap: str, records: int, size: int) -> Callable[[str, int], float]:
+    """One topic, filled once, that every client reads from the beginning in every run."""
+    topic = f"consume-{size}"
+    fill(bootstrap, topic, records, size)
 
+    def time_run(client: str, _rep: int) -> float:
+        return measure(__file__, client, bootstrap, topic, records, size, timeout=600)
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--scale", type=float, default=1.0, help="multiplies record counts")
-    parser.add_argument("--repeat", type=int, default=1, help="best of N runs per client")
-    parser.add_argument("--clients", default=",".join(CLIENTS))
-    parser.add_argument("--run", choices=CLIENTS, help=argparse.SUPPRESS)
-    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
-    parser.add_argument("--topic", help=argparse.SUPPRESS)
-    parser.add_argument("--records", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.run:
-        seconds = RUNNERS[args.run](args.bootstrap, args.topic, args.records)
-        print(json.dumps({"seconds": seconds}))
-        return
-    clients = [name.strip() for name in args.clients.split(",") if name.strip()]
-    with tempfile.TemporaryDirectory(prefix="odradek-consumer-perf-") as data_dir:
-        server, bootstrap = serve(data_dir)
-        try:
-            print(f"consumer, 1 partition, odradek serve on {bootstrap}")
-            print(f"{'client':<16} {'records x size':>16} {'records/s':>12} {'MB/s':>8}")
-            for base_records, size in WORKLOADS:
-                records = max(1, int(base_records * args.scale))
-                topic = f"consume-{size}"
-                fill(bootstrap, topic, records, size)
-                rates: dict[str, float] = {}
-                for client in clients:
-                    best = min(
-                        measure(client, bootstrap, topic, records) for _ in range(args.repeat)
-                    )
-                    rates[client] = records / best
-                    print(
-                        f"{client:<16} {records:>9,} x {size:>4} {records / best:>12,.0f} "
-                        f"{records * size / best / 1e6:>8.1f}",
-                        flush=True,
-                    )
-                if "odradek" in rates:
-                    ratios = ", ".join(
-                        f"{rates['odradek'] / rate:.2f}x {client}"
-                        for client, rate in rates.items()
-                        if client != "odradek"
-                    )
-                    print(f"{'':<16} odradek = {ratios}")
-        finally:
-            stop_serve(server)
+    return time_run
 
 
 if __name__ == "__main__":
-    main()
+    main(child, "consumer, 1 partition", "odradek-consumer-perf-", WORKLOADS, start_workload)

@@ -21,23 +21,28 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests._batch_inputs import (
+    OVERLONG_VARLONG,
+    REJECTED_HEADERS,
+    batch_specs,
+    build_fetch,
+    mutated_fetches,
+    random_batches,
+    raw_batch,
+    raw_record,
+)
 
-from odradek.errors import CorruptRecordError, UnsupportedForMessageFormatError
+from odradek.errors import CorruptRecordError
 from odradek.records.batch import (
     ATTRIBUTES_OFFSET,
-    CRC_OFFSET,
     HEADER_SIZE,
     LOG_OVERHEAD,
-    BatchHeader,
     CompressionType,
     TimestampType,
-    compute_crc,
-    encode_header,
 )
 from odradek.records.codec import build_batch
 from odradek.records.columns import COMPILED_MODULE, Columns, PyColumnBuilder, columns_builder
 from odradek.records.record import SimpleRecord
-from odradek.records.varint import encode_varint, encode_varlong
 
 try:
     from odradek import _columns
@@ -100,114 +105,9 @@ def le(typecode: str, values: Sequence[int]) -> bytes:
     return items.tobytes()
 
 
-def raw_record(
-    offset_delta: int,
-    key: bytes | None = b"k",
-    value: bytes | None = b"v",
-    headers: Sequence[tuple[bytes | None, bytes | None]] = (),
-    ts_delta: int = 0,
-    length: int | None = None,
-    header_count: int | None = None,
-) -> bytes:
-    """One record, hand-encoded; ``length`` and ``header_count`` override the true ones."""
+# ---- hypothesis batches ----
 
-    def field(item: bytes | None) -> bytes:
-        return encode_varint(-1) if item is None else encode_varint(len(item)) + item
-
-    body = b"\x00" + encode_varlong(ts_delta) + encode_varint(offset_delta)
-    body += field(key) + field(value)
-    body += encode_varint(len(headers) if header_count is None else header_count)
-    for hk, hv in headers:
-        body += field(hk) + field(hv)
-    return encode_varint(len(body) if length is None else length) + body
-
-
-def raw_batch(
-    records: bytes,
-    records_count: int,
-    base_offset: int = 0,
-    last_offset_delta: int | None = None,
-    attributes: int = 0,
-    magic: int = 2,
-    base_timestamp: int = 1_000,
-    max_timestamp: int = 2_000,
-) -> bytes:
-    """A batch around hand-made record bytes, with a correct CRC."""
-    header = BatchHeader(
-        base_offset=base_offset,
-        batch_length=HEADER_SIZE - LOG_OVERHEAD + len(records),
-        partition_leader_epoch=0,
-        magic=magic,
-        crc=0,
-        attributes=attributes,
-        last_offset_delta=(
-            max(records_count - 1, 0) if last_offset_delta is None else last_offset_delta
-        ),
-        base_timestamp=base_timestamp,
-        max_timestamp=max_timestamp,
-        producer_id=-1,
-        producer_epoch=-1,
-        base_sequence=-1,
-        records_count=records_count,
-    )
-    batch = bytearray(encode_header(header) + records)
-    struct.pack_into(">I", batch, CRC_OFFSET, compute_crc(batch, 0, len(batch)))
-    return bytes(batch)
-
-
-#: A record whose timestamp delta is a varlong of 10 bytes, the last one too large.
-OVERLONG_VARLONG = encode_varint(20) + b"\x00" + b"\xff" * 9 + b"\x02" + b"\x00" * 9
-
-# ---- hypothesis strategies ----
-
-_bytes_or_none = st.one_of(
-    st.none(),
-    st.just(b""),
-    st.binary(max_size=20),
-    st.binary(min_size=200, max_size=3000),
-)
-_headers = st.lists(
-    st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=12))), max_size=4
-)
-_records = st.lists(
-    st.builds(
-        SimpleRecord,
-        timestamp_ms=st.integers(min_value=-1, max_value=2**42),
-        key=_bytes_or_none,
-        value=_bytes_or_none,
-        headers=_headers,
-    ),
-    min_size=1,
-    max_size=12,
-)
-_batch_specs = st.lists(
-    st.tuples(
-        _records,
-        st.sampled_from(list(CompressionType)),
-        st.sampled_from([TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME]),
-        st.booleans(),  # control
-        st.integers(min_value=0, max_value=3),  # gap before the batch (compacted offsets)
-    ),
-    min_size=1,
-    max_size=5,
-)
-
-
-def build_fetch(specs: Sequence[Any]) -> tuple[bytes, int]:
-    """Batches back to back from hypothesis specs; (bytes, next offset)."""
-    out = bytearray()
-    offset = 0
-    for records, compression, timestamp_type, control, gap in specs:
-        offset += gap
-        out += build_batch(
-            records,
-            base_offset=offset,
-            compression=compression,
-            timestamp_type=timestamp_type,
-            control=control,
-        )
-        offset += len(records)
-    return bytes(out), offset
+_batch_specs = batch_specs(st.binary(min_size=200, max_size=3000))
 
 
 # ---- the compiled builder is there ----
@@ -436,10 +336,7 @@ def test_varints_at_their_limits() -> None:
 @pytest.mark.parametrize(
     ("change", "error"),
     [
-        ({"magic": 0}, UnsupportedForMessageFormatError),
-        ({"magic": 1}, UnsupportedForMessageFormatError),
-        ({"magic": 3}, CorruptRecordError),
-        ({"last_offset_delta": -1}, CorruptRecordError),
+        *REJECTED_HEADERS,
         ({"attributes": 5}, ValueError),  # codec bits 5-7: no Kafka version defines them
         ({"attributes": 7 | 0x20}, None),  # ... unless the batch is a control batch
     ],
@@ -465,52 +362,10 @@ def test_corrupt_compressed_payload() -> None:
     assert decode(data, check_crcs=False)[:2] == ("error", CorruptRecordError)
 
 
-def mutate(rng: random.Random, data: bytes) -> bytes:
-    out = bytearray(data)
-    for _ in range(rng.choice((1, 1, 1, 2, 3, 8))):
-        roll = rng.random()
-        pos = rng.randrange(len(out))
-        if roll < 0.6:
-            out[pos] = rng.randrange(256)
-        elif roll < 0.8:
-            out[pos] ^= 1 << rng.randrange(8)
-        elif roll < 0.9:
-            out[pos : pos + rng.randrange(1, 6)] = b""
-        else:
-            out[pos:pos] = rng.randbytes(rng.randrange(1, 6))
-        if not out:
-            break
-    return bytes(out)
-
-
-def fuzz_corpus() -> list[bytes]:
-    rng = random.Random(1)
-    records = [
-        SimpleRecord(
-            1_000 + i,
-            None if i % 5 == 0 else rng.randbytes(rng.randrange(0, 12)),
-            None if i % 7 == 0 else rng.randbytes(rng.randrange(0, 40)),
-            [("h", None), ("k2", b"v")] if i % 3 == 0 else [],
-        )
-        for i in range(12)
-    ]
-    # Uncompressed and gzip only: a mutated LZ4 or zstd frame may declare a huge content size,
-    # and both builders would ask the codec for it (the codec is not what is under test).
-    return [
-        build_batch(records[:4]) + build_batch(records[4:], base_offset=4),
-        build_batch(records, timestamp_type=TimestampType.LOG_APPEND_TIME),
-        build_batch(records[:3], control=True) + build_batch(records[3:], base_offset=3),
-        build_batch(records, compression=CompressionType.GZIP),
-        raw_batch(raw_record(0, b"", None, [(b"", b"")]) + raw_record(1, None, b""), 2),
-    ]
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_random_mutations_never_crash_and_agree(seed: int) -> None:
     rng = random.Random(seed)
-    corpus = fuzz_corpus()
-    for _ in range(2_500):
-        data = mutate(rng, rng.choice(corpus))
+    for data in mutated_fetches(rng, 2_500):
         # Mostly without the CRC check, which would stop nearly every mutation at the header.
         check_crcs = rng.random() < 0.1
         min_offset = rng.choice((0, 0, 2, 5))
@@ -518,43 +373,10 @@ def test_random_mutations_never_crash_and_agree(seed: int) -> None:
         assert_same([(data, min_offset, end_offset, check_crcs)], rng.random() < 0.8)
 
 
-def random_records(rng: random.Random) -> tuple[bytes, int]:
-    """A records section of near-valid records: lengths and counts a little off, random bytes."""
-    out = b""
-    count = rng.randrange(6)
-    for i in range(count):
-        roll = rng.random()
-        if roll < 0.1:
-            out += rng.randbytes(rng.randrange(1, 12))
-            continue
-
-        def item() -> bytes | None:
-            return rng.choice((None, b"", rng.randbytes(rng.randrange(1, 9))))
-
-        fields = {
-            "offset_delta": rng.choice((i, -1, 2**31 - 1)),
-            "key": item(),
-            "value": item(),
-            "headers": [(item(), item()) for _ in range(rng.randrange(3))],
-            "ts_delta": rng.choice((0, 1, -(2**40))),
-        }
-        record = raw_record(**fields)  # type: ignore[arg-type]
-        if roll < 0.3:
-            body_length = len(record) - len(encode_varint(len(record)))
-            record = raw_record(**fields, length=body_length + rng.randrange(-3, 4))  # type: ignore[arg-type]
-        elif roll < 0.4:
-            record = record[: rng.randrange(len(record))]
-        out += record
-    return out, count
-
-
 @pytest.mark.parametrize("seed", range(2))
 def test_random_records_never_crash_and_agree(seed: int) -> None:
     rng = random.Random(100 + seed)
-    for _ in range(1_500):
-        records, count = random_records(rng)
-        attributes = rng.choice((0, 0, 0x08, 0x20))
-        data = raw_batch(records, count + rng.choice((0, 0, 0, -1, 1)), attributes=attributes)
+    for data in random_batches(rng, 1_500):
         assert_same([(data, 0, 2**62, rng.random() < 0.5)], rng.random() < 0.8)
 
 
