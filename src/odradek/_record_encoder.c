@@ -1,0 +1,261 @@
+/* odradek._record_encoder: the record codec's compiled ``encode_record`` (see
+ * odradek/records/codec.py, which binds it in place of ``records._pyrecords.encode_record``,
+ * the Python reference, when it is built).
+ *
+ * ``encode_record(offset_delta, timestamp_delta, key, value, headers)`` returns the bytes of one
+ * v2 record, its length prefix included, exactly as the reference does. It encodes the common
+ * arguments itself: int deltas within their varint ranges (int32 offset delta, int64 timestamp
+ * delta), a key and a value that are each ``bytes`` or None, and headers that are a list or
+ * tuple of 2-tuples (a str key, a ``bytes`` or None value) — ``Header`` pairs included. For any
+ * other arguments (other buffer types, other iterables, values out of range, a header key that
+ * is not UTF-8 encodable) it calls the reference with the same arguments, so such calls answer
+ * and fail exactly as the reference does, by construction.
+ *
+ * The GIL is held throughout; nothing here calls back into Python before the output is built,
+ * except the reference on the declined path.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "_batch_format.h"
+
+/* odradek.records._pyrecords.encode_record, imported once at module init (a strong reference,
+ * never released: the module is single-phase and lives as long as the interpreter). */
+static PyObject *reference;
+
+/* ---- zigzag varints (the rules of odradek/records/varint.py) ---- */
+
+static inline uint64_t
+zigzag32(int32_t value)
+{
+    return (uint32_t)(((uint32_t)value << 1) ^ (uint32_t)(value >> 31));
+}
+
+static inline uint64_t
+zigzag64(int64_t value)
+{
+    return ((uint64_t)value << 1) ^ (uint64_t)(value >> 63);
+}
+
+static inline Py_ssize_t
+raw_size(uint64_t raw)
+{
+    Py_ssize_t size = 1;
+    while (raw >= 0x80) {
+        raw >>= 7;
+        size++;
+    }
+    return size;
+}
+
+static inline uint8_t *
+put_raw(uint8_t *out, uint64_t raw)
+{
+    while (raw >= 0x80) {
+        *out++ = (uint8_t)((raw & 0x7F) | 0x80);
+        raw >>= 7;
+    }
+    *out++ = (uint8_t)raw;
+    return out;
+}
+
+/* A length (or -1 for None) as a zigzag varint; lengths above INT32_MAX are declined before. */
+static inline uint64_t
+length_raw(Py_ssize_t length)
+{
+    return zigzag32((int32_t)length);
+}
+
+/* ---- the arguments this encoder takes ---- */
+
+/* One header, borrowed from the caller's sequence. */
+typedef struct {
+    const char *key;
+    Py_ssize_t key_length;
+    PyObject *value; /* bytes or Py_None */
+} HeaderView;
+
+#define MAX_INLINE_HEADERS 16
+
+/* Reads an int argument into *out within [low, high]; returns 0, or -1 (no exception set) when
+ * it is not an int or is out of range. */
+static int
+read_delta(PyObject *object, long long low, long long high, long long *out)
+{
+    if (!PyLong_CheckExact(object)) {
+        return -1;
+    }
+    int overflow;
+    long long value = PyLong_AsLongLongAndOverflow(object, &overflow);
+    if (overflow || (value == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (value < low || value > high) {
+        return -1;
+    }
+    *out = value;
+    return 0;
+}
+
+/* Whether ``object`` is a key or value this encoder takes: bytes (at most INT32_MAX long) or
+ * None. */
+static inline int
+takes_field(PyObject *object)
+{
+    return object == Py_None || (PyBytes_CheckExact(object) && PyBytes_GET_SIZE(object) <= INT32_MAX);
+}
+
+/* Size of a key or value field: its length varint plus its bytes. */
+static inline Py_ssize_t
+field_size(PyObject *object)
+{
+    if (object == Py_None) {
+        return 1;
+    }
+    Py_ssize_t length = PyBytes_GET_SIZE(object);
+    return raw_size(length_raw(length)) + length;
+}
+
+static inline uint8_t *
+put_field(uint8_t *out, PyObject *object)
+{
+    if (object == Py_None) {
+        *out++ = 1; /* zigzag(-1) */
+        return out;
+    }
+    Py_ssize_t length = PyBytes_GET_SIZE(object);
+    out = put_raw(out, length_raw(length));
+    memcpy(out, PyBytes_AS_STRING(object), (size_t)length);
+    return out + length;
+}
+
+/* ---- encode_record ---- */
+
+static PyObject *
+call_reference(PyObject *const *args)
+{
+    return PyObject_Vectorcall(reference, args, 5, NULL);
+}
+
+PyDoc_STRVAR(encode_record_doc,
+             "encode_record(offset_delta, timestamp_delta, key, value, headers) -> bytes\n\n"
+             "One v2 record, its length prefix included; the same bytes, answers and errors as\n"
+             "odradek.records._pyrecords.encode_record.");
+
+static PyObject *
+encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "encode_record() takes 5 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    long long offset_delta, timestamp_delta;
+    PyObject *key = args[2], *value = args[3], *headers = args[4];
+    if (read_delta(args[0], INT32_MIN, INT32_MAX, &offset_delta) < 0 ||
+        read_delta(args[1], INT64_MIN, INT64_MAX, &timestamp_delta) < 0 || !takes_field(key) ||
+        !takes_field(value) || !(PyList_CheckExact(headers) || PyTuple_CheckExact(headers))) {
+        return call_reference(args);
+    }
+
+    /* Headers: checked and measured first (the sequence is not changed meanwhile: nothing
+     * below runs Python code). */
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(headers);
+    if (count > INT32_MAX) {
+        return call_reference(args);
+    }
+    HeaderView inline_views[MAX_INLINE_HEADERS];
+    HeaderView *views = inline_views;
+    if (count > MAX_INLINE_HEADERS) {
+        views = PyMem_Malloc(sizeof(HeaderView) * (size_t)count);
+        if (views == NULL) {
+            return PyErr_NoMemory();
+        }
+    }
+    PyObject *result = NULL;
+    Py_ssize_t body = 1 /* attributes */ + raw_size(zigzag64((int64_t)timestamp_delta)) +
+                      raw_size(zigzag32((int32_t)offset_delta)) + field_size(key) +
+                      field_size(value) + raw_size(length_raw(count));
+    PyObject **items = PySequence_Fast_ITEMS(headers);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *pair = items[i];
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+            !PyUnicode_CheckExact(PyTuple_GET_ITEM(pair, 0)) ||
+            !takes_field(PyTuple_GET_ITEM(pair, 1))) {
+            goto declined;
+        }
+        Py_ssize_t key_length;
+        const char *header_key = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(pair, 0), &key_length);
+        if (header_key == NULL || key_length > INT32_MAX) {
+            PyErr_Clear(); /* lone surrogates: the reference raises its own error */
+            goto declined;
+        }
+        views[i].key = header_key;
+        views[i].key_length = key_length;
+        views[i].value = PyTuple_GET_ITEM(pair, 1);
+        body += raw_size(length_raw(key_length)) + key_length + field_size(views[i].value);
+        if (body > INT32_MAX) {
+            goto declined; /* the record's length would not fit its varint */
+        }
+    }
+    if (body > INT32_MAX) {
+        goto declined;
+    }
+
+    result = PyBytes_FromStringAndSize(NULL, raw_size(length_raw(body)) + body);
+    if (result == NULL) {
+        goto done;
+    }
+    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(result);
+    out = put_raw(out, length_raw(body));
+    *out++ = 0; /* attributes */
+    out = put_raw(out, zigzag64((int64_t)timestamp_delta));
+    out = put_raw(out, zigzag32((int32_t)offset_delta));
+    out = put_field(out, key);
+    out = put_field(out, value);
+    out = put_raw(out, length_raw(count));
+    for (Py_ssize_t i = 0; i < count; i++) {
+        out = put_raw(out, length_raw(views[i].key_length));
+        memcpy(out, views[i].key, (size_t)views[i].key_length);
+        out += views[i].key_length;
+        out = put_field(out, views[i].value);
+    }
+    goto done;
+
+declined:
+    result = call_reference(args);
+done:
+    if (views != inline_views) {
+        PyMem_Free(views);
+    }
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL,
+     encode_record_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef encoder_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "odradek._record_encoder",
+    .m_doc = PyDoc_STR("The record codec's compiled encode_record (see odradek.records.codec)."),
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__record_encoder(void)
+{
+    if (reference == NULL) {
+        reference = import_attr("odradek.records._pyrecords", "encode_record");
+        if (reference == NULL) {
+            return NULL;
+        }
+    }
+    return PyModule_Create(&encoder_module);
+}
