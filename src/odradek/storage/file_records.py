@@ -20,7 +20,7 @@ must fault in again, page by page, on first touch. Measured on this project's 2-
 45–150 ms warm; in 64 KiB writes: 60–100 ms either way (128 KiB and up are sometimes cold
 again). The price is paid on warm memory with large batches: ``bench/log_append_read.py``'s
 1 MB appends reach 51–53 % of raw 1 MB writes (78–86 % in whole writes), while in
-``bench/broker_perf.py`` 1 KB records in 1 MB batches went from 53–73 % to 99–106 % of the
+``bench/broker_perf.py`` 1 KB records in 1 MB batches went from 53–73 % to 94–106 % of the
 null server.
 
 Thread safety: one writer thread appends and truncates; any thread may read. ``size`` is
@@ -110,8 +110,8 @@ def py_append_batch(
 
     Args:
         fd: the ``O_APPEND`` file to write to.
-        data: exactly one batch. A ``bytearray`` is patched in place and written with one
-            ``write``; any other buffer is left untouched: a patched copy of its 61-byte
+        data: exactly one batch. A ``bytearray`` is patched in place and written as it is
+            (no copy); any other buffer is left untouched: a patched copy of its 61-byte
             header and the rest of it go out with ``writev``.
         base_offset: written into the batch (the CRC32C does not cover it).
         leader_epoch: written into the batch's partition leader epoch, unless None.
