@@ -1,10 +1,11 @@
 /* The v2 record batch format as odradek's C extensions read it: header field positions and
  * attribute bits (the layout is documented in odradek/records/batch.py), big-endian reads, and
- * the zigzag varints of records (the rules of odradek/records/varint.py).
+ * the zigzag varints of records (the rules of odradek/records/varint.py), and the call to the
+ * project's CRC32C.
  *
  * Header-only (static inline): each extension includes it. Every read expects its caller to
- * have checked the bounds it states; ``import_attr`` (module init) is the one helper that
- * touches Python objects.
+ * have checked the bounds it states; ``call_crc32c`` and ``import_attr`` (module init) are the
+ * helpers that touch Python objects.
  */
 #ifndef ODRADEK_BATCH_FORMAT_H
 #define ODRADEK_BATCH_FORMAT_H
@@ -120,6 +121,31 @@ read_varlong(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
         return -1;
     }
     *out = raw & 1 ? -(int64_t)(raw >> 1) - 1 : (int64_t)(raw >> 1);
+    return 0;
+}
+
+/* ---- CRC32C (computed by odradek.records.crc.crc32c, the project's one implementation) ---- */
+
+/* Calls ``crc32c(view[start:end])`` and stores the result in *out. Returns 0, or -1 with the
+ * callback's (or the slice's) exception set. */
+static inline int
+call_crc32c(PyObject *crc32c, PyObject *view, Py_ssize_t start, Py_ssize_t end, uint32_t *out)
+{
+    PyObject *covered = PySequence_GetSlice(view, start, end);
+    if (covered == NULL) {
+        return -1;
+    }
+    PyObject *crc = PyObject_CallOneArg(crc32c, covered);
+    Py_DECREF(covered);
+    if (crc == NULL) {
+        return -1;
+    }
+    unsigned long actual = PyLong_AsUnsignedLong(crc);
+    Py_DECREF(crc);
+    if (actual == (unsigned long)-1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = (uint32_t)actual;
     return 0;
 }
 

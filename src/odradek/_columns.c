@@ -488,18 +488,8 @@ raise_via(PyObject *func, PyObject *view, Py_ssize_t pos, const char *fallback)
 static int
 check_crc(PyObject *view, const uint8_t *p, Py_ssize_t pos, Py_ssize_t size)
 {
-    PyObject *covered = PySequence_GetSlice(view, pos + ATTRIBUTES_OFFSET, pos + size);
-    if (covered == NULL) {
-        return -1;
-    }
-    PyObject *crc = PyObject_CallOneArg(crc32c, covered);
-    Py_DECREF(covered);
-    if (crc == NULL) {
-        return -1;
-    }
-    unsigned long actual = PyLong_AsUnsignedLong(crc);
-    Py_DECREF(crc);
-    if (actual == (unsigned long)-1 && PyErr_Occurred()) {
+    uint32_t actual;
+    if (call_crc32c(crc32c, view, pos + ATTRIBUTES_OFFSET, pos + size, &actual) < 0) {
         return -1;
     }
     if (actual == be32(p + pos + CRC_OFFSET)) {
