@@ -15,23 +15,20 @@ is shared and noisy). The broker runs in its own process (``odradek serve``).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from odradek import AdminClient, NewTopic, Producer
-from odradek.spark import register
 from odradek.spark.schema import arrow_read_schema, read_schema
 from odradek.testing.serve import start_serve, stop_serve
+from odradek.testing.spark import local_session
 
 TOPIC = "spark-bench"
 PARTITIONS = 2
@@ -112,22 +109,12 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     data_dir = tempfile.mkdtemp(prefix="odradek-spark-bench-")
     process, bootstrap = start_serve(data_dir)
     try:
         seconds = produce(bootstrap, args.records)
         print(f"produced {args.records:,} records of {VALUE_BYTES} B in {seconds:.1f} s")
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
-        register(spark)
+        spark = local_session("odradek-bench-spark-source")
         spark.dataSource.register(CeilingSource)
 
         def odradek_read() -> None:

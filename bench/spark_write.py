@@ -15,8 +15,6 @@ keeps its best of ``--rounds``. The machine's other load shows in the figures.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import tempfile
 import time
 import uuid
@@ -30,8 +28,8 @@ from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterComm
 from pyspark.sql.types import StructType
 
 from odradek import AdminClient, NewTopic
-from odradek.spark import register
 from odradek.testing.serve import start_serve, stop_serve
+from odradek.testing.spark import local_session
 
 VALUE_BYTES: Final = 100
 
@@ -58,19 +56,7 @@ class NullArrowSink(DataSource):
 
 
 def session() -> SparkSession:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("odradek-bench-spark-write")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    spark = local_session("odradek-bench-spark-write")
     spark.dataSource.register(NullArrowSink)
     return spark
 
