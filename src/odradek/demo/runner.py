@@ -28,7 +28,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
@@ -56,6 +56,7 @@ from odradek.demo.pipeline import (
     stop_session,
 )
 from odradek.demo.summary import (
+    PipelineFigures,
     Progress,
     Summary,
     format_progress,
@@ -151,20 +152,6 @@ def run_demo(settings: DemoSettings, out: TextIO = sys.stdout) -> Summary:
         stop.restore()
 
 
-@dataclass(frozen=True, slots=True)
-class _Figures:
-    """What the pipeline phase measured, for the summary."""
-
-    run_s: float
-    interrupted: bool
-    drained: bool
-    events: GeneratorStatistics
-    markers: int
-    batches: int
-    rows_read: int
-    sink: SinkStatistics
-
-
 class _Run:
     """One run's state; ``run`` is called once."""
 
@@ -210,7 +197,7 @@ class _Run:
 
     def _pipeline(
         self, stack: contextlib.ExitStack, bootstrap: str, admin: AdminClient, producer: Producer
-    ) -> _Figures:
+    ) -> PipelineFigures:
         """Spark, the query and the generator, run and stopped: the figures for the summary."""
         s = self.settings
         log_path = self.data_dir / "spark.log"
@@ -224,7 +211,7 @@ class _Run:
         if self.stop.event.is_set():
             self.say("stopping early: before the streaming began")
             nothing = GeneratorStatistics(0, 0, 0, -1, None)
-            return _Figures(0.0, True, False, nothing, 0, 0, 0, SinkStatistics(0, 0, 0))
+            return PipelineFigures(0.0, True, False, nothing, 0, 0, 0, SinkStatistics(0, 0, 0))
         pipeline = PipelineSettings(
             bootstrap_servers=bootstrap,
             input_topic=s.input_topic,
@@ -263,7 +250,7 @@ class _Run:
             self.say("stopping early: no drain, so the windows still open are not written")
         self._stop_query(query)
         batches, rows_read = _progress_totals(query)
-        return _Figures(
+        return PipelineFigures(
             run_s, interrupted, drained, events, markers, batches, rows_read, sink.statistics()
         )
 
@@ -378,7 +365,7 @@ class _Run:
     def _input(self) -> tuple[str, int]:
         return self.settings.input_topic, self.settings.partitions
 
-    def _summary(self, bootstrap: str, figures: _Figures) -> Summary:
+    def _summary(self, bootstrap: str, figures: PipelineFigures) -> Summary:
         s = self.settings
         try:
             with AdminClient({"bootstrap.servers": bootstrap}) as admin:
@@ -388,18 +375,11 @@ class _Run:
         except (OdradekError, TimeoutError, OSError) as error:
             raise DemoError(f"could not read the outputs back: {error}") from None
         return Summary(
+            **{spec.name: getattr(figures, spec.name) for spec in fields(PipelineFigures)},
             input_topic=s.input_topic,
             partitions=s.partitions,
             rate=s.rate,
             window_seconds=s.window_seconds,
-            run_s=figures.run_s,
-            interrupted=figures.interrupted,
-            drained=figures.drained,
-            events=figures.events,
-            markers=figures.markers,
-            batches=figures.batches,
-            rows_read=figures.rows_read,
-            sink=figures.sink,
             parquet=parquet,
             output=output,
             lag=lag,

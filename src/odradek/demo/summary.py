@@ -120,17 +120,13 @@ class Progress:
 
 
 @dataclass(frozen=True, slots=True)
-class Summary:
-    """Everything the demo reports at the end (see the module docstring).
+class PipelineFigures:
+    """What the pipeline phase measured.
 
     ``interrupted``: stopped by Ctrl-C (or SIGTERM) before its duration was over; ``drained``:
     the pipeline caught up with every event and closed every window before it stopped.
     """
 
-    input_topic: str
-    partitions: int
-    rate: float
-    window_seconds: int
     run_s: float
     interrupted: bool
     drained: bool
@@ -139,6 +135,17 @@ class Summary:
     batches: int
     rows_read: int
     sink: SinkStatistics
+
+
+@dataclass(frozen=True, slots=True)
+class Summary(PipelineFigures):
+    """Everything the demo reports at the end (see the module docstring): the pipeline's
+    figures, the run's settings and what was read back from its outputs."""
+
+    input_topic: str
+    partitions: int
+    rate: float
+    window_seconds: int
     parquet: ParquetTotals
     output: TopicTotals
     lag: GroupLag
