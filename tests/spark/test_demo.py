@@ -23,6 +23,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from tests._processes import processes_with_environ
 
 from odradek import AdminClient, Broker, Consumer, TopicPartition
 from odradek._clock import MockClock
@@ -63,19 +64,7 @@ def marked_env(marker: str) -> dict[str, str]:
 
 def marked_processes(marker: str) -> list[int]:
     """PIDs of live processes whose environment carries ``marker``."""
-    found = []
-    needle = f"ODRADEK_DEMO_TEST_MARKER={marker}".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if needle in environ and state != "Z":
-            found.append(int(entry))
-    return found
+    return processes_with_environ(f"ODRADEK_DEMO_TEST_MARKER={marker}")
 
 
 def assert_no_processes_left(marker: str, within_s: float = 10.0) -> None:

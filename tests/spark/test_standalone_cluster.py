@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from tests._processes import processes_with_environ
 
 from odradek import AdminClient, Broker, NewTopic, Producer
 
@@ -92,18 +93,7 @@ def spark_env() -> dict[str, str]:
 
 
 def marked_processes() -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if MARKER.encode() in environ and state != "Z":
-            found.append(int(entry))
-    return found
+    return processes_with_environ(MARKER)
 
 
 def start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
