@@ -25,11 +25,11 @@ Contracts:
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from odradek._compiled import compiled_attr
 from odradek._types import ReadableBuffer
 from odradek.errors import UnsupportedCompressionTypeError
 from odradek.records import _pyrecords
@@ -78,12 +78,7 @@ COMPILED_ENCODER_MODULE: Final = "odradek._record_encoder"
 def compiled_encode_record() -> Callable[..., bytes] | None:
     """The compiled ``encode_record``, or None when ``odradek._record_encoder`` is not built
     (looked up by name: the extension is optional)."""
-    try:
-        function: Callable[..., bytes] = importlib.import_module(
-            COMPILED_ENCODER_MODULE
-        ).encode_record
-    except ImportError:
-        return None
+    function: Callable[..., bytes] | None = compiled_attr(COMPILED_ENCODER_MODULE, "encode_record")
     return function
 
 

@@ -31,12 +31,12 @@ stops decoding (``add_batches`` returns the offset to fetch next). Malformed rec
 from __future__ import annotations
 
 import functools
-import importlib
 import sys
 from array import array
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from odradek._compiled import compiled_attr
 from odradek._types import ReadableBuffer
 from odradek.errors import CorruptRecordError
 from odradek.records.batch import (
@@ -115,10 +115,7 @@ def columns_builder(include_headers: bool) -> ColumnBuilder:
 @functools.cache
 def _compiled() -> Any:
     """The compiled builder class, or None (looked up once; by name, as it is optional)."""
-    try:
-        return importlib.import_module(COMPILED_MODULE).ColumnBuilder
-    except ImportError:
-        return None
+    return compiled_attr(COMPILED_MODULE, "ColumnBuilder")
 
 
 #: The optional extension module holding the compiled ``ColumnBuilder``.

@@ -32,13 +32,13 @@ being written. A reader may see a file grow between two calls; never shrink, exc
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from odradek._compiled import compiled_attr
 from odradek._types import ReadableBuffer
 from odradek.errors import CorruptRecordError, UnsupportedForMessageFormatError
 from odradek.records.batch import (
@@ -172,10 +172,7 @@ def py_append_batch(
 def compiled_append_batch() -> AppendBatch | None:
     """The compiled ``append_batch``, or None when ``odradek._append`` is not built (looked
     up once, by name: the extension is optional)."""
-    try:
-        function: AppendBatch = importlib.import_module(COMPILED_MODULE).append_batch
-    except ImportError:
-        return None
+    function: AppendBatch | None = compiled_attr(COMPILED_MODULE, "append_batch")
     return function
 
 

@@ -27,9 +27,9 @@ Pure functions; called on the fetcher thread (``decode``, ``scan``).
 from __future__ import annotations
 
 import functools
-import importlib
 from typing import Any, Final
 
+from odradek._compiled import compiled_attr
 from odradek.client.consumer.record import ConsumerRecord
 from odradek.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from odradek.records._pyrecords import _decode_headers
@@ -60,10 +60,7 @@ _INT64_MAX: Final = 2**63 - 1
 def compiled_decoder() -> Any:
     """``odradek._records.decode_batches``, or None when it is not built (looked up once; by
     name, as it is optional)."""
-    try:
-        return importlib.import_module(COMPILED_MODULE).decode_batches
-    except ImportError:
-        return None
+    return compiled_attr(COMPILED_MODULE, "decode_batches")
 
 
 def scan(records: bytes, fetch_offset: int) -> int:
