@@ -452,6 +452,12 @@ class SessionClosedError(MetadataStoreError):
     are gone and the store accepts no further operations."""
 
 
+class StoreConnectionError(MetadataStoreError):
+    """The metadata store could not be reached in time (ZooKeeper: no connection within
+    ``zookeeper.connection.timeout.ms``, or the connection dropped during the call — the
+    outcome of a write is then unknown). The session may still be alive."""
+
+
 class CorruptMetadataError(MetadataStoreError):
     """Persisted metadata cannot be read: an unreadable store file or malformed node JSON."""
 
