@@ -73,6 +73,9 @@ logger = logging.getLogger(__name__)
 #: (the latter defaults to the session timeout).
 DEFAULT_SESSION_TIMEOUT_MS = 18_000
 _RECURSIVE_DELETE_ATTEMPTS = 10
+#: kazoo's messages, under ours. While a store connects, each refused attempt would log a
+#: warning: a start that fails should print one line (the error), not one per attempt.
+_KAZOO_LOGGER = logging.getLogger(__name__ + ".kazoo")
 
 _ERRORS: dict[type[Exception], type[MetadataStoreError]] = {
     kazoo_errors.NoNodeError: NoNodeError,
@@ -155,10 +158,11 @@ class ZooKeeperMetadataStore:
             hosts=target.hosts,
             timeout=session_timeout_ms / 1000,
             connection_retry={"max_tries": -1, "delay": 0.05, "max_delay": 1.0},
-            logger=logging.getLogger("kazoo.client"),
+            logger=_KAZOO_LOGGER,
         )
         try:
-            self._client.start(timeout=self.connection_timeout_ms / 1000)
+            with _quiet(_KAZOO_LOGGER):
+                self._client.start(timeout=self.connection_timeout_ms / 1000)
         except KazooTimeoutError:
             self._client.close()
             raise StoreConnectionError(
@@ -461,6 +465,18 @@ class _Watch:
             self.callback(self.path)
         except Exception:
             logger.exception("metadata watch callback for %s failed", self.path)
+
+
+@contextlib.contextmanager
+def _quiet(target: logging.Logger) -> Iterator[None]:
+    """Errors only from ``target`` within the block (process-wide: concurrent connects share
+    it, which only ever hides warnings)."""
+    previous = target.level
+    target.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        target.setLevel(previous)
 
 
 def _rearm(watches: list[_Watch]) -> None:
