@@ -6,6 +6,7 @@ zookeeper.connect refuse to start with one clear line."""
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -159,3 +160,28 @@ def test_an_unreachable_zookeeper_fails_with_one_line(tmp_path: Path) -> None:
     )
     assert result.stdout == ""
     assert not (tmp_path / "metadata.json").exists()  # never silently standalone
+
+
+def test_a_broker_paused_past_its_session_stops_on_resume(
+    zookeeper_chroot: str, tmp_path: Path
+) -> None:
+    """Zombie fencing: a broker frozen longer than zookeeper.session.timeout.ms loses its
+    registration (and the controller role) and, once it runs again, exits with one line
+    instead of serving as if it were still registered."""
+    with Cluster(2, zookeeper_chroot, tmp_path) as cluster:
+        cluster.wait_until(lambda: cluster.controller_id() is not None, what="a controller")
+        paused = cluster.controller_id()
+        assert paused is not None
+        cluster.kill(paused, signal.SIGSTOP)
+        cluster.wait_until(lambda: paused not in cluster.registered(), what="registration gone")
+        cluster.wait_until(
+            lambda: cluster.controller_id() not in (None, paused), what="a new controller"
+        )
+        assert cluster.controller_epoch() == 2
+        cluster.kill(paused, signal.SIGCONT)
+        process = cluster.brokers[paused].process
+        assert process is not None
+        assert process.wait(60) == 1
+        stderr = cluster.brokers[paused].stderr_path.read_text()
+        assert f"the ZooKeeper session of broker {paused} expired" in stderr.splitlines()[-1]
+        assert paused not in cluster.registered()

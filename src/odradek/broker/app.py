@@ -106,6 +106,9 @@ class BrokerApp:
         self.log_manager: LogManager | None = None
         self.store: MetadataStore | None = None
         self.controller: Controller | None = None
+        #: Why the broker cannot go on (its ZooKeeper session expired), once it happened.
+        self.fatal_error: str | None = None
+        self._fatal = asyncio.Event()
         self.ctx: BrokerContext | None = None
         self.topics: TopicManager | None = None
         self.groups: GroupCoordinatorRuntime | None = None
@@ -132,9 +135,32 @@ class BrokerApp:
             connection_timeout_ms=config.zookeeper_connection_timeout_ms,
         )
 
+    async def wait_fatal(self) -> str:
+        """Returns (the reason) once the broker cannot go on: its ZooKeeper session expired,
+        so its registration and ephemeral nodes are gone and other brokers may have taken
+        over its roles. Its owner stops it (``odradek serve`` exits 1)."""
+        await self._fatal.wait()
+        assert self.fatal_error is not None
+        return self.fatal_error
+
+    def _on_session_lost(self) -> None:
+        self.fatal_error = (
+            f"the ZooKeeper session of broker {self.config.broker_id} expired: its "
+            "registration is gone, so it stops (start it again to rejoin the cluster)"
+        )
+        logger.error("%s", self.fatal_error)
+        self._fatal.set()
+
     async def start(self) -> None:
         config = self.config
         self.store = await self._open_store()
+        if isinstance(self.store, ZooKeeperMetadataStore):
+            loop = asyncio.get_running_loop()
+
+            def session_lost() -> None:  # on a kazoo thread
+                loop.call_soon_threadsafe(self._on_session_lost)
+
+            self.store.add_session_lost_listener(session_lost)
         metadata_store = ClusterMetadata(self.store, clock=self.clock)
         if metadata_store.broker(config.broker_id) is not None:
             raise NodeExistsError(_already_registered(config.broker_id))

@@ -152,6 +152,7 @@ class ZooKeeperMetadataStore:
         )
         self._lock = threading.Lock()
         self._closed = False
+        self._client_stopped = False
         self._watches: list[_Watch] = []
         self._lost_listeners: list[Callable[[], None]] = []
         self._client = KazooClient(
@@ -318,11 +319,13 @@ class ZooKeeperMetadataStore:
 
     def close(self) -> None:
         with self._lock:
-            if self._closed:
+            if self._client_stopped:
                 return
             self._closed = True
+            self._client_stopped = True
             self._watches.clear()
             self._lost_listeners.clear()
+        # After an expiry too: kazoo would go on connecting in the background.
         self._shutdown()
         logger.info("closed the ZooKeeper session (%s)", self.connect)
 
