@@ -5,6 +5,10 @@ ZooKeeper layout on top of it.
   path helpers.
 - ``local``: ``LocalMetadataStore``, the single-node store persisted to one JSON file.
 - ``zookeeper``: ``ZooKeeperMetadataStore``, the port on Apache ZooKeeper (kazoo).
+- ``election`` (pure) and ``controller`` (its shell): the controller election through
+  ``/controller`` and ``/controller_epoch``, and epoch-fenced controller writes.
+- ``leaders``: Kafka's partition leader election algorithms (pure).
+- ``brokers``: ``LiveBrokers``, the registered brokers kept current by a watch.
 - ``topics``: ``ClusterMetadata`` (cluster id, broker registrations, topics, topic configs,
   partition states) and the pure rules for topic names and replica assignment.
 
