@@ -153,6 +153,7 @@ class ZooKeeperMetadataStore:
         self._lock = threading.Lock()
         self._closed = False
         self._client_stopped = False
+        self._connected = threading.Event()  # set while the connection is up
         self._watches: list[_Watch] = []
         self._lost_listeners: list[Callable[[], None]] = []
         self._client = KazooClient(
@@ -170,6 +171,7 @@ class ZooKeeperMetadataStore:
                 f"cannot connect to ZooKeeper at {target.hosts} "
                 f"(zookeeper.connect) within {self.connection_timeout_ms} ms"
             ) from None
+        self._connected.set()
         self._client.add_listener(self._on_state)
         if self._chroot:
             try:
@@ -365,7 +367,7 @@ class ZooKeeperMetadataStore:
             except (kazoo_errors.ConnectionLoss, kazoo_errors.OperationTimeoutError) as error:
                 if time.monotonic() >= deadline or self._closed:
                     _raise(error, path)
-                self._client._live.wait(0.1)  # kazoo's "connected" event
+                self._connected.wait(0.1)
             except Exception as error:
                 _raise(error, path)
 
@@ -397,6 +399,10 @@ class ZooKeeperMetadataStore:
 
     def _on_state(self, state: str) -> None:
         """kazoo's connection listener (runs on its connection thread: must not block)."""
+        if state == KazooState.CONNECTED:
+            self._connected.set()
+        else:
+            self._connected.clear()
         if state == KazooState.LOST and not self._closed:
             logger.error("ZooKeeper session expired (%s): closing the metadata store", self.connect)
             with self._lock:
