@@ -71,9 +71,11 @@ def test_ensemble_elects_a_leader_and_survives_a_node_kill(tmp_path: Path) -> No
 
 def test_a_paused_node_is_stopped_too(tmp_path: Path) -> None:
     ensemble = ZooKeeperEnsemble(tmp_path, 1).start()
-    ensemble.pause(0)
-    assert four_letter_word(ensemble.nodes[0].client_port, "ruok", timeout_s=0.5) == ""
-    process = ensemble.nodes[0].process
-    assert process is not None
-    ensemble.stop()
+    try:
+        ensemble.pause(0)
+        assert four_letter_word(ensemble.nodes[0].client_port, "ruok", timeout_s=0.5) == ""
+        process = ensemble.nodes[0].process
+        assert process is not None
+    finally:
+        ensemble.stop()
     assert not _alive(process.pid)

@@ -216,9 +216,16 @@ class ZooKeeperEnsemble:
         if sig == signal.SIGKILL:
             node.process.wait()
 
-    def pause(self, index: int) -> None:
-        """SIGSTOP node ``index``; ``resume`` continues it."""
+    def pause(self, index: int, timeout_s: float = 10.0) -> None:
+        """SIGSTOP node ``index`` and wait until the kernel shows it stopped (the signal is
+        delivered asynchronously); ``resume`` continues it."""
         self.kill(index, signal.SIGSTOP)
+        process = self.nodes[index].process
+        deadline = time.monotonic() + timeout_s
+        while process is not None and _process_state(process.pid) not in ("T", "t", None):
+            if time.monotonic() > deadline:
+                raise ZooKeeperError(f"ZooKeeper node {index + 1} did not stop in time")
+            time.sleep(_POLL_S / 5)
 
     def resume(self, index: int) -> None:
         self.kill(index, signal.SIGCONT)
@@ -321,6 +328,15 @@ def _terminate(node: ZooKeeperNode) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def _process_state(pid: int) -> str | None:
+    """The state letter of ``/proc/<pid>/stat`` (``T``: stopped), ``None`` if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
 
 
 def _which(program: str) -> str | None:
