@@ -11,6 +11,7 @@ from odradek.broker.purgatory import FetchPurgatory
 from odradek.broker.replica_manager import ReplicaManager
 
 if TYPE_CHECKING:
+    from odradek.broker.cluster_member import ClusterMember
     from odradek.broker.config import BrokerConfig
     from odradek.broker.group.runtime import GroupCoordinatorRuntime
     from odradek.broker.topic_manager import TopicManager
@@ -34,6 +35,8 @@ class BrokerContext:
     supported_versions: dict[ApiKey, VersionRange] = field(default_factory=dict)
     #: The group coordinator (None: this broker runs none).
     groups: GroupCoordinatorRuntime | None = None
+    #: This broker's part in a ZooKeeper cluster (None: a single broker, no zookeeper.connect).
+    cluster: ClusterMember | None = None
 
 
 #: The address of the client whose request is being handled (``/127.0.0.1`` as Kafka

@@ -75,9 +75,12 @@ class TopicManager:
 
     # ----------------------------------------------------------------- start-up
 
-    def startup(self) -> None:
-        """Serves every partition the store assigns to this broker."""
+    def startup(self, *, serve: bool = True) -> None:
+        """Serves every partition the store assigns to this broker (in a cluster, ``serve``
+        false: the controller's LeaderAndIsr requests say which)."""
         self._known = set(self.metadata.topics())
+        if not serve:
+            return
         with self.metadata.store.batched():
             for topic in sorted(self._known):
                 self._serve(topic)
@@ -116,6 +119,17 @@ class TopicManager:
 
     def exists(self, topic: str) -> bool:
         return topic in self._known
+
+    def note_topic(self, topic: str) -> None:
+        """Records a topic the controller created (cluster mode)."""
+        if topic not in self._known:
+            self._known.add(topic)
+            self._log_configs.pop(topic, None)
+
+    def forget_topic(self, topic: str) -> None:
+        """Forgets a topic the controller deleted (cluster mode)."""
+        self._known.discard(topic)
+        self._log_configs.pop(topic, None)
 
     def topic_names(self) -> list[str]:
         return sorted(self._known)
@@ -317,6 +331,10 @@ class TopicManager:
             raise InvalidReplicaAssignmentError(
                 f"unknown broker(s) {unknown} in the replica assignment; live: {sorted(live)}"
             )
+
+    def validate_configs(self, overrides: Mapping[str, str]) -> None:
+        """Raises KafkaError (INVALID_CONFIG) for topic config overrides the broker refuses."""
+        self._validate_configs(overrides)
 
     def _validate_configs(self, overrides: Mapping[str, str]) -> None:
         try:

@@ -10,9 +10,11 @@ its metadata shows them.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from odradek.broker.context import BrokerContext
+from odradek.broker.handlers import _cluster_admin
 from odradek.broker.handlers._admin import duplicates, error_of
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
@@ -21,7 +23,9 @@ from odradek.protocol.builder import build_response
 API_KEY = ApiKey.CREATE_PARTITIONS
 
 
-def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
+def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
+    if ctx.cluster is not None:  # the controller decides (handlers/_cluster_admin.py)
+        return _cluster_admin.run(ctx.cluster, request)
     body: Any = request.body  # a kio request of any supported version
     validate_only = bool(body.validate_only)
     repeated = duplicates(str(topic.name) for topic in body.topics)

@@ -16,9 +16,11 @@ the handler is ready when newer versions are advertised.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 from typing import Any
 
 from odradek.broker.context import BrokerContext
+from odradek.broker.handlers import _cluster_admin
 from odradek.broker.handlers._admin import (
     ConfigSource,
     duplicates,
@@ -32,7 +34,9 @@ from odradek.protocol.builder import build_response
 API_KEY = ApiKey.CREATE_TOPICS
 
 
-def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
+def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
+    if ctx.cluster is not None:  # the controller decides (handlers/_cluster_admin.py)
+        return _cluster_admin.run(ctx.cluster, request)
     body: Any = request.body  # a kio request of any supported version
     validate_only = bool(body.validate_only)
     names = [str(topic.name) for topic in body.topics]

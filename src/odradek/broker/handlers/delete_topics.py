@@ -10,9 +10,11 @@ removed in the background, so ``timeout`` is not waited on.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 from typing import Any
 
 from odradek.broker.context import BrokerContext
+from odradek.broker.handlers import _cluster_admin
 from odradek.broker.handlers._admin import duplicates, error_of, topic_uuid
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
@@ -23,7 +25,9 @@ API_KEY = ApiKey.DELETE_TOPICS
 _ZERO_UUID = uuid.UUID(int=0)
 
 
-def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
+def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
+    if ctx.cluster is not None:  # the controller decides (handlers/_cluster_admin.py)
+        return _cluster_admin.run(ctx.cluster, request)
     body: Any = request.body  # a kio request of any supported version
     if has_field(body, "topic_names"):  # v0-v5
         requested: list[tuple[str | None, uuid.UUID]] = [

@@ -36,6 +36,8 @@ def _list_offset(ctx: BrokerContext, topic: str, index: int, timestamp: int) -> 
     partition = ctx.replicas.get(TopicPartition(topic, index))
     if partition is None:
         return {"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    if not partition.is_leader:
+        return {"partition_index": index, "error_code": ErrorCode.NOT_LEADER_OR_FOLLOWER}
     if timestamp == LATEST_TIMESTAMP:
         offset, found_timestamp = partition.high_watermark, -1
     elif timestamp == EARLIEST_TIMESTAMP:

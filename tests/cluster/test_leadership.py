@@ -1,0 +1,287 @@
+"""Partition leadership across 3 ``odradek serve`` brokers on a real ZooKeeper: the controller
+creates topics with replicas spread and leaders balanced, tells every broker through
+LeaderAndIsr / UpdateMetadata, and moves leadership when a leader's broker is killed; clients
+(confluent-kafka, kafka-python, odradek's own) find the whole cluster from one address."""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer as ConfluentConsumer
+from confluent_kafka import Producer as ConfluentProducer
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
+
+from odradek.client import AdminClient, NewTopic, TopicPartition
+from odradek.client.consumer import Consumer
+from odradek.client.producer import Producer
+from odradek.controller.channel import BrokerRequest, ControllerChannel
+from odradek.errors import ErrorCode
+from odradek.protocol import ApiKey
+from odradek.protocol.inter_broker import UPDATE_METADATA, UPDATE_METADATA_VERSION
+from odradek.testing.cluster import Cluster
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KafkaTopicPartition
+
+pytestmark = pytest.mark.cluster
+
+PARTITIONS = 6
+
+
+@pytest.fixture
+def cluster(zookeeper_chroot: str, tmp_path: Path) -> Iterator[Cluster]:
+    with Cluster(3, zookeeper_chroot, tmp_path) as started:
+        started.wait_until(lambda: started.controller_id() is not None, what="a controller")
+        yield started
+
+
+def _states(cluster: Cluster, topic: str) -> dict[int, dict[str, Any]]:
+    store = cluster.store
+    partitions = store.children(f"/brokers/topics/{topic}/partitions")
+    return {
+        int(p): json.loads(store.get(f"/brokers/topics/{topic}/partitions/{p}/state")[0])
+        for p in partitions
+    }
+
+
+def _assignment(cluster: Cluster, topic: str) -> dict[int, list[int]]:
+    document = json.loads(cluster.store.get(f"/brokers/topics/{topic}")[0])
+    return {int(p): replicas for p, replicas in document["partitions"].items()}
+
+
+def _create(cluster: Cluster, via: int, topic: str, partitions: int, rf: int) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.brokers[via].address})
+    try:
+        admin.create_topics([NewTopic(topic, partitions, rf)]).all()  # raises on an error
+    finally:
+        admin.close()
+
+
+def _wait(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _metadata(address: str, topic: str) -> tuple[set[int], int | None, dict[int, Any]]:
+    """(broker ids, controller id, partition → (leader, replicas, isr)) as one broker says."""
+    admin = AdminClient({"bootstrap.servers": address})
+    try:
+        description = admin.describe_cluster()
+        topics = admin.describe_topics([topic])
+    finally:
+        admin.close()
+    partitions = {
+        p.partition: (p.leader, tuple(p.replicas), tuple(p.isr)) for p in topics[topic].partitions
+    }
+    return {b.node_id for b in description.brokers}, description.controller_id, partitions
+
+
+def test_a_topic_is_spread_balanced_and_served_by_every_client(cluster: Cluster) -> None:
+    _create(cluster, 1, "spread", PARTITIONS, 3)  # on a broker that may not be the controller
+    assignment = _assignment(cluster, "spread")
+    states = _states(cluster, "spread")
+    assert sorted(assignment) == list(range(PARTITIONS))
+    for replicas in assignment.values():
+        assert sorted(replicas) == [0, 1, 2]
+    # Preferred replicas, and so leaders, go round-robin: two partitions per broker.
+    assert Counter(replicas[0] for replicas in assignment.values()) == {0: 2, 1: 2, 2: 2}
+    for index, state in states.items():
+        assert state["leader"] == assignment[index][0]
+        assert state["leader_epoch"] == 0
+        assert sorted(state["isr"]) == [0, 1, 2]
+        assert state["controller_epoch"] == cluster.controller_epoch()
+    # The answer came once every broker serves the topic: each one says the same at once.
+    for broker in cluster.brokers.values():
+        brokers, controller, partitions = _metadata(broker.address, "spread")
+        assert brokers == {0, 1, 2}
+        assert controller == cluster.controller_id()
+        assert {p: leader for p, (leader, _, _) in partitions.items()} == {
+            p: state["leader"] for p, state in states.items()
+        }
+
+    bootstrap = cluster.brokers[2].address  # one address: the clients find the others
+    confluent = ConfluentProducer({"bootstrap.servers": bootstrap, "acks": "1"})
+    for p in range(PARTITIONS):
+        confluent.produce("spread", value=f"confluent-{p}".encode(), partition=p)
+    assert confluent.flush(30) == 0
+    kafka_producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1)
+    for p in range(PARTITIONS):
+        kafka_producer.send("spread", value=f"kafka-python-{p}".encode(), partition=p).get(30)
+    kafka_producer.close()
+    own = Producer({"bootstrap.servers": bootstrap, "acks": "1"})
+    for p in range(PARTITIONS):
+        own.send("spread", value=f"odradek-{p}".encode(), partition=p).result(30)
+    own.close()
+
+    expected = {
+        p: [f"{client}-{p}".encode() for client in ("confluent", "kafka-python", "odradek")]
+        for p in range(PARTITIONS)
+    }
+    assert _consume_confluent(bootstrap, "spread") == expected
+    assert _consume_kafka_python(bootstrap, "spread") == expected
+    assert _consume_odradek(bootstrap, "spread") == expected
+
+
+def _consume_confluent(bootstrap: str, topic: str) -> dict[int, list[bytes]]:
+    consumer = ConfluentConsumer(
+        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
+    )
+    consumer.assign([ConfluentTopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    got: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
+    deadline = time.monotonic() + 60
+    try:
+        while sum(map(len, got.values())) < 3 * PARTITIONS and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                value, partition = message.value(), message.partition()
+                assert value is not None
+                assert partition is not None
+                got[partition].append(value)
+    finally:
+        consumer.close()
+    return got
+
+
+def _consume_kafka_python(bootstrap: str, topic: str) -> dict[int, list[bytes]]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer.assign([KafkaTopicPartition(topic, p) for p in range(PARTITIONS)])
+    consumer.seek_to_beginning()
+    got: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
+    deadline = time.monotonic() + 60
+    try:
+        while sum(map(len, got.values())) < 3 * PARTITIONS and time.monotonic() < deadline:
+            for tp, records in consumer.poll(500).items():
+                got[tp.partition].extend(record.value for record in records)
+    finally:
+        consumer.close()
+    return got
+
+
+def _consume_odradek(bootstrap: str, topic: str) -> dict[int, list[bytes]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+    got: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
+    deadline = time.monotonic() + 60
+    try:
+        while sum(map(len, got.values())) < 3 * PARTITIONS and time.monotonic() < deadline:
+            for record in consumer.poll(500):
+                assert record.value is not None
+                got[record.partition].append(record.value)
+    finally:
+        consumer.close(autocommit=False)
+    return got
+
+
+def test_killing_a_leader_moves_leadership_to_the_isr_and_producers_go_on(
+    cluster: Cluster,
+) -> None:
+    _create(cluster, 0, "failover", 3, 3)
+    controller = cluster.controller_id()
+    before = _states(cluster, "failover")
+    # A leader that is not the controller (the controller's own death is another test).
+    victim = next(s["leader"] for s in before.values() if s["leader"] != controller)
+    led = sorted(p for p, s in before.items() if s["leader"] == victim)
+    survivor = next(b for b in cluster.brokers if b != victim)
+    bootstrap = cluster.brokers[survivor].address
+    producer = ConfluentProducer(
+        {"bootstrap.servers": bootstrap, "acks": "1", "message.timeout.ms": 60000}
+    )
+    for p in range(3):
+        producer.produce("failover", value=b"before", partition=p)
+    assert producer.flush(30) == 0
+
+    cluster.kill(victim)
+    _wait(
+        lambda: all(_states(cluster, "failover")[p]["leader"] != victim for p in led),
+        "new leaders",
+    )
+    after = _states(cluster, "failover")
+    for p in led:
+        assert after[p]["leader"] in before[p]["isr"]
+        assert after[p]["leader_epoch"] == before[p]["leader_epoch"] + 1
+        assert victim not in after[p]["isr"]
+    errors: list[Any] = []
+    for p in range(3):
+        producer.produce(
+            "failover",
+            value=b"after",
+            partition=p,
+            on_delivery=lambda error, message: errors.append(error) if error else None,
+        )
+    assert producer.flush(60) == 0
+    assert errors == []
+    # The survivors' metadata no longer names the dead broker.
+    brokers, _, partitions = _metadata(bootstrap, "failover")
+    assert brokers == set(cluster.brokers) - {victim}
+    for p in led:
+        assert partitions[p][0] == after[p]["leader"]
+
+
+def test_a_deposed_controllers_requests_are_refused(cluster: Cluster) -> None:
+    _create(cluster, 0, "fenced", 1, 3)
+    epoch = cluster.controller_epoch()
+    assert epoch is not None
+    target = cluster.brokers[0]
+    channel = ControllerChannel(99)
+    try:
+        stale = {
+            "controller_id": 99,
+            "controller_epoch": epoch - 1,
+            "ungrouped_partition_states": [],
+            "live_brokers": [],
+        }
+        answers = channel.send(
+            {
+                0: BrokerRequest(
+                    "127.0.0.1", target.port, UPDATE_METADATA, UPDATE_METADATA_VERSION, stale
+                )
+            }
+        )
+        assert answers[0] is not None
+        assert answers[0]["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH
+    finally:
+        channel.close()
+    # The broker still serves the controller's view: three brokers, the real controller.
+    brokers, controller, _ = _metadata(target.address, "fenced")
+    assert brokers == {0, 1, 2}
+    assert controller == cluster.controller_id()
+
+
+def test_a_follower_answers_not_leader_or_follower(cluster: Cluster) -> None:
+    _create(cluster, 0, "follow", 1, 3)
+    state = _states(cluster, "follow")[0]
+    follower = next(b for b in state["isr"] if b != state["leader"])
+    channel = ControllerChannel(0)
+    try:
+        request = {
+            "replica_id": -1,
+            "topics": [{"name": "follow", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+        }
+        answers = channel.send(
+            {
+                broker: BrokerRequest(
+                    "127.0.0.1", cluster.brokers[broker].port, ApiKey.LIST_OFFSETS, 1, request
+                )
+                for broker in (follower, state["leader"])
+            }
+        )
+    finally:
+        channel.close()
+    follower_answer, leader_answer = answers[follower], answers[state["leader"]]
+    assert follower_answer is not None
+    assert leader_answer is not None
+    code = follower_answer["topics"][0]["partitions"][0]["error_code"]
+    assert code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert leader_answer["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
