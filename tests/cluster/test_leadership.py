@@ -285,3 +285,131 @@ def test_a_follower_answers_not_leader_or_follower(cluster: Cluster) -> None:
     code = follower_answer["topics"][0]["partitions"][0]["error_code"]
     assert code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert leader_answer["topics"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
+
+
+def test_sigterm_moves_leadership_before_the_broker_exits(cluster: Cluster) -> None:
+    _create(cluster, 0, "stopping", 3, 3)
+    before = _states(cluster, "stopping")
+    controller = cluster.controller_id()
+    victim = next(s["leader"] for s in before.values() if s["leader"] != controller)
+    led = sorted(p for p, s in before.items() if s["leader"] == victim)
+    survivor = next(b for b in cluster.brokers if b not in (victim,))
+    producer = ConfluentProducer(
+        {"bootstrap.servers": cluster.brokers[survivor].address, "acks": "1"}
+    )
+    failures: list[Any] = []
+    delivered: list[int] = []
+
+    def report(error: Any, message: Any) -> None:
+        if error is not None:
+            failures.append(error)
+        else:
+            delivered.append(message.partition())
+
+    def produce_round() -> None:
+        for p in range(3):
+            producer.produce("stopping", value=b"x", partition=p, on_delivery=report)
+        producer.poll(0)
+
+    produce_round()
+    assert producer.flush(30) == 0
+    process = cluster.brokers[victim].process
+    assert process is not None
+    process.terminate()  # SIGTERM: a controlled shutdown
+    while process.poll() is None:  # a producer runs while the broker stops
+        produce_round()
+        time.sleep(0.01)
+    assert process.returncode == 0
+    after = _states(cluster, "stopping")
+    for p in led:
+        assert after[p]["leader"] != victim
+        assert after[p]["leader"] in before[p]["isr"]
+        assert victim not in after[p]["isr"]
+    log = cluster.brokers[victim].stderr_path.read_text()
+    assert f"controlled shutdown of broker {victim}: leadership moved; 0 partitions" in log
+    produce_round()
+    assert producer.flush(60) == 0
+    assert failures == []
+    assert set(delivered) == {0, 1, 2}
+
+
+def test_a_group_is_coordinated_by_its_offsets_partition_leader(
+    zookeeper_chroot: str, tmp_path: Path
+) -> None:
+    settings = {"offsets.topic.num.partitions": "3", "offsets.topic.replication.factor": "3"}
+    with Cluster(3, zookeeper_chroot, tmp_path, settings=settings) as cluster:
+        cluster.wait_until(lambda: cluster.controller_id() is not None, what="a controller")
+        _create(cluster, 0, "grouped", 3, 3)
+        bootstrap = cluster.brokers[1].address
+        producer = ConfluentProducer({"bootstrap.servers": bootstrap, "acks": "1"})
+        for p in range(3):
+            producer.produce("grouped", value=f"m{p}".encode(), partition=p)
+        assert producer.flush(30) == 0
+
+        config = {
+            "bootstrap.servers": bootstrap,
+            "group.id": "members",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+        consumer = ConfluentConsumer(config)
+        consumer.subscribe(["grouped"])
+        values = []
+        deadline = time.monotonic() + 90
+        try:
+            while len(values) < 3 and time.monotonic() < deadline:
+                message = consumer.poll(0.5)
+                if message is not None and message.error() is None:
+                    values.append(message.value())
+            consumer.commit(asynchronous=False)
+        finally:
+            consumer.close()
+        assert sorted(values) == [b"m0", b"m1", b"m2"]
+        # The offsets partitions' leaders are spread over the brokers.
+        offsets = _states(cluster, "__consumer_offsets")
+        assert sorted(s["leader"] for s in offsets.values()) == [0, 1, 2]
+
+        again = ConfluentConsumer(config)
+        try:
+            committed = again.committed(
+                [ConfluentTopicPartition("grouped", p) for p in range(3)], timeout=30
+            )
+        finally:
+            again.close()
+        assert [tp.offset for tp in committed] == [1, 1, 1]
+
+
+def test_killing_the_controllers_broker_elects_a_controller_that_moves_its_leaders(
+    cluster: Cluster,
+) -> None:
+    _create(cluster, 0, "orphaned", 3, 3)
+    before = _states(cluster, "orphaned")
+    victim = cluster.controller_id()
+    epoch = cluster.controller_epoch()
+    assert victim is not None
+    assert epoch is not None
+    led = sorted(p for p, s in before.items() if s["leader"] == victim)
+    assert led  # round-robin leaders: every broker leads one of the 3
+    cluster.kill(victim)
+    cluster.wait_until(
+        lambda: cluster.controller_id() not in (None, victim), what="a new controller"
+    )
+    _wait(
+        lambda: all(_states(cluster, "orphaned")[p]["leader"] != victim for p in led),
+        "new leaders",
+    )
+    after = _states(cluster, "orphaned")
+    new_epoch = cluster.controller_epoch()
+    assert new_epoch is not None
+    assert new_epoch > epoch
+    for p in led:
+        assert after[p]["leader"] in before[p]["isr"]
+        assert after[p]["leader_epoch"] == before[p]["leader_epoch"] + 1
+        assert after[p]["controller_epoch"] == new_epoch
+    survivor = next(b for b in cluster.brokers if b != victim)
+    _wait(
+        lambda: (
+            _metadata(cluster.brokers[survivor].address, "orphaned")[1] == cluster.controller_id()
+        ),
+        "the survivors to learn the new controller",
+    )

@@ -29,6 +29,7 @@ from odradek.broker.context import BrokerContext
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
     api_versions,
+    controlled_shutdown,
     create_partitions,
     create_topics,
     delete_groups,
@@ -103,6 +104,7 @@ HANDLER_MODULES = (
     leader_and_isr,
     update_metadata,
     stop_replica,
+    controlled_shutdown,
 )
 
 
@@ -295,6 +297,9 @@ class BrokerApp:
         controller.start()
 
     async def stop(self) -> None:
+        if self.cluster is not None and self.fatal_error is None:
+            # Leadership moves to other ISR members before this broker stops serving.
+            await self.cluster.controlled_shutdown()
         if self.controller is not None:
             await asyncio.to_thread(self.controller.stop)
         if self.groups is not None:

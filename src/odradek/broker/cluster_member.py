@@ -37,8 +37,9 @@ from odradek.broker.metadata_cache import LiveBroker, MetadataCache, PartitionMe
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.controller.cluster import ClusterController, TopicRequest, TopicResult
 from odradek.errors import ErrorCode, NotControllerError, ProtocolError
-from odradek.protocol import ApiKey, Request
+from odradek.protocol import ApiKey
 from odradek.protocol.client_codec import decode_response, encode_request
+from odradek.protocol.inter_broker import CONTROLLED_SHUTDOWN_VERSION
 
 if TYPE_CHECKING:
     from odradek.broker.group.runtime import GroupCoordinatorRuntime
@@ -49,6 +50,9 @@ logger = logging.getLogger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
 _SIZE = struct.Struct(">i")
 _FORWARD_TIMEOUT_S = 30.0
+_CREATE_TOPICS_VERSION = 3
+_SHUTDOWN_ATTEMPTS = 3
+_SHUTDOWN_BACKOFF_S = 0.5
 
 
 class ClusterMember:
@@ -78,6 +82,9 @@ class ClusterMember:
         self.controller = controller
         self.groups: GroupCoordinatorRuntime | None = None
         self._correlation = 0
+        #: Topics whose creation this broker asked for and that the controller has not
+        #: answered yet (a client retrying Metadata or FindCoordinator asks once).
+        self._requested: set[str] = set()
 
     # --- controller requests ---------------------------------------------------------------
 
@@ -185,7 +192,9 @@ class ClusterMember:
         """
         return await asyncio.wrap_future(start())
 
-    async def forward(self, request: Request, fields: dict[str, Any]) -> dict[str, Any]:
+    async def forward(
+        self, api_key: int, api_version: int, fields: dict[str, Any]
+    ) -> dict[str, Any]:
         """Sends a request (its body as ``fields``) to the controller and returns its answer's
         fields.
 
@@ -197,8 +206,8 @@ class ClusterMember:
             raise NotControllerError("no controller is known yet")
         self._correlation += 1
         frame = encode_request(
-            request.api_key,
-            request.api_version,
+            api_key,
+            api_version,
             self._correlation,
             f"forwarded-by-{self.broker_id}",
             fields,
@@ -220,7 +229,7 @@ class ClusterMember:
                 f"the controller (broker {controller.broker_id}) did not answer: {error}"
             ) from None
         try:
-            _, body = decode_response(request.api_key, request.api_version, answer)
+            _, body = decode_response(api_key, api_version, answer)
         except ProtocolError as error:
             raise NotControllerError(f"the controller's answer was malformed: {error}") from None
         return body
@@ -231,13 +240,26 @@ class ClusterMember:
         """Asks the controller to create ``topic`` (auto-creation, ``__consumer_offsets``)
         without waiting: the caller answers LEADER_NOT_AVAILABLE / COORDINATOR_NOT_AVAILABLE
         meanwhile and the client retries."""
+        if topic in self._requested:
+            return
+        self._requested.add(topic)
         request = TopicRequest(topic, partitions, replication_factor, None, configs)
         if self.is_controller:
-            self.controller.create_topics([request])
+            future = self.controller.create_topics([request])
+            loop = asyncio.get_running_loop()
+            future.add_done_callback(
+                lambda _: loop.call_soon_threadsafe(self._requested.discard, topic)
+            )
             return
         asyncio.get_running_loop().create_task(self._forward_creation(request))
 
     async def _forward_creation(self, topic: TopicRequest) -> None:
+        try:
+            await self._forward_creation_once(topic)
+        finally:
+            self._requested.discard(topic.name)
+
+    async def _forward_creation_once(self, topic: TopicRequest) -> None:
         fields = {
             "topics": [
                 {
@@ -251,11 +273,53 @@ class ClusterMember:
             "timeout": 30000,
             "validate_only": False,
         }
-        fake = _ForwardedRequest(ApiKey.CREATE_TOPICS, 3)
         try:
-            await self.forward(fake, fields)  # type: ignore[arg-type]
+            await self.forward(ApiKey.CREATE_TOPICS, _CREATE_TOPICS_VERSION, fields)
         except NotControllerError as error:
             logger.info("creating topic %s: %s", topic.name, error)
+
+    # --- controlled shutdown ---------------------------------------------------------------
+
+    async def controlled_shutdown(self) -> list[TopicPartition]:
+        """Asks the controller to move leadership off this broker before it stops (Kafka's
+        ``controlled.shutdown.enable``, ``controlled.shutdown.max.retries`` 3); returns the
+        partitions it still leads (no other live ISR member), which go when it is gone."""
+        remaining: list[TopicPartition] = []
+        for attempt in range(_SHUTDOWN_ATTEMPTS):
+            try:
+                if self.is_controller:
+                    remaining = await asyncio.wrap_future(
+                        self.controller.controlled_shutdown(self.broker_id)
+                    )
+                else:
+                    answer = await self.forward(
+                        ApiKey.CONTROLLED_SHUTDOWN,
+                        CONTROLLED_SHUTDOWN_VERSION,
+                        {"broker_id": self.broker_id},
+                    )
+                    if answer["error_code"]:
+                        raise NotControllerError(f"error {answer['error_code']}")
+                    remaining = [
+                        TopicPartition(str(p["topic_name"]), int(p["partition_index"]))
+                        for p in answer["remaining_partitions"]
+                    ]
+            except NotControllerError as error:
+                logger.info(
+                    "controlled shutdown attempt %d of broker %d failed: %s",
+                    attempt + 1,
+                    self.broker_id,
+                    error,
+                )
+                await asyncio.sleep(_SHUTDOWN_BACKOFF_S)
+                continue
+            logger.info(
+                "controlled shutdown of broker %d: leadership moved; %d partitions stay led here",
+                self.broker_id,
+                len(remaining),
+            )
+            return remaining
+        logger.warning("controlled shutdown of broker %d did not complete", self.broker_id)
+        return remaining
 
     # --- queries ---------------------------------------------------------------------------
 
@@ -268,14 +332,6 @@ class ClusterMember:
         if count == 0:
             return None
         return self.cache.leader(TopicPartition(OFFSETS_TOPIC, partition_for(group_id, count)))
-
-
-class _ForwardedRequest:
-    """The API key and version of a request this broker makes up to forward (auto-creation)."""
-
-    def __init__(self, api_key: ApiKey, api_version: int) -> None:
-        self.api_key = api_key
-        self.api_version = api_version
 
 
 def _metadata_of(state: Any, *, offline: tuple[int, ...]) -> PartitionMetadata:

@@ -140,6 +140,8 @@ class ClusterController:
         self._partitions: dict[TopicPartition, PartitionRecord] = {}
         self._unclean: dict[str, bool] = {}
         self._brokers: dict[int, BrokerRegistration] = {}
+        #: Brokers in controlled shutdown: never elected again while they live.
+        self._shutting_down: set[int] = set()
 
     # --- controller callbacks (controller thread) ------------------------------------------
 
@@ -170,6 +172,7 @@ class ClusterController:
 
     def on_resigned(self) -> None:
         self._epoch = None
+        self._shutting_down.clear()
         self._partitions.clear()
         self._unclean.clear()
         if self._channel is not None:
@@ -202,9 +205,11 @@ class ClusterController:
     def delete_topics(self, names: Sequence[str]) -> concurrent.futures.Future[list[TopicResult]]:
         return self._submit(lambda: self._delete_topics(names))
 
-    def controlled_shutdown(self, broker_id: int) -> concurrent.futures.Future[int]:
-        """Moves leadership off ``broker_id``; the result is how many partitions it still
-        leads (those without another live ISR member)."""
+    def controlled_shutdown(
+        self, broker_id: int
+    ) -> concurrent.futures.Future[list[TopicPartition]]:
+        """Moves leadership off ``broker_id`` and keeps it out of later elections; the result
+        is the partitions it still leads (those without another live ISR member)."""
         return self._submit(lambda: self._controlled_shutdown(broker_id))
 
     def leader_counts(self) -> concurrent.futures.Future[dict[int, int]]:
@@ -245,10 +250,12 @@ class ClusterController:
         if live == before:
             return
         removed, added = before - live, live - before
+        self._shutting_down &= live
+        electable = live - self._shutting_down
         changes: dict[TopicPartition, LeaderAndIsr] = {}
         if removed:
-            changes.update(on_brokers_failed(self._partitions, live, unclean=self._is_unclean))
-        changes.update(on_brokers_started(self._partitions, live, unclean=self._is_unclean))
+            changes.update(on_brokers_failed(self._partitions, electable, unclean=self._is_unclean))
+        changes.update(on_brokers_started(self._partitions, electable, unclean=self._is_unclean))
         self._write_states(changes)
         # The new brokers learn all their replicas; the others only what changed.
         targets = [
@@ -266,14 +273,16 @@ class ClusterController:
             len(changes),
         )
 
-    def _controlled_shutdown(self, broker_id: int) -> int:
+    def _controlled_shutdown(self, broker_id: int) -> list[TopicPartition]:
         live = set(self._brokers)
-        changes = on_controlled_shutdown(self._partitions, live, broker_id)
+        electable = live - self._shutting_down  # another broker stopping takes nothing
+        self._shutting_down.add(broker_id)
+        changes = on_controlled_shutdown(self._partitions, electable, broker_id)
         self._write_states(changes)
         self._send_leader_and_isr(list(changes), live)
         self._send_update_metadata(list(changes))
-        remaining = sum(
-            1 for record in self._partitions.values() if record.state.leader == broker_id
+        remaining = sorted(
+            tp for tp, record in self._partitions.items() if record.state.leader == broker_id
         )
         logger.info(
             "controller %d: controlled shutdown of broker %d moved %d partition states; "
@@ -281,7 +290,7 @@ class ClusterController:
             self.broker_id,
             broker_id,
             len(changes),
-            remaining,
+            len(remaining),
         )
         return remaining
 

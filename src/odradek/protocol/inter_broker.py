@@ -1,7 +1,8 @@
-"""The controller → broker APIs of ZooKeeper-era Kafka — LeaderAndIsr (4), StopReplica (5),
-UpdateMetadata (6) — as schemas in kio's form, and the schema lookup that adds them to kio's.
+"""The controller ↔ broker APIs of ZooKeeper-era Kafka — LeaderAndIsr (4), StopReplica (5),
+UpdateMetadata (6), ControlledShutdown (7) — as schemas in kio's form, and the schema lookup
+that adds them to kio's.
 
-kio (0.6.5) is generated from Kafka 4's message definitions, which dropped these three APIs
+kio (0.6.5) is generated from Kafka 4's message definitions, which dropped these APIs
 with ZooKeeper. odradek's controller sends them over the inter-broker listener, so this module
 declares the versions it uses, with Kafka's field names, types and order, as frozen
 dataclasses that kio's readers and writers serialise like its own:
@@ -14,6 +15,9 @@ dataclasses that kio's readers and writers serialise like its own:
   endpoints and rack; the response: an error code.
 - StopReplica v0: ``controller_id``, ``controller_epoch``, ``delete_partitions`` and the
   partitions; the response: an error code and one per partition.
+
+And the broker → controller API of a clean stop, ControlledShutdown v1: ``broker_id``; the
+response: an error code and the partitions the broker still leads.
 
 None is flexible (request header v1, response header v0).
 
@@ -38,6 +42,8 @@ from kio.static.protocol import ResponsePayload
 LEADER_AND_ISR = 4
 STOP_REPLICA = 5
 UPDATE_METADATA = 6
+CONTROLLED_SHUTDOWN = 7
+CONTROLLED_SHUTDOWN_VERSION = 1
 LEADER_AND_ISR_VERSION = 1
 STOP_REPLICA_VERSION = 0
 UPDATE_METADATA_VERSION = 4
@@ -231,11 +237,50 @@ class UpdateMetadataResponse:
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
 
 
+# --- ControlledShutdown v1 ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlledShutdownRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(1)
+    __flexible__: ClassVar[bool] = False
+    __api_key__: ClassVar[i16] = i16(CONTROLLED_SHUTDOWN)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    broker_id: i32 = field(metadata={"kafka_type": "int32"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemainingPartition:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(1)
+    __flexible__: ClassVar[bool] = False
+    __api_key__: ClassVar[i16] = i16(CONTROLLED_SHUTDOWN)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    topic_name: str = field(metadata={"kafka_type": "string"})
+    partition_index: i32 = field(metadata={"kafka_type": "int32"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlledShutdownResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(1)
+    __flexible__: ClassVar[bool] = False
+    __api_key__: ClassVar[i16] = i16(CONTROLLED_SHUTDOWN)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    remaining_partitions: tuple[RemainingPartition, ...]
+
+
 #: (api key, version) → (request schema, response schema).
 SCHEMAS: dict[tuple[int, int], tuple[type[Any], type[Any]]] = {
     (LEADER_AND_ISR, LEADER_AND_ISR_VERSION): (LeaderAndIsrRequest, LeaderAndIsrResponse),
     (STOP_REPLICA, STOP_REPLICA_VERSION): (StopReplicaRequest, StopReplicaResponse),
     (UPDATE_METADATA, UPDATE_METADATA_VERSION): (UpdateMetadataRequest, UpdateMetadataResponse),
+    (CONTROLLED_SHUTDOWN, CONTROLLED_SHUTDOWN_VERSION): (
+        ControlledShutdownRequest,
+        ControlledShutdownResponse,
+    ),
 }
 
 #: api key → the one version declared here.

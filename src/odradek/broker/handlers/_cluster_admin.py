@@ -22,7 +22,7 @@ async def run(cluster: ClusterMember, request: Request) -> ResponsePayload:
     api_key = request.api_key
     if not cluster.is_controller:
         try:
-            fields = await cluster.forward(request, entity_fields(body))
+            fields = await cluster.forward(api_key, request.api_version, entity_fields(body))
         except NotControllerError as error:
             fields = _all_failed(api_key, body, ErrorCode.NOT_CONTROLLER, str(error))
         return build_response(api_key, request.api_version, fields)
