@@ -413,3 +413,39 @@ def test_killing_the_controllers_broker_elects_a_controller_that_moves_its_leade
         ),
         "the survivors to learn the new controller",
     )
+
+
+def test_partitions_added_and_topics_deleted_through_any_broker_reach_every_broker(
+    cluster: Cluster,
+) -> None:
+    _create(cluster, 0, "growing", 2, 2)
+    admin = AdminClient({"bootstrap.servers": cluster.brokers[1].address})
+    try:
+        admin.create_partitions({"growing": 5}).all()
+        assert sorted(_states(cluster, "growing")) == [0, 1, 2, 3, 4]
+        for broker in cluster.brokers.values():
+            partitions = _metadata(broker.address, "growing")[2]
+            assert sorted(partitions) == [0, 1, 2, 3, 4]
+            assert all(len(replicas) == 2 for _, replicas, _ in partitions.values())
+        admin.delete_topics(["growing"]).all()
+    finally:
+        admin.close()
+    assert not cluster.store.exists("/brokers/topics/growing")
+    for broker in cluster.brokers.values():
+        other = AdminClient({"bootstrap.servers": broker.address})
+        try:
+            assert "growing" not in other.list_topics()
+        finally:
+            other.close()
+        assert not list(broker.log_dir.glob("growing-*"))  # StopReplica deleted the logs
+
+
+def test_a_producer_auto_creates_a_topic_on_the_controller(cluster: Cluster) -> None:
+    producer = KafkaProducer(bootstrap_servers=cluster.brokers[0].address, acks=1)
+    try:
+        producer.send("automatic", value=b"v").get(60)
+    finally:
+        producer.close()
+    states = _states(cluster, "automatic")
+    assert len(states) == 1  # num.partitions 1, default.replication.factor 1
+    assert len(_assignment(cluster, "automatic")[0]) == 1
