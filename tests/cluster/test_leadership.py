@@ -24,7 +24,12 @@ from odradek.client.producer import Producer
 from odradek.controller.channel import BrokerRequest, ControllerChannel
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey
-from odradek.protocol.inter_broker import UPDATE_METADATA, UPDATE_METADATA_VERSION
+from odradek.protocol.inter_broker import (
+    LEADER_AND_ISR,
+    LEADER_AND_ISR_VERSION,
+    UPDATE_METADATA,
+    UPDATE_METADATA_VERSION,
+)
 from odradek.testing.cluster import Cluster
 
 with warnings.catch_warnings():
@@ -253,10 +258,47 @@ def test_a_deposed_controllers_requests_are_refused(cluster: Cluster) -> None:
         assert answers[0]["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH
     finally:
         channel.close()
+    # The current controller epoch with an older leader epoch: that partition is refused.
+    state = _states(cluster, "fenced")[0]
+    channel = ControllerChannel(99)
+    try:
+        older = {
+            "controller_id": cluster.controller_id(),
+            "controller_epoch": epoch,
+            "ungrouped_partition_states": [
+                {
+                    "topic_name": "fenced",
+                    "partition_index": 0,
+                    "controller_epoch": epoch,
+                    "leader": 0,
+                    "leader_epoch": state["leader_epoch"] - 1,
+                    "isr": [0],
+                    "zk_version": 0,
+                    "replicas": [0, 1, 2],
+                    "is_new": False,
+                }
+            ],
+            "live_leaders": [],
+        }
+        answers = channel.send(
+            {
+                0: BrokerRequest(
+                    "127.0.0.1", target.port, LEADER_AND_ISR, LEADER_AND_ISR_VERSION, older
+                )
+            }
+        )
+        answer = answers[0]
+        assert answer is not None
+        assert answer["error_code"] == ErrorCode.NONE
+        [partition_error] = answer["partition_errors"]
+        assert partition_error["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH
+    finally:
+        channel.close()
     # The broker still serves the controller's view: three brokers, the real controller.
-    brokers, controller, _ = _metadata(target.address, "fenced")
+    brokers, controller, partitions = _metadata(target.address, "fenced")
     assert brokers == {0, 1, 2}
     assert controller == cluster.controller_id()
+    assert partitions[0][0] == state["leader"]
 
 
 def test_a_follower_answers_not_leader_or_follower(cluster: Cluster) -> None:

@@ -100,7 +100,8 @@ class ClusterMember:
             errors.append(
                 {"topic_name": tp.topic, "partition_index": tp.partition, "error_code": code}
             )
-            states.append(_metadata_of(state, offline=()))
+            if code is ErrorCode.NONE:  # a refused state changes nothing here
+                states.append(_metadata_of(state, offline=()))
         # The partitions' new leaders are visible before UpdateMetadata follows.
         self._update_cache(states)
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
