@@ -9,7 +9,8 @@ as its view. The rules it keeps:
 - a view lists only fields that every decoded version of its API has (``IMPLEMENTED_VERSIONS``
   minus ``ADVERTISED_ONLY_VERSIONS``), so a handler reads them without ``getattr`` defaults;
   tests/protocol/test_requests.py checks each view against kio's class of every such version;
-- the accessors are casts (no copy, no conversion): the hot path pays one function call;
+- the accessors hand back ``Request.body`` itself (no copy, no conversion, no check: the
+  router dispatches by API key), as C-level attribute getters: the hot path pays ~30 ns;
 - integers are ``int`` (kio's ``i16``/``i32``/``i64`` are subclasses), strings ``str``,
   durations ``datetime.timedelta`` (``duration_ms`` turns them into milliseconds).
 
@@ -20,10 +21,10 @@ Any field not listed here is still on the object; reading it goes through ``Requ
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
-from typing import Protocol, cast
+import operator
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
-from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.codec import Request
 
 __all__ = [
@@ -157,37 +158,24 @@ class MetadataRequestBody(Protocol):
 # ----------------------------------------------------------------- accessors
 
 
-def produce_body(request: Request) -> ProduceRequestBody:
-    """The body of a Produce request as its view."""
-    return cast(ProduceRequestBody, _body_of(request, ApiKey.PRODUCE))
+# The accessors are C-level attribute getters typed as the views: no Python frame, no check
+# on the hot path. The router only hands a handler requests of its own API key.
 
-
-def fetch_body(request: Request) -> FetchRequestBody:
-    """The body of a Fetch request as its view."""
-    return cast(FetchRequestBody, _body_of(request, ApiKey.FETCH))
-
-
-def list_offsets_body(request: Request) -> ListOffsetsRequestBody:
-    """The body of a ListOffsets request as its view."""
-    return cast(ListOffsetsRequestBody, _body_of(request, ApiKey.LIST_OFFSETS))
-
-
-def metadata_body(request: Request) -> MetadataRequestBody:
-    """The body of a Metadata request as its view."""
-    return cast(MetadataRequestBody, _body_of(request, ApiKey.METADATA))
+#: The body of a Produce request as its view.
+produce_body: Callable[[Request], ProduceRequestBody] = operator.attrgetter("body")
+#: The body of a Fetch request as its view.
+fetch_body: Callable[[Request], FetchRequestBody] = operator.attrgetter("body")
+#: The body of a ListOffsets request as its view.
+list_offsets_body: Callable[[Request], ListOffsetsRequestBody] = operator.attrgetter("body")
+#: The body of a Metadata request as its view.
+metadata_body: Callable[[Request], MetadataRequestBody] = operator.attrgetter("body")
 
 
 def metadata_allows_auto_create(request: Request) -> bool:
     """Metadata's ``allow_auto_topic_creation`` (v4+); older versions always allow it."""
-    return bool(getattr(_body_of(request, ApiKey.METADATA), "allow_auto_topic_creation", True))
+    return bool(getattr(request.body, "allow_auto_topic_creation", True))
 
 
 def duration_ms(value: datetime.timedelta) -> int:
     """A request duration (``timeout``, ``max_wait``) in whole milliseconds."""
     return int(value / _ONE_MS)
-
-
-def _body_of(request: Request, api_key: ApiKey) -> object:
-    if request.header.api_key != api_key:
-        raise TypeError(f"a {ApiKey(request.header.api_key).name} request is not {api_key.name}")
-    return request.body
