@@ -85,7 +85,7 @@ def test_with_a_lagging_isr_the_high_watermark_stays_and_consumers_see_only_belo
     partition.append_as_leader(batch(2), 1)
     partition.isr = [1, 2]  # a follower joined and has not fetched yet
 
-    partition.append_as_leader(batch(3), 1)
+    partition.append_as_leader(batch(3, timestamp_ms=5_000), 1)
 
     assert (partition.high_watermark, partition.log_end_offset) == (2, 5)
     committed = partition.read(0, 1 << 20)
@@ -94,8 +94,9 @@ def test_with_a_lagging_isr_the_high_watermark_stays_and_consumers_see_only_belo
     assert everything.records is not None
     assert [h.base_offset for _, h in iter_batches(committed.records.read())] == [0]
     assert [h.base_offset for _, h in iter_batches(everything.records.read())] == [0, 2]
-    assert partition.offset_for_timestamp(1_000) is not None
-    assert partition.offset_for_timestamp(1_001 + 2) is None  # only in the uncommitted batch
+    assert partition.offset_for_timestamp(1_001).offset == 1
+    assert log.offset_for_timestamp(5_000).offset == 2
+    assert partition.offset_for_timestamp(5_000) is None  # only in the uncommitted batch
 
 
 def test_reads_outside_the_log_raise(log: Log) -> None:

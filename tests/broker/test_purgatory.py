@@ -13,6 +13,8 @@ A = TopicPartition("a", 0)
 B = TopicPartition("b", 0)
 #: Long enough never to pass while a test runs: the tests end by notification.
 NEVER_MS = 600_000
+#: How long a test waits for a wake-up before it fails (instead of hanging).
+DEADLINE_S = 10.0
 
 
 async def _until_watched(purgatory: FetchPurgatory, count: int) -> None:
@@ -33,11 +35,16 @@ def test_notify_wakes_the_fetches_watching_that_partition_only() -> None:
         await _until_watched(purgatory, 2)
 
         purgatory.notify(A)
-        woken_a, woken_both = await asyncio.gather(on_a, on_a_or_b)
+        woken_a, woken_both = await asyncio.wait_for(asyncio.gather(on_a, on_a_or_b), DEADLINE_S)
         still_waiting = not on_b.done()
         watched_after = purgatory.watched()  # B is still watched by on_b
         purgatory.notify(B)
-        return woken_a, woken_both, still_waiting and await on_b, watched_after
+        return (
+            woken_a,
+            woken_both,
+            still_waiting and await asyncio.wait_for(on_b, DEADLINE_S),
+            watched_after,
+        )
 
     woken_a, woken_both, b_woken_later, watched_after = asyncio.run(scenario())
 

@@ -60,9 +60,9 @@ def test_become_leader_creates_once_then_updates_epoch_and_replicas() -> None:
 
 
 def test_topic_configs_reach_that_topic_only() -> None:
-    configs = {"a": LogConfig(), "b": LogConfig()}
+    configs = {"a": LogConfig(), "ab": LogConfig()}
     replicas, logs = manager(configs)
-    for tp in (TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)):
+    for tp in (TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("ab", 0)):
         replicas.become_leader(tp, [7])
 
     configs["a"] = LogConfig(retention_ms=1234)
@@ -70,7 +70,7 @@ def test_topic_configs_reach_that_topic_only() -> None:
 
     assert logs.logs[TopicPartition("a", 0)].config.retention_ms == 1234
     assert logs.logs[TopicPartition("a", 1)].config.retention_ms == 1234
-    assert logs.logs[TopicPartition("b", 0)].config == LogConfig()
+    assert logs.logs[TopicPartition("ab", 0)].config == LogConfig()
 
 
 def test_remove_topic_deletes_its_logs_only() -> None:
