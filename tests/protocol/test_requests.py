@@ -16,7 +16,7 @@ from kio.index import load_request_schema
 from kio.serial import entity_writer
 from kio.static.primitive import i32Timedelta
 
-from odradek.protocol import ApiKey, decode_request
+from odradek.protocol import ApiKey, decode_request, group_requests
 from odradek.protocol.api_keys import IMPLEMENTED_VERSIONS, is_implemented
 from odradek.protocol.requests import (
     FetchRequestBody,
@@ -36,6 +36,16 @@ VIEWS: dict[ApiKey, type[Any]] = {
     ApiKey.FETCH: FetchRequestBody,
     ApiKey.LIST_OFFSETS: ListOffsetsRequestBody,
     ApiKey.METADATA: MetadataRequestBody,
+    ApiKey.FIND_COORDINATOR: group_requests.FindCoordinatorRequestBody,
+    ApiKey.JOIN_GROUP: group_requests.JoinGroupRequestBody,
+    ApiKey.SYNC_GROUP: group_requests.SyncGroupRequestBody,
+    ApiKey.HEARTBEAT: group_requests.HeartbeatRequestBody,
+    ApiKey.LEAVE_GROUP: group_requests.LeaveGroupRequestBody,
+    ApiKey.OFFSET_COMMIT: group_requests.OffsetCommitRequestBody,
+    ApiKey.OFFSET_FETCH: group_requests.OffsetFetchRequestBody,
+    ApiKey.OFFSET_DELETE: group_requests.OffsetDeleteRequestBody,
+    ApiKey.DESCRIBE_GROUPS: group_requests.DescribeGroupsRequestBody,
+    ApiKey.DELETE_GROUPS: group_requests.DeleteGroupsRequestBody,
 }
 DECODED = [
     (key, version)
@@ -81,7 +91,10 @@ def _mismatches(view: type[Any], entity: type[Any], path: str) -> list[str]:
                 problems.append(f"{where}: {actual_type} is not an array")
                 continue
             item = typing.get_args(actual_type)[0]
-            problems.extend(_mismatches(item_view, item, where))
+            if getattr(item_view, "_is_protocol", False):
+                problems.extend(_mismatches(item_view, item, where))
+            elif not (isinstance(item, type) and issubclass(item, item_view)):
+                problems.append(f"{where}: items {item} are not {item_view}")
         elif not (isinstance(actual_type, type) and issubclass(actual_type, wanted_type)):
             problems.append(f"{where}: {actual_type} is not a {wanted_type}")
     return problems
@@ -111,6 +124,12 @@ def test_the_checker_notices_a_field_a_version_lacks() -> None:
         def acks(self) -> str: ...
 
     assert _mismatches(WrongType, load_request_schema(ApiKey.PRODUCE, 3), "p") != []
+
+    class WrongItems(typing.Protocol):
+        @property
+        def groups(self) -> Sequence[bytes]: ...
+
+    assert _mismatches(WrongItems, load_request_schema(ApiKey.DESCRIBE_GROUPS, 0), "d") != []
 
 
 def _frame(body: Any, correlation_id: int = 7) -> bytes:
