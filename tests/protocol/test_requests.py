@@ -16,7 +16,7 @@ from kio.index import load_request_schema
 from kio.serial import entity_writer
 from kio.static.primitive import i32Timedelta
 
-from odradek.protocol import ApiKey, decode_request, group_requests
+from odradek.protocol import ApiKey, admin_requests, decode_request, group_requests
 from odradek.protocol.api_keys import IMPLEMENTED_VERSIONS, is_implemented
 from odradek.protocol.requests import (
     FetchRequestBody,
@@ -46,6 +46,11 @@ VIEWS: dict[ApiKey, type[Any]] = {
     ApiKey.OFFSET_DELETE: group_requests.OffsetDeleteRequestBody,
     ApiKey.DESCRIBE_GROUPS: group_requests.DescribeGroupsRequestBody,
     ApiKey.DELETE_GROUPS: group_requests.DeleteGroupsRequestBody,
+    ApiKey.DELETE_RECORDS: admin_requests.DeleteRecordsRequestBody,
+    ApiKey.DESCRIBE_CONFIGS: admin_requests.DescribeConfigsRequestBody,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: admin_requests.IncrementalAlterConfigsRequestBody,
+    ApiKey.INIT_PRODUCER_ID: admin_requests.InitProducerIdRequestBody,
+    ApiKey.DESCRIBE_CLUSTER: admin_requests.DescribeClusterRequestBody,
 }
 DECODED = [
     (key, version)
