@@ -21,14 +21,13 @@ import inspect
 import logging
 from collections import deque
 from collections.abc import Awaitable
-from typing import Any, cast
+from typing import cast
 
 from odradek.broker.context import CLIENT_HOST, BrokerContext
 from odradek.broker.router import Response, Router
 from odradek.errors import KafkaError
-from odradek.net.sendfile import send_file_slice
+from odradek.net.sendfile import FileRegion, send_file_slice
 from odradek.protocol import RecordsSlot, RequestReceived, RequestRejected, ServerConnection
-from odradek.storage.file_records import FileSlice
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +36,7 @@ SENDFILE_MIN_BYTES = 64 * 1024
 #: Stop reading from a client with this many requests in flight (backpressure).
 MAX_IN_FLIGHT = 1000
 
-Part = bytes | RecordsSlot[FileSlice]
+Part = bytes | RecordsSlot[FileRegion]
 
 
 class BrokerServer:
@@ -116,7 +115,7 @@ class KafkaProtocol(asyncio.Protocol):
     def __init__(self, server: BrokerServer) -> None:
         self.server = server
         self.ctx = server.ctx
-        self.conn: ServerConnection[FileSlice] = ServerConnection(
+        self.conn: ServerConnection[FileRegion] = ServerConnection(
             supported=server.router.supported_versions,
             max_frame_bytes=server.max_frame_bytes,
         )
@@ -285,20 +284,16 @@ class KafkaProtocol(asyncio.Protocol):
 
 
 def _wants_sendfile(part: Part) -> bool:
-    return (
-        isinstance(part, RecordsSlot)
-        and part.size >= SENDFILE_MIN_BYTES
-        and isinstance(part.records, FileSlice)
-    )
+    return isinstance(part, RecordsSlot) and part.size >= SENDFILE_MIN_BYTES
 
 
-def _as_bytes(part: Any) -> bytes:
+def _as_bytes(part: Part) -> bytes:
     if isinstance(part, bytes):
         return part
     records = part.records
     if records is None or part.size == 0:
         return b""
-    data: bytes = records.read()
+    data = records.read()
     if len(data) != part.size:
         raise OSError(f"records slice changed size: {len(data)} != {part.size}")
     return data

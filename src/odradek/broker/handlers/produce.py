@@ -9,8 +9,6 @@ the producer notices. The response is encoded by the hand-written encoder (hot p
 
 from __future__ import annotations
 
-from typing import Any
-
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
 from odradek.errors import (
@@ -26,13 +24,14 @@ from odradek.protocol import (
     TopicProduceResponse,
     encode_produce_response,
 )
+from odradek.protocol.requests import produce_body
 from odradek.records.batch import read_prefix
 
 API_KEY = ApiKey.PRODUCE
 
 
 def handle(ctx: BrokerContext, request: Request) -> bytes | None:
-    body: Any = request.body  # a kio request of any supported version
+    body = produce_body(request)
     acks = int(body.acks)
     responses = []
     failed = None
@@ -40,7 +39,7 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | None:
         name = str(topic_data.name)
         partitions = []
         for partition_data in topic_data.partition_data:
-            result = _append(ctx, name, int(partition_data.index), partition_data.records, acks)
+            result = _append(ctx, name, partition_data.index, partition_data.records, acks)
             if result.error_code and failed is None:
                 failed = result
             partitions.append(result)
