@@ -116,10 +116,10 @@ def test_golden_produce_v3() -> None:
     assert (topic.name, partition.index, partition.records) == ("t", 2, records)
 
 
-def test_bytes_after_the_body_are_ignored() -> None:
-    assert decode_request(LIBRDKAFKA_API_VERSIONS_V3 + b"junk").body.client_software_name == (
-        "librdkafka"
-    )
+def test_bytes_after_the_body_are_refused() -> None:
+    with pytest.raises(RequestDecodeError, match="4 bytes after the request body") as caught:
+        decode_request(LIBRDKAFKA_API_VERSIONS_V3 + b"junk")
+    assert (caught.value.api_key, caught.value.correlation_id) == (ApiKey.API_VERSIONS, 1)
 
 
 def test_writable_buffers_are_accepted() -> None:

@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from odradek.broker.context import CLIENT_HOST, BrokerContext
 from odradek.broker.router import Response, Router
-from odradek.errors import KafkaError
+from odradek.errors import ConnectionStateError, KafkaError
 from odradek.net.sendfile import send_file_slice
 from odradek.protocol import RecordsSlot, RequestReceived, RequestRejected, ServerConnection
 from odradek.storage.file_records import FileSlice
@@ -194,17 +194,19 @@ class KafkaProtocol(asyncio.Protocol):
             self._fail(request.api_key.name, error)
             return False
         if inspect.isawaitable(result):
-            task = asyncio.ensure_future(self._finish(request.correlation_id, result, event))
+            task = asyncio.ensure_future(self._finish(result, event))
             self._pending_tasks.add(task)
             task.add_done_callback(self._pending_tasks.discard)
             return True
         if event.expects_response:
-            parts.extend(self.conn.send_response(request.correlation_id, result))  # type: ignore[arg-type]
+            try:
+                parts.extend(self.conn.send_response(event, result))  # type: ignore[arg-type]
+            except ConnectionStateError as error:
+                self._fail(request.api_key.name, error)
+                return False
         return True
 
-    async def _finish(
-        self, correlation_id: int, pending: Awaitable[Response], event: RequestReceived
-    ) -> None:
+    async def _finish(self, pending: Awaitable[Response], event: RequestReceived) -> None:
         try:
             result = await pending
         except asyncio.CancelledError:
@@ -214,7 +216,11 @@ class KafkaProtocol(asyncio.Protocol):
             return
         if self._closing or not event.expects_response:
             return
-        self._write(self.conn.send_response(correlation_id, result))  # type: ignore[arg-type]
+        try:
+            self._write(self.conn.send_response(event, result))  # type: ignore[arg-type]
+        except ConnectionStateError as error:
+            self._fail(event.request.api_key.name, error)
+            return
         self._maybe_resume_reading()
 
     def _fail(self, api: str, error: Exception) -> None:

@@ -8,10 +8,14 @@ package imports kio. The rules it keeps:
   carrying the api key, version and correlation id, so the broker can answer or close;
 - a frame that does not decode raises ``RequestDecodeError`` and nothing else, and before kio
   reads a body, ``bounds.check_request_body`` proves every length and array count in it fits
-  the frame (kio would otherwise reserve memory for a lying count, and abort on failure);
+  the frame (kio would otherwise reserve memory for a lying count, and abort on failure) and
+  that no field the schema calls non-nullable is null: a handler never sees ``None`` where
+  the schema promises a value;
+- the body must end exactly where the frame ends: bytes after it are a malformed request
+  (``RequestDecodeError``), since a client that sends them has framed something else than it
+  meant to;
 - cold responses are encoded with kio (``encode_response``); the hot ones are written with
   ``struct`` (``encode_produce_response``, ``encode_fetch_response``, re-exported here);
-- bytes after a request body are ignored, as Kafka ignores them.
 
 Response frame layout: ``size: int32`` (bytes that follow), response header, body.
 """
@@ -204,7 +208,9 @@ def decode_request(
     header, offset = parse_request_header(frame, decoder.header_version)
     try:
         # Bounds first: kio reserves memory for arrays from their declared counts.
-        decoder.check_body(frame, offset)
+        end = decoder.check_body(frame, offset)
+        if end != len(frame):
+            raise ValueError(f"{len(frame) - end} bytes after the request body")
         body, _size = decoder.read_body(frame, offset)
     except _DECODE_ERRORS as exc:
         raise RequestDecodeError(
