@@ -229,6 +229,8 @@ def is_flexible(api_key: int, api_version: int) -> bool:
     Raises:
         LookupError: if kio has no schema for this API key and version.
     """
+    if api_key == ApiKey.PRODUCE and 0 <= api_version < 3:
+        return False  # kio (after Kafka 4) has no schema for these; they predate KIP-482
     known = schema_versions(api_key)
     if known is None or api_version not in known:
         raise LookupError(f"no schema for api key {api_key} version {api_version}")
