@@ -23,7 +23,7 @@ from kio.schema.metadata.v1.request import MetadataRequest as MetadataRequestV1
 from kio.schema.produce.v7.request import ProduceRequest
 from kio.serial import entity_reader, entity_writer
 
-from odradek.protocol.api_keys import IMPLEMENTED_VERSIONS, is_implemented
+from odradek.protocol.api_keys import IMPLEMENTED_VERSIONS, is_implemented, schema_versions
 from odradek.protocol.bounds import check_request_body
 
 # replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch
@@ -33,7 +33,7 @@ SCHEMAS = [
     load_request_schema(key, version)
     for key, versions in IMPLEMENTED_VERSIONS.items()
     for version in versions
-    if is_implemented(key, version)
+    if is_implemented(key, version) and version in (schema_versions(key) or ())
 ]
 
 

@@ -294,7 +294,7 @@ def test_api_versions_is_not_required_first(request_frame: FrameBuilder) -> None
     ("payload", "error_type"),
     [
         (struct.pack(">hhi", 9999, 0, 5), UnsupportedVersionError),  # unknown api key
-        (struct.pack(">hhih", ApiKey.PRODUCE, 0, 5, -1), UnsupportedVersionError),  # v0
+        (struct.pack(">hhih", ApiKey.PRODUCE, 8, 5, -1), UnsupportedVersionError),
         (struct.pack(">hhih", ApiKey.FETCH, 12, 5, -1), UnsupportedVersionError),
         (struct.pack(">hhih", ApiKey.METADATA, 4, 5, -1) + b"\x00", RequestDecodeError),
         (b"\x00\x03", RequestDecodeError),  # shorter than a header
