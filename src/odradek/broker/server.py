@@ -246,7 +246,15 @@ class KafkaProtocol(asyncio.Protocol):
             if self._writer is None:
                 self._writer = asyncio.ensure_future(self._drain_outbox())
             return
-        self.transport.write(b"".join(_as_bytes(part) for part in parts))
+        try:
+            data = b"".join(_as_bytes(part) for part in parts)
+        except (OSError, KafkaError) as error:
+            # The records' file went away under the response (its topic was deleted while
+            # a long poll waited): this connection's response cannot be completed.
+            logger.warning("cannot read records for %s, closing it: %s", self.peer, error)
+            self.close()
+            return
+        self.transport.write(data)
 
     async def _drain_outbox(self) -> None:
         transport = self.transport
@@ -260,7 +268,7 @@ class KafkaProtocol(asyncio.Protocol):
                     await send_file_slice(transport, part.records, part.size)
                 else:
                     transport.write(_as_bytes(part))
-        except (ConnectionError, OSError) as error:
+        except (ConnectionError, OSError, KafkaError) as error:
             logger.info("write to %s failed: %s", self.peer, error)
             self.close()
         finally:
