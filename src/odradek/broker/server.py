@@ -25,7 +25,7 @@ from typing import cast
 
 from odradek.broker.context import CLIENT_HOST, BrokerContext
 from odradek.broker.router import Response, Router
-from odradek.errors import KafkaError
+from odradek.errors import ConnectionStateError, KafkaError
 from odradek.net.sendfile import FileRegion, send_file_slice
 from odradek.protocol import RecordsSlot, RequestReceived, RequestRejected, ServerConnection
 
@@ -193,17 +193,19 @@ class KafkaProtocol(asyncio.Protocol):
             self._fail(request.api_key.name, error)
             return False
         if inspect.isawaitable(result):
-            task = asyncio.ensure_future(self._finish(request.correlation_id, result, event))
+            task = asyncio.ensure_future(self._finish(result, event))
             self._pending_tasks.add(task)
             task.add_done_callback(self._pending_tasks.discard)
             return True
         if event.expects_response:
-            parts.extend(self.conn.send_response(request.correlation_id, result))  # type: ignore[arg-type]
+            try:
+                parts.extend(self.conn.send_response(event, result))  # type: ignore[arg-type]
+            except ConnectionStateError as error:
+                self._fail(request.api_key.name, error)
+                return False
         return True
 
-    async def _finish(
-        self, correlation_id: int, pending: Awaitable[Response], event: RequestReceived
-    ) -> None:
+    async def _finish(self, pending: Awaitable[Response], event: RequestReceived) -> None:
         try:
             result = await pending
         except asyncio.CancelledError:
@@ -213,7 +215,11 @@ class KafkaProtocol(asyncio.Protocol):
             return
         if self._closing or not event.expects_response:
             return
-        self._write(self.conn.send_response(correlation_id, result))  # type: ignore[arg-type]
+        try:
+            self._write(self.conn.send_response(event, result))  # type: ignore[arg-type]
+        except ConnectionStateError as error:
+            self._fail(event.request.api_key.name, error)
+            return
         self._maybe_resume_reading()
 
     def _fail(self, api: str, error: Exception) -> None:
@@ -239,7 +245,15 @@ class KafkaProtocol(asyncio.Protocol):
             if self._writer is None:
                 self._writer = asyncio.ensure_future(self._drain_outbox())
             return
-        self.transport.write(b"".join(_as_bytes(part) for part in parts))
+        try:
+            data = b"".join(_as_bytes(part) for part in parts)
+        except (OSError, KafkaError) as error:
+            # The records' file went away under the response (its topic was deleted while
+            # a long poll waited): this connection's response cannot be completed.
+            logger.warning("cannot read records for %s, closing it: %s", self.peer, error)
+            self.close()
+            return
+        self.transport.write(data)
 
     async def _drain_outbox(self) -> None:
         transport = self.transport
@@ -253,7 +267,7 @@ class KafkaProtocol(asyncio.Protocol):
                     await send_file_slice(transport, part.records, part.size)
                 else:
                     transport.write(_as_bytes(part))
-        except (ConnectionError, OSError) as error:
+        except (ConnectionError, OSError, KafkaError) as error:
             logger.info("write to %s failed: %s", self.peer, error)
             self.close()
         finally:
