@@ -109,7 +109,10 @@ def _mismatches(view: type[Any], entity: type[Any], path: str) -> list[str]:
     ("api_key", "version"), DECODED, ids=[f"{k.name}-v{v}" for k, v in DECODED]
 )
 def test_each_view_fits_every_decoded_version(api_key: ApiKey, version: int) -> None:
-    request_class = load_request_schema(api_key, version)
+    # Produce v0-v2 have no kio schema: the codec reads them through v3's (its body without
+    # the leading transactional_id), so v3's class is what the handler sees.
+    schema_version = max(version, 3) if api_key == ApiKey.PRODUCE else version
+    request_class = load_request_schema(api_key, schema_version)
     assert _mismatches(VIEWS[api_key], request_class, request_class.__name__) == []
 
 
