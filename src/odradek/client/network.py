@@ -48,6 +48,7 @@ from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._version import __version__
 from odradek.client._wire import parse_bootstrap_servers
 from odradek.client.backoff import backoff_ms
+from odradek.client.closeable import Closeable
 from odradek.client.config import ClientConfig
 from odradek.client.connection import (
     BrokerConnection,
@@ -87,7 +88,7 @@ def bootstrap_addresses(config: ClientConfig) -> list[tuple[str, int]]:
         raise ConfigError(f"bootstrap.servers: {error}") from None
 
 
-class NetworkClient:
+class NetworkClient(Closeable):
     """Connections to broker nodes, driven by ``poll`` on one owner thread.
 
     Args:
@@ -593,12 +594,6 @@ class NetworkClient:
     @property
     def closed(self) -> bool:
         return self._closed
-
-    def __enter__(self) -> NetworkClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def wait(self, futures: Iterable[RequestFuture], deadline_ms: int) -> bool:
         """Polls until every future is done or the monotonic clock passes ``deadline_ms``.
