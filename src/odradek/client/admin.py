@@ -79,6 +79,9 @@ class AdminClient(Closeable):
         config: settings by Kafka name (``bootstrap.servers`` is required); more as keyword
             arguments, underscores for dots.
         clock: the time source.
+        bootstrap_fail_fast: fail at once, with NETWORK_EXCEPTION, when the first metadata
+            cannot be had from ``bootstrap.servers`` (for command-line tools), instead of
+            retrying until the call's deadline as Kafka's admin client does.
 
     Raises:
         ConfigError: an unknown setting (named) or a bad value.
@@ -90,9 +93,14 @@ class AdminClient(Closeable):
         /,
         *,
         clock: Clock = SYSTEM_CLOCK,
+        bootstrap_fail_fast: bool = False,
         **kwargs: Any,
     ) -> None:
-        self._requests = AdminRequests(ClientConfig(config, client_type=ADMIN, **kwargs), clock)
+        self._requests = AdminRequests(
+            ClientConfig(config, client_type=ADMIN, **kwargs),
+            clock,
+            bootstrap_fail_fast=bootstrap_fail_fast,
+        )
         self._topics = TopicAdmin(self._requests)
         self._records = RecordAdmin(self._requests)
         self._groups = GroupAdmin(self._requests)

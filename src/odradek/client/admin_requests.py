@@ -34,10 +34,18 @@ RETRY_REQUEST_CODES: Final = frozenset({ErrorCode.NOT_CONTROLLER})
 
 class AdminRequests(Closeable):
     """The request loop, deadlines, routing and lock of one ``AdminClient`` (see the module
-    docstring). ``lock`` must be held around ``call`` and the metadata changes of a call."""
+    docstring). ``lock`` must be held around ``call`` and the metadata changes of a call.
 
-    def __init__(self, config: ClientConfig, clock: Clock) -> None:
+    With ``bootstrap_fail_fast``, a call made before metadata has named any broker fails at
+    the first failed attempt to get it (NETWORK_EXCEPTION, "cannot connect to the bootstrap
+    servers: ...") instead of retrying until its deadline: for command-line tools, where a
+    wrong address should be said at once. Kafka's admin client waits, as this one does by
+    default.
+    """
+
+    def __init__(self, config: ClientConfig, clock: Clock, *, bootstrap_fail_fast: bool) -> None:
         self.config = config
+        self._bootstrap_fail_fast = bootstrap_fail_fast
         self._clock = clock
         self._default_timeout_ms = config.get_int("default.api.timeout.ms")
         self._retry_backoff_ms = config.get_int("retry.backoff.ms")
@@ -60,10 +68,26 @@ class AdminRequests(Closeable):
         return max(0, deadline - self._clock.monotonic_ms())
 
     def cluster(self, deadline: int) -> Cluster:
+        """The cluster as last known; the first time, waits for metadata (see the class
+        docstring for ``bootstrap_fail_fast``)."""
         cluster = self.metadata.cluster
         if cluster.brokers:
             return cluster
-        return self.refresh(deadline)
+        if not self._bootstrap_fail_fast:
+            return self.refresh(deadline)
+        version = self.metadata.request_update()
+        while self.metadata.version <= version:
+            error = self.metadata.last_error
+            if error is not None:
+                raise KafkaError(
+                    f"cannot connect to the bootstrap servers: {error}",
+                    code=ErrorCode.NETWORK_EXCEPTION,
+                )
+            remaining = self.remaining(deadline)
+            if remaining <= 0:
+                raise KafkaTimeoutError("timed out waiting for cluster metadata")
+            self.network.poll(remaining)
+        return self.metadata.cluster
 
     def refresh(self, deadline: int) -> Cluster:
         try:

@@ -46,7 +46,6 @@ from typing import Final
 
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._version import __version__
-from odradek.client._wire import parse_bootstrap_servers
 from odradek.client.backoff import backoff_ms
 from odradek.client.closeable import Closeable
 from odradek.client.config import ClientConfig
@@ -61,7 +60,7 @@ from odradek.client.connection import (
 from odradek.errors import ConfigError, ErrorCode, KafkaError, OdradekError
 from odradek.protocol.api_keys import VersionRange, schema_versions
 
-__all__ = ["NetworkClient", "RequestFuture", "bootstrap_addresses"]
+__all__ = ["NetworkClient", "RequestFuture", "bootstrap_addresses", "parse_bootstrap_servers"]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +70,25 @@ PollHook = Callable[[int], int | None]
 DisconnectListener = Callable[[int], None]
 
 _MAX_POLL_MS: Final = 3_600_000
+
+
+def parse_bootstrap_servers(text: str) -> list[tuple[str, int]]:
+    """``host:port[,host:port...]`` (IPv6 hosts in brackets) to a list of addresses.
+
+    Raises:
+        ValueError: an entry without a host or a port, or a port outside 1..65535; the
+            message names the entry.
+    """
+    addresses = []
+    for entry in (part.strip() for part in text.split(",")):
+        host, sep, port_text = entry.rpartition(":")
+        host = host.strip()
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise ValueError(f"expected HOST:PORT, got {entry!r}")
+        addresses.append((host, int(port_text)))
+    return addresses
 
 
 def bootstrap_addresses(config: ClientConfig) -> list[tuple[str, int]]:
