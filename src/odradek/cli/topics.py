@@ -28,10 +28,9 @@ from typing import Any, Final, TypeVar
 
 import click
 
-from odradek.cli._options import broker_errors
+from odradek.cli._options import _check_bootstrap, broker_errors
 from odradek.client.admin import AdminClient
 from odradek.client.admin_types import ConfigEntry, ConfigResource, NewTopic, TopicDescription
-from odradek.client.network import parse_bootstrap_servers
 from odradek.errors import ErrorCode, KafkaError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -42,14 +41,6 @@ REQUEST_TIMEOUT_MS: Final = 30_000
 
 
 # --- options shared by every verb -------------------------------------------------------------
-
-
-def _check_bootstrap(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    try:
-        parse_bootstrap_servers(value)
-    except ValueError as error:
-        raise click.BadParameter(str(error), ctx=ctx, param=param) from None
-    return value
 
 
 def _bootstrap_option(command: F) -> F:

@@ -10,7 +10,7 @@ Thread safety: each call holds the client's lock (``AdminRequests.lock``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from odradek.client.admin_requests import RETRY_REQUEST_CODES, AdminRequests
 from odradek.client.admin_types import (
@@ -41,6 +41,8 @@ from odradek.errors import KafkaError
 from odradek.protocol.api_keys import ApiKey, VersionRange
 
 __all__ = ["TopicAdmin"]
+
+T = TypeVar("T")
 
 CREATE_TOPICS_VERSIONS: Final = VersionRange(2, 7)
 DELETE_TOPICS_VERSIONS: Final = VersionRange(1, 6)
@@ -260,41 +262,30 @@ class TopicAdmin:
         Returns:
             Per resource: its configs, or UnknownTopicOrPartitionError, ... on lookup.
         """
-        deadline = self._requests.deadline(timeout_ms)
-        values: dict[ConfigResource, dict[str, ConfigEntry]] = {}
-        errors: dict[ConfigResource, KafkaError] = {}
-        with self._requests.lock:
-            for node_choice, group in self._by_config_node(resources).items():
-                fields = {
-                    "resources": [
-                        {
-                            "resource_type": int(r.type),
-                            "resource_name": r.name,
-                            "configuration_keys": None,
-                        }
-                        for r in group
-                    ],
-                    "include_synonyms": include_synonyms,
-                    "include_documentation": include_documentation,
-                }
-                body = self._requests.call(
-                    node_choice,
-                    ApiKey.DESCRIBE_CONFIGS,
-                    DESCRIBE_CONFIGS_VERSIONS,
-                    fields,
-                    deadline,
-                )
-                for entry in body["results"]:
-                    resource = ConfigResource(
-                        ConfigResourceType(int(entry["resource_type"])), entry["resource_name"]
-                    )
-                    if entry["error_code"]:
-                        errors[resource] = item_error(entry, resource.name)
-                    else:
-                        values[resource] = {
-                            c["name"]: config_entry(c) for c in entry.get("configs") or ()
-                        }
-        return AdminResult(list(resources), values, errors)
+
+        def fields(group: list[ConfigResource]) -> dict[str, Any]:
+            return {
+                "resources": [
+                    {
+                        "resource_type": int(r.type),
+                        "resource_name": r.name,
+                        "configuration_keys": None,
+                    }
+                    for r in group
+                ],
+                "include_synonyms": include_synonyms,
+                "include_documentation": include_documentation,
+            }
+
+        return self._per_config_node(
+            list(resources),
+            ApiKey.DESCRIBE_CONFIGS,
+            DESCRIBE_CONFIGS_VERSIONS,
+            fields,
+            "results",
+            lambda entry: {c["name"]: config_entry(c) for c in entry.get("configs") or ()},
+            self._requests.deadline(timeout_ms),
+        )
 
     def alter_configs(
         self,
@@ -311,46 +302,67 @@ class TopicAdmin:
         Returns:
             Per resource: ``None``, or InvalidConfigError-coded ``KafkaError``, ... on lookup.
         """
-        deadline = self._requests.deadline(timeout_ms)
         ops = {resource: alter_config_ops(spec) for resource, spec in changes.items()}
-        values: dict[ConfigResource, None] = {}
+
+        def fields(group: list[ConfigResource]) -> dict[str, Any]:
+            return {
+                "resources": [
+                    {
+                        "resource_type": int(r.type),
+                        "resource_name": r.name,
+                        "configs": [
+                            {
+                                "name": op.name,
+                                "config_operation": int(op.op_type),
+                                "value": op.value,
+                            }
+                            for op in ops[r]
+                        ],
+                    }
+                    for r in group
+                ],
+                "validate_only": validate_only,
+            }
+
+        return self._per_config_node(
+            list(ops),
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            INCREMENTAL_ALTER_CONFIGS_VERSIONS,
+            fields,
+            "responses",
+            lambda _entry: None,
+            self._requests.deadline(timeout_ms),
+            controller=True,
+        )
+
+    def _per_config_node(
+        self,
+        resources: list[ConfigResource],
+        api_key: ApiKey,
+        versions: VersionRange,
+        fields: Callable[[list[ConfigResource]], dict[str, Any]],
+        results: str,
+        parse: Callable[[Mapping[str, Any]], T],
+        deadline: int,
+        *,
+        controller: bool = False,
+    ) -> AdminResult[ConfigResource, T]:
+        """Sends one ``api_key`` request per node the resources go to (``_by_config_node``)
+        and gathers each resource's result from the answers' ``results`` entries."""
+        values: dict[ConfigResource, T] = {}
         errors: dict[ConfigResource, KafkaError] = {}
         with self._requests.lock:
-            for node_choice, group in self._by_config_node(list(ops), controller=True).items():
-                fields = {
-                    "resources": [
-                        {
-                            "resource_type": int(r.type),
-                            "resource_name": r.name,
-                            "configs": [
-                                {
-                                    "name": op.name,
-                                    "config_operation": int(op.op_type),
-                                    "value": op.value,
-                                }
-                                for op in ops[r]
-                            ],
-                        }
-                        for r in group
-                    ],
-                    "validate_only": validate_only,
-                }
-                body = self._requests.call(
-                    node_choice,
-                    ApiKey.INCREMENTAL_ALTER_CONFIGS,
-                    INCREMENTAL_ALTER_CONFIGS_VERSIONS,
-                    fields,
-                    deadline,
-                )
-                for entry in body["responses"]:
+            for choice, group in self._by_config_node(resources, controller=controller).items():
+                body = self._requests.call(choice, api_key, versions, fields(group), deadline)
+                for entry in body[results]:
                     resource = ConfigResource(
                         ConfigResourceType(int(entry["resource_type"])), entry["resource_name"]
                     )
                     if entry["error_code"]:
                         errors[resource] = item_error(entry, resource.name)
                     else:
-                        values[resource] = None
-        return AdminResult(list(ops), values, errors)
+                        values[resource] = parse(entry)
+        return AdminResult(resources, values, errors)
 
     def _by_config_node(
         self, resources: Sequence[ConfigResource], *, controller: bool = False
