@@ -81,17 +81,9 @@ class TopicAdmin:
             }
 
         names = [topic.name for topic in new_topics]
-        with self._requests.lock:
-            body = self._requests.call(
-                self._requests.controller,
-                ApiKey.CREATE_TOPICS,
-                CREATE_TOPICS_VERSIONS,
-                fields,
-                deadline,
-                retry_items=lambda b: any_code(b["topics"], RETRY_REQUEST_CODES),
-            )
-            self._requests.metadata.request_update()
-        return item_results(names, body["topics"], lambda entry: entry["name"], lambda _e: None)
+        return self._to_controller(
+            names, ApiKey.CREATE_TOPICS, CREATE_TOPICS_VERSIONS, fields, "topics", deadline
+        )
 
     def delete_topics(
         self, topics: Sequence[str], *, timeout_ms: int | None = None
@@ -111,18 +103,13 @@ class TopicAdmin:
                 base["topic_names"] = list(topics)
             return base
 
-        with self._requests.lock:
-            body = self._requests.call(
-                self._requests.controller,
-                ApiKey.DELETE_TOPICS,
-                DELETE_TOPICS_VERSIONS,
-                fields,
-                deadline,
-                retry_items=lambda b: any_code(b["responses"], RETRY_REQUEST_CODES),
-            )
-            self._requests.metadata.request_update()
-        return item_results(
-            list(topics), body["responses"], lambda entry: entry["name"], lambda _e: None
+        return self._to_controller(
+            list(topics),
+            ApiKey.DELETE_TOPICS,
+            DELETE_TOPICS_VERSIONS,
+            fields,
+            "responses",
+            deadline,
         )
 
     def create_partitions(
@@ -159,17 +146,14 @@ class TopicAdmin:
                 "validate_only": validate_only,
             }
 
-        with self._requests.lock:
-            body = self._requests.call(
-                self._requests.controller,
-                ApiKey.CREATE_PARTITIONS,
-                CREATE_PARTITIONS_VERSIONS,
-                fields,
-                deadline,
-                retry_items=lambda b: any_code(b["results"], RETRY_REQUEST_CODES),
-            )
-            self._requests.metadata.request_update()
-        return item_results(list(wanted), body["results"], lambda e: e["name"], lambda _e: None)
+        return self._to_controller(
+            list(wanted),
+            ApiKey.CREATE_PARTITIONS,
+            CREATE_PARTITIONS_VERSIONS,
+            fields,
+            "results",
+            deadline,
+        )
 
     def describe_topics(
         self, topics: Sequence[str], *, timeout_ms: int | None = None
@@ -334,6 +318,30 @@ class TopicAdmin:
             self._requests.deadline(timeout_ms),
             controller=True,
         )
+
+    def _to_controller(
+        self,
+        names: list[str],
+        api_key: ApiKey,
+        versions: VersionRange,
+        fields: Callable[[int], dict[str, Any]],
+        results: str,
+        deadline: int,
+    ) -> AdminResult[str, None]:
+        """Sends a per-topic request to the controller (asked again elsewhere while a topic's
+        answer is NOT_CONTROLLER), asks for fresh metadata, and gathers each topic's outcome
+        from the answer's ``results`` entries."""
+        with self._requests.lock:
+            body = self._requests.call(
+                self._requests.controller,
+                api_key,
+                versions,
+                fields,
+                deadline,
+                retry_items=lambda b: any_code(b[results], RETRY_REQUEST_CODES),
+            )
+            self._requests.metadata.request_update()
+        return item_results(names, body[results], lambda entry: entry["name"], lambda _e: None)
 
     def _per_config_node(
         self,
