@@ -146,3 +146,20 @@ def test_readme_example(example: Example, broker: Broker, tmp_path: Path) -> Non
     if '"shouted"' in example.code:  # the write example: every page view, upper-cased, once
         added = read_topic(broker.bootstrap_servers, "shouted")[len(shouted_before) :]
         assert sorted(v or b"" for v in added) == sorted(v.upper() for v in PAGE_VIEWS)
+
+
+_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+@pytest.mark.parametrize("document", ["README.md", "docs/architecture.md", "docs/operations.md"])
+def test_relative_links_point_into_the_repository(document: str) -> None:
+    """A clone must hold what its documents link to (the README once pointed outside it)."""
+    root = README.parent
+    path = root / document
+    text = path.read_text()
+    targets = [t for t in _LINK.findall(text) if "://" not in t]
+    for target in targets:
+        resolved = (path.parent / target).resolve()
+        assert resolved.is_relative_to(root), f"{document} links outside the repository: {target}"
+        assert resolved.exists(), f"{document} links to a missing file: {target}"
+    assert "../shared" not in text
