@@ -375,6 +375,10 @@ class Figures:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def cpu_us(self) -> float:
+        return self.cpu_user_us + self.cpu_system_us
+
+    @property
     def p50(self) -> float:
         return percentile(self.latencies_ms, 0.5)
 
@@ -532,12 +536,14 @@ def main() -> None:
     print(
         "requests/s and produce latency (ms) per phase; metadata: the prober's p50/max on its "
         "own connection (and the max on a fresh connection); CPU: the server's user+system "
-        "microseconds per produce request"
+        "microseconds per produce request, and null's over real's (the share of the null "
+        "server's capacity the broker would reach were the server's core the limit: steadier "
+        "than the requests/s ratio when the machine is shared)"
     )
     print(
         f"{'phase':<24} {'null req/s':>10} {'real req/s':>10} {'ratio':>5}  "
         f"{'null p50/p99':>13} {'real p50/p99':>13}  {'metadata real':>20}  "
-        f"{'CPU null':>9} {'CPU real':>9}  {'fetch/s n/r':>11}"
+        f"{'CPU null':>9} {'CPU real':>9} {'CPU ratio':>9}  {'fetch/s n/r':>11}"
     )
     try:
         for phase in phases:
@@ -569,6 +575,7 @@ def main() -> None:
                 f"  {percentile(probes, 0.5):>5.1f}/{max(probes):<5.1f} ({max(fresh):>5.1f})"
                 f"  {null.cpu_user_us:>4.0f}+{null.cpu_system_us:<4.0f}"
                 f" {real.cpu_user_us:>4.0f}+{real.cpu_system_us:<4.0f}"
+                f" {null.cpu_us / real.cpu_us:>9.0%}"
                 f"  {null.fetches_per_s:>5,.0f}/{real.fetches_per_s:<5,.0f}"
                 + ("  " + "; ".join(notes) if notes else ""),
                 flush=True,
