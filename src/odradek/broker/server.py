@@ -145,6 +145,7 @@ class KafkaProtocol(asyncio.Protocol):
         #: Requests read but not yet handled: they wait for a later turn of the loop.
         self._backlog: deque[Event] = deque()
         self._backlog_scheduled = False
+        self._loop = asyncio.get_running_loop()  # (each call of which costs a getpid)
         self.peer = "?"
         self.client_host = ""
 
@@ -211,7 +212,7 @@ class KafkaProtocol(asyncio.Protocol):
             # The rest waits for the next turn of the loop, behind every other connection's
             # reads: a fresh connection is never stuck behind one client's pipelined queue.
             self._backlog_scheduled = True
-            asyncio.get_running_loop().call_soon(self._serve_backlog)
+            self._loop.call_soon(self._serve_backlog)
 
     def _serve_backlog(self) -> None:
         self._backlog_scheduled = False
