@@ -19,7 +19,11 @@ same broker stack whose partitions store nothing — ``bench/_broker_servers.py`
 The load is generated cheaply so the broker is what is measured: raw asyncio protocols on
 uvloop with the request frames encoded once, spread over ``--workers`` processes, plus one
 process for the consumers and the prober. The machine's cores are shared by the servers and
-the load: compare the ratios, not the absolute figures, across machines.
+the load: compare the ratios, not the absolute figures, across machines. Each row also gives
+the server's CPU time (user+system, from /proc) per produce request answered, and null's over
+real's: the share of the null server's rate the broker would reach if the server's core were
+the limit. On a busy machine that figure is much steadier than the requests/s ratio, which
+then mostly measures which server the other processes happened to slow down.
 
     .venv/bin/python bench/many_clients.py [--seconds 3] [--clients 1,10,50,200] [--acks 1,all]
 """

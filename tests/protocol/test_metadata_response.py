@@ -49,6 +49,7 @@ topics = st.builds(
     names,
     st.booleans(),
     st.lists(partitions, max_size=4),
+    int32s,
 )
 offsets_topics = st.builds(
     ListOffsetsTopic,
