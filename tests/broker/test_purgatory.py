@@ -90,3 +90,15 @@ def test_a_cancelled_fetch_stops_watching() -> None:
         return purgatory.watched()
 
     assert asyncio.run(scenario()) == 0
+
+
+def test_a_notify_after_the_timeout_fired_is_harmless() -> None:
+    # The wait's future is resolved by its timer; a later notify must not resolve it again.
+    async def scenario() -> tuple[bool, int]:
+        purgatory = FetchPurgatory()
+        waiting = asyncio.ensure_future(purgatory.wait([A], 1))
+        woken = await asyncio.wait_for(waiting, DEADLINE_S)
+        purgatory.notify(A)
+        return woken, purgatory.watched()
+
+    assert asyncio.run(scenario()) == (False, 0)

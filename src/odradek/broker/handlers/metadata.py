@@ -3,23 +3,30 @@
 A request for all topics (null list, or an empty list in v0) gets every topic. A missing
 topic is created when ``auto.create.topics.enable`` is on and the request allows it (always
 before v4, by ``allow_auto_topic_creation`` from v4); an illegal name answers
-INVALID_TOPIC_EXCEPTION, a missing topic otherwise UNKNOWN_TOPIC_OR_PARTITION.
+INVALID_TOPIC_EXCEPTION, a missing topic otherwise UNKNOWN_TOPIC_OR_PARTITION. The response is
+encoded by the hand-written encoder (``protocol.metadata_response``: every client asks on each
+new connection) at the versions it writes, by kio at any other.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from odradek.broker.context import BrokerContext
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
+from odradek.protocol.metadata_response import (
+    METADATA_RESPONSE_VERSIONS,
+    MetadataBroker,
+    MetadataPartition,
+    MetadataTopic,
+    encode_metadata_response,
+)
 from odradek.protocol.requests import metadata_allows_auto_create, metadata_body
 
 API_KEY = ApiKey.METADATA
 
 
-def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
+def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | bytes:
     requested = metadata_body(request).topics
     if requested is None or (request.api_version == 0 and not requested):
         names = ctx.topics.topic_names()
@@ -27,47 +34,49 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
         names = [str(topic.name) for topic in requested]
     allow_create = metadata_allows_auto_create(request)
     topics = [_describe(ctx, name, allow_create) for name in names]
-    brokers = [{"node_id": ctx.broker_id, "host": ctx.host, "port": ctx.port, "rack": None}]
-    return build_response(
+    brokers = [MetadataBroker(ctx.broker_id, ctx.host, ctx.port, None)]
+    if request.api_version in METADATA_RESPONSE_VERSIONS:
+        return encode_metadata_response(
+            request.api_version,
+            request.correlation_id,
+            brokers,
+            ctx.cluster_id,
+            ctx.broker_id,
+            topics,
+        )
+    return build_response(  # a version the hand-written encoder does not write
         API_KEY,
         request.api_version,
         {
             "throttle_time": 0,
-            "brokers": brokers,
+            "brokers": [broker._asdict() for broker in brokers],
             "cluster_id": ctx.cluster_id,
             "controller_id": ctx.broker_id,
-            "topics": topics,
+            "topics": [
+                {**topic._asdict(), "partitions": [p._asdict() for p in topic.partitions]}
+                for topic in topics
+            ],
         },
     )
 
 
-def _describe(ctx: BrokerContext, name: str, allow_create: bool) -> dict[str, Any]:
+def _describe(ctx: BrokerContext, name: str, allow_create: bool) -> MetadataTopic:
     if not ctx.topics.exists(name):
         try:
             created = allow_create and ctx.topics.maybe_auto_create(name)
         except KafkaError as error:
-            return {"error_code": error.error_code, "name": name, "partitions": []}
+            return MetadataTopic(error.error_code, name)
         if not created:
-            return {
-                "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                "name": name,
-                "partitions": [],
-            }
+            return MetadataTopic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
     partitions = [
-        {
-            "error_code": ErrorCode.NONE,
-            "partition_index": info.partition,
-            "leader_id": info.leader,
-            "leader_epoch": info.leader_epoch,
-            "replica_nodes": info.replicas,
-            "isr_nodes": info.isr,
-            "offline_replicas": [],
-        }
+        MetadataPartition(
+            ErrorCode.NONE,
+            info.partition,
+            info.leader,
+            info.leader_epoch,
+            info.replicas,
+            info.isr,
+        )
         for info in ctx.topics.describe(name)
     ]
-    return {
-        "error_code": ErrorCode.NONE,
-        "name": name,
-        "is_internal": ctx.topics.is_internal(name),
-        "partitions": partitions,
-    }
+    return MetadataTopic(ErrorCode.NONE, name, ctx.topics.is_internal(name), partitions)
