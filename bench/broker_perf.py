@@ -3,7 +3,8 @@ a bench-only null server measured in the same run.
 
 The null server is the same broker (same protocol stack, same handlers) whose partition does
 not store anything: Produce is answered at once, Fetch is served from batches prebuilt in
-memory. Its figures are the client-and-network ceiling; the broker should reach ≥ 80 % of them.
+memory (``bench/_broker_servers.py``, shared with ``bench/many_clients.py``). Its figures are
+the client-and-network ceiling; the broker should reach ≥ 80 % of them.
 
 Phases, for each server (each runs in its own process):
 - produce 1,000,000 × 100 B and 200,000 × 1 KB records to one partition (acks=1, linger.ms 5,
@@ -29,10 +30,7 @@ that cost off the produce path (``bench/page_cache_write.py`` measures it withou
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -44,123 +42,9 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from odradek._types import TopicPartition
-from odradek.broker.allocator import retain_freed_memory
-from odradek.broker.app import BrokerApp
-from odradek.broker.config import BrokerConfig
-from odradek.records.batch import parse_header
-from odradek.records.codec import build_batch
-from odradek.records.record import SimpleRecord
-from odradek.storage.log import AppendInfo, LogReadInfo
+from _broker_servers import ServerProcess
 
 TOPIC = "perf"
-
-
-# ---------------------------------------------------------------------- servers (child side)
-
-
-class _MemorySlice:
-    """In-memory records for the null server (``read()`` like a FileSlice)."""
-
-    def __init__(self, view: memoryview) -> None:
-        self.view = view
-        self.length = len(view)
-
-    def read(self) -> bytes:
-        return bytes(self.view)
-
-
-class _NullPartition:
-    """Accepts appends without storing them; serves reads from prebuilt batches."""
-
-    def __init__(self, blob: bytes, batch_positions: list[int], records_per_batch: int) -> None:
-        self.blob = memoryview(blob)
-        self.positions = batch_positions
-        self.records_per_batch = records_per_batch
-        self.log_end_offset = 0
-        self.high_watermark = 10**12
-        self.log_start_offset = 0
-        self.leader_epoch = 0
-        self.isr = [0]
-
-    def append_as_leader(self, data: bytes, required_acks: int) -> Any:
-        header = parse_header(data)
-        first = self.log_end_offset
-        self.log_end_offset += header.last_offset_delta + 1
-        return AppendInfo(
-            first,
-            self.log_end_offset - 1,
-            header.max_timestamp,
-            -1,
-            header.records_count,
-            len(data),
-            0,
-        )
-
-    def read(
-        self,
-        offset: int,
-        max_bytes: int,
-        *,
-        min_one_message: bool = True,
-        committed_only: bool = True,
-    ) -> Any:
-        index = offset // self.records_per_batch
-        if index >= len(self.positions) - 1:
-            return LogReadInfo(None, offset, 0, offset)
-        start = self.positions[index]
-        end = min(self.positions[-1], start + max(max_bytes, 1))
-        return LogReadInfo(_MemorySlice(self.blob[start:end]), offset, 0, 10**12)  # type: ignore[arg-type]
-
-
-def _prebuilt(records: int, value_bytes: int) -> tuple[bytes, list[int], int]:
-    per_batch = max(1, (1024 * 1024) // (value_bytes + 20))
-    value = os.urandom(value_bytes)
-    now = int(time.time() * 1000)
-    chunks, positions, position = [], [0], 0
-    for base in range(0, records, per_batch):
-        count = min(per_batch, records - base)
-        batch = build_batch([SimpleRecord(now, None, value)] * count, base_offset=base)
-        chunks.append(batch)
-        position += len(batch)
-        positions.append(position)
-    return b"".join(chunks), positions, per_batch
-
-
-def serve(kind: str, data_dir: str, value_bytes: int, records: int) -> None:
-    """Child process: runs a broker (real or null) and prints its port.
-
-    Both servers set the allocator up as ``odradek serve`` does (``retain_freed_memory``).
-    """
-    retain_freed_memory()
-    config = BrokerConfig.from_mapping(
-        {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data_dir, "num.partitions": "1"}
-    )
-    try:
-        import uvloop  # noqa: PLC0415 (optional)
-
-        loop = uvloop.new_event_loop()
-    except ImportError:
-        loop = asyncio.new_event_loop()
-    app = BrokerApp(config)
-    loop.run_until_complete(app.start())
-    assert app.ctx is not None
-    assert app.topics is not None
-    app.topics.create_topic(TOPIC, 1)
-    if kind == "null":
-        null = _NullPartition(*_prebuilt(records, value_bytes))
-        replicas = app.ctx.replicas
-        real_get = replicas.get
-
-        def get(tp: TopicPartition) -> Any:
-            return null if tp.topic == TOPIC else real_get(tp)
-
-        replicas.get = get  # type: ignore[method-assign]
-    print(app.port, flush=True)
-    stop = asyncio.Event()
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
-    loop.run_until_complete(stop.wait())
-    loop.run_until_complete(app.stop())
 
 
 # ---------------------------------------------------------------------- clients (parent side)
@@ -174,39 +58,12 @@ class Figures:
     consume_mbps: float
 
 
-class Server:
-    def __init__(
-        self, kind: str, value_bytes: int, records: int, data_root: str | None = None
-    ) -> None:
-        self.dir = tempfile.mkdtemp(prefix=f"odradek-perf-{kind}-", dir=data_root)
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                __file__,
-                "--serve",
-                kind,
-                "--dir",
-                self.dir,
-                "--value-bytes",
-                str(value_bytes),
-                "--records",
-                str(records),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.process.stdout is not None
-        self.port = int(self.process.stdout.readline())
-        self.bootstrap = f"127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+def start_server(
+    kind: str, value_bytes: int, records: int, data_root: str | None = None
+) -> ServerProcess:
+    return ServerProcess(
+        kind, topic=TOPIC, value_bytes=value_bytes, records=records, data_root=data_root
+    )
 
 
 def produce(bootstrap: str, records: int, value_bytes: int) -> tuple[float, float]:
@@ -360,8 +217,6 @@ def latency(bootstrap: str, seconds: float, rate: int) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--serve", choices=["real", "null"])
-    parser.add_argument("--dir")
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--records", type=int, default=0)
     parser.add_argument("--scale", type=float, default=1.0)
@@ -401,9 +256,6 @@ def main() -> None:
     if args.latency_consumer:
         latency_consumer(args.latency_consumer, args.records)
         return
-    if args.serve:
-        serve(args.serve, args.dir, args.value_bytes, args.records)
-        return
     sizes = {int(size) for size in args.sizes.split(",")}
     cases = [(int(1_000_000 * args.scale), 100), (int(200_000 * args.scale), 1024)]
     cases = [(records, size) for records, size in cases if size in sizes]
@@ -417,7 +269,7 @@ def main() -> None:
         # 2-core machine swing by more than the difference being measured.
         for _ in range(args.rounds):
             for kind in ("null", "real"):
-                server = Server(kind, size, records, args.data_root)
+                server = start_server(kind, size, records, args.data_root)
                 time.sleep(args.settle_seconds)
                 try:
                     p_rps, p_mbps = produce(server.bootstrap, records, size)
@@ -454,7 +306,7 @@ def main() -> None:
     if args.no_latency:
         return
     # Latency needs the records back, so only the real broker can be measured.
-    server = Server("real", 100, 0, args.data_root)
+    server = start_server("real", 100, 0, args.data_root)
     try:
         p50, p99 = latency(server.bootstrap, args.latency_seconds, 10_000)
     finally:

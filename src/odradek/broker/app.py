@@ -237,7 +237,7 @@ class BrokerApp:
         except NodeExistsError:
             raise NodeExistsError(_already_registered(config.broker_id)) from None
         if clustered:
-            self._start_cluster(metadata_store, cluster_id)
+            self._start_cluster(metadata_store, cluster_id, replicas)
         else:
             self.controller = Controller(self.store, config.broker_id, clock=self.clock)
             self.controller.start()
@@ -249,7 +249,9 @@ class BrokerApp:
             self.ctx.port,
         )
 
-    def _start_cluster(self, metadata: ClusterMetadata, cluster_id: str) -> None:
+    def _start_cluster(
+        self, metadata: ClusterMetadata, cluster_id: str, replicas: ReplicaManager
+    ) -> None:
         """The controller election with the cluster controller hanging off it, the live
         brokers watch, and this broker's side of the cluster (``ClusterMember``)."""
         config = self.config
@@ -287,7 +289,15 @@ class BrokerApp:
         )
         shell.append(ClusterController(controller, metadata, live, settings))
         self.cluster = ClusterMember(
-            config.broker_id, self.ctx.replicas, topics, shell[0], cluster_id
+            config.broker_id,
+            replicas,
+            topics,
+            shell[0],
+            cluster_id,
+            offsets_topic=(
+                config.offsets_topic_num_partitions,
+                config.offsets_topic_replication_factor,
+            ),
         )
         self.cluster.groups = self.groups
         self.ctx.cluster = self.cluster

@@ -30,12 +30,14 @@ import concurrent.futures
 import logging
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from odradek._types import TopicPartition
+from odradek.broker.group.records import partition_for_group
+from odradek.broker.group.runtime import offsets_topic_configs
 from odradek.broker.metadata_cache import LiveBroker, MetadataCache, PartitionMetadata
 from odradek.broker.replica_manager import ReplicaManager
-from odradek.controller.cluster import ClusterController, TopicRequest, TopicResult
+from odradek.controller.cluster import ClusterController, TopicRequest
 from odradek.errors import ErrorCode, NotControllerError, ProtocolError
 from odradek.protocol import ApiKey
 from odradek.protocol.client_codec import decode_response, encode_request
@@ -46,6 +48,8 @@ if TYPE_CHECKING:
     from odradek.broker.topic_manager import TopicManager
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 _SIZE = struct.Struct(">i")
@@ -64,6 +68,8 @@ class ClusterMember:
         topics: its topic manager (told which topics exist).
         controller: this broker's controller shell (active while it is the controller).
         cluster_id: the cluster's id.
+        offsets_topic: ``offsets.topic.num.partitions`` and
+            ``offsets.topic.replication.factor`` (capped by the live brokers).
     """
 
     def __init__(
@@ -73,9 +79,12 @@ class ClusterMember:
         topics: TopicManager,
         controller: ClusterController,
         cluster_id: str,
+        *,
+        offsets_topic: tuple[int, int] = (50, 3),
     ) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
+        self._offsets_topic = offsets_topic
         self.cache = MetadataCache(broker_id)
         self.replicas = replicas
         self.topics = topics
@@ -183,9 +192,7 @@ class ClusterMember:
     def is_controller(self) -> bool:
         return self.controller.active
 
-    async def run_on_controller(
-        self, start: Callable[[], concurrent.futures.Future[list[TopicResult]]]
-    ) -> list[TopicResult]:
+    async def run_on_controller(self, start: Callable[[], concurrent.futures.Future[T]]) -> T:
         """Runs a topic request on this broker's controller and waits for its results.
 
         Raises:
@@ -324,15 +331,20 @@ class ClusterMember:
 
     # --- queries ---------------------------------------------------------------------------
 
-    def coordinator_for(
-        self, group_id: str, partition_for: Callable[[str, int], int]
-    ) -> LiveBroker | None:
+    def coordinator_for(self, group_id: str) -> LiveBroker | None:
         """The broker leading the group's ``__consumer_offsets`` partition (``None``: none yet;
-        the topic is requested when missing)."""
+        the topic is requested from the controller when missing)."""
         count = self.cache.partition_count(OFFSETS_TOPIC)
         if count == 0:
+            partitions, factor = self._offsets_topic
+            live = len(self.cache.brokers())
+            self.request_topic(
+                OFFSETS_TOPIC, partitions, max(1, min(factor, live)), offsets_topic_configs()
+            )
             return None
-        return self.cache.leader(TopicPartition(OFFSETS_TOPIC, partition_for(group_id, count)))
+        return self.cache.leader(
+            TopicPartition(OFFSETS_TOPIC, partition_for_group(group_id, count))
+        )
 
 
 def _metadata_of(state: Any, *, offline: tuple[int, ...]) -> PartitionMetadata:

@@ -18,7 +18,7 @@ class FetchPurgatory:
     """Parks fetches until data arrives."""
 
     def __init__(self) -> None:
-        self._watchers: defaultdict[TopicPartition, set[asyncio.Future[None]]] = defaultdict(set)
+        self._watchers: defaultdict[TopicPartition, set[asyncio.Future[bool]]] = defaultdict(set)
 
     def notify(self, topic_partition: TopicPartition) -> None:
         """Wakes the fetches waiting on ``topic_partition``."""
@@ -26,23 +26,25 @@ class FetchPurgatory:
         if waiting:
             for future in waiting:
                 if not future.done():
-                    future.set_result(None)
+                    future.set_result(True)
 
     async def wait(self, partitions: Iterable[TopicPartition], timeout_ms: int) -> bool:
         """Waits until one of ``partitions`` gets data or the timeout passes; returns whether
         data arrived."""
         if timeout_ms <= 0:
             return False
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        # One future and one timer per wait (asyncio.wait_for around a shield cost three
+        # futures, a task step and two callbacks more, paid on every long-poll).
+        future: asyncio.Future[bool] = loop.create_future()
         keys = list(partitions)
         for key in keys:
             self._watchers[key].add(future)
+        timer = loop.call_later(timeout_ms / 1000, _expire, future)
         try:
-            await asyncio.wait_for(asyncio.shield(future), timeout_ms / 1000)
-            return True
-        except TimeoutError:
-            return False
+            return await future
         finally:
+            timer.cancel()
             for key in keys:
                 watchers = self._watchers.get(key)
                 if watchers is not None:
@@ -53,3 +55,8 @@ class FetchPurgatory:
     def watched(self) -> int:
         """How many partitions have fetches waiting (statistics)."""
         return len(self._watchers)
+
+
+def _expire(future: asyncio.Future[bool]) -> None:
+    if not future.done():
+        future.set_result(False)

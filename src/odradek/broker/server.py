@@ -2,9 +2,11 @@
 
 One asyncio ``Protocol`` per connection feeds bytes to a sans-I/O ``ServerConnection``,
 dispatches decoded requests through the router, and writes responses in request order. The
-responses produced while handling one read are coalesced into one write. Fetch responses
-carry file slices: small ones are read and written like any bytes; large ones go out with
-``os.sendfile`` once the transport's buffer has drained (see ``odradek.net.sendfile``).
+responses produced while handling one read are coalesced into one write. A connection gets at
+most ``MAX_REQUESTS_PER_TURN`` requests handled per turn of the event loop and is not read
+while the rest of a read waits: one client's pipelined queue never holds up the others. Fetch
+responses carry file slices: small ones are read and written like any bytes; large ones go out
+with ``os.sendfile`` once the transport's buffer has drained (see ``odradek.net.sendfile``).
 
 Bad input never crashes the broker: a rejected frame closes that connection only; a handler
 that raises (other than by design) is logged and its connection closed.
@@ -21,14 +23,19 @@ import inspect
 import logging
 from collections import deque
 from collections.abc import Awaitable
-from typing import Any, cast
+from typing import cast
 
 from odradek.broker.context import CLIENT_HOST, BrokerContext
 from odradek.broker.router import Response, Router
-from odradek.errors import KafkaError
-from odradek.net.sendfile import send_file_slice
-from odradek.protocol import RecordsSlot, RequestReceived, RequestRejected, ServerConnection
-from odradek.storage.file_records import FileSlice
+from odradek.errors import ConnectionStateError, KafkaError
+from odradek.net.sendfile import FileRegion, send_file_slice
+from odradek.protocol import (
+    Event,
+    RecordsSlot,
+    RequestReceived,
+    RequestRejected,
+    ServerConnection,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +43,14 @@ logger = logging.getLogger(__name__)
 SENDFILE_MIN_BYTES = 64 * 1024
 #: Stop reading from a client with this many requests in flight (backpressure).
 MAX_IN_FLIGHT = 1000
+#: Requests one connection gets handled per turn of the event loop; the rest of what one read
+#: brought wait for the next turn, behind the other connections (Kafka's network threads go
+#: further: one request per connection until it is answered). Small enough that a turn over
+#: hundreds of pipelining connections stays short, large enough that a client's pipelined
+#: requests still share one read and one write.
+MAX_REQUESTS_PER_TURN = 8
 
-Part = bytes | RecordsSlot[FileSlice]
+Part = bytes | RecordsSlot[FileRegion]
 
 
 class BrokerServer:
@@ -116,7 +129,7 @@ class KafkaProtocol(asyncio.Protocol):
     def __init__(self, server: BrokerServer) -> None:
         self.server = server
         self.ctx = server.ctx
-        self.conn: ServerConnection[FileSlice] = ServerConnection(
+        self.conn: ServerConnection[FileRegion] = ServerConnection(
             supported=server.router.supported_versions,
             max_frame_bytes=server.max_frame_bytes,
         )
@@ -128,6 +141,10 @@ class KafkaProtocol(asyncio.Protocol):
         self._drained.set()
         self._closing = False
         self._reading_paused = False
+        #: Requests read but not yet handled: they wait for a later turn of the loop.
+        self._backlog: deque[Event] = deque()
+        self._backlog_scheduled = False
+        self._loop = asyncio.get_running_loop()  # (each call of which costs a getpid)
         self.peer = "?"
         self.client_host = ""
 
@@ -163,8 +180,20 @@ class KafkaProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
+        events = self.conn.receive_data(data)
+        if self._backlog:
+            self._backlog.extend(events)
+        elif len(events) <= MAX_REQUESTS_PER_TURN:
+            self._serve(events)
+        else:
+            self._backlog.extend(events[MAX_REQUESTS_PER_TURN:])
+            self._serve(events[:MAX_REQUESTS_PER_TURN])
+        self._update_reading()
+
+    def _serve(self, events: list[Event]) -> None:
+        """Handles ``events`` in order and writes the responses they complete at once."""
         parts: list[Part] = []
-        for event in self.conn.receive_data(data):
+        for event in events:
             if isinstance(event, RequestRejected):
                 parts.extend(self.conn.data_to_send())
                 self._write(parts)
@@ -174,14 +203,39 @@ class KafkaProtocol(asyncio.Protocol):
                     self.close(after_writes=True)
                     return
                 continue
-            assert isinstance(event, RequestReceived)
             if not self._handle(event, parts):
                 return
         parts.extend(self.conn.data_to_send())
         self._write(parts)
-        if self.conn.in_flight >= MAX_IN_FLIGHT and self.transport and not self._reading_paused:
-            self.transport.pause_reading()
+        if self._backlog and not self._backlog_scheduled:
+            # The rest waits for the next turn of the loop, behind every other connection's
+            # reads: a fresh connection is never stuck behind one client's pipelined queue.
+            self._backlog_scheduled = True
+            self._loop.call_soon(self._serve_backlog)
+
+    def _serve_backlog(self) -> None:
+        self._backlog_scheduled = False
+        backlog = self._backlog
+        if self._closing:
+            backlog.clear()
+            return
+        count = min(MAX_REQUESTS_PER_TURN, len(backlog))
+        self._serve([backlog.popleft() for _ in range(count)])
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        """Stops reading while requests wait their turn or too many await responses; reads
+        again once both have gone down."""
+        transport = self.transport
+        if transport is None or self._closing:
+            return
+        if self._reading_paused:
+            if not self._backlog and self.conn.in_flight < MAX_IN_FLIGHT // 2:
+                self._reading_paused = False
+                transport.resume_reading()
+        elif self._backlog or self.conn.in_flight >= MAX_IN_FLIGHT:
             self._reading_paused = True
+            transport.pause_reading()
 
     # ----------------------------------------------------------------- requests
 
@@ -193,18 +247,20 @@ class KafkaProtocol(asyncio.Protocol):
         except Exception as error:
             self._fail(request.api_key.name, error)
             return False
-        if inspect.isawaitable(result):
-            task = asyncio.ensure_future(self._finish(request.correlation_id, result, event))
+        if type(result) is not bytes and inspect.isawaitable(result):
+            task = asyncio.ensure_future(self._finish(result, event))
             self._pending_tasks.add(task)
             task.add_done_callback(self._pending_tasks.discard)
             return True
         if event.expects_response:
-            parts.extend(self.conn.send_response(request.correlation_id, result))  # type: ignore[arg-type]
+            try:
+                parts.extend(self.conn.send_response(event, result))  # type: ignore[arg-type]
+            except ConnectionStateError as error:
+                self._fail(request.api_key.name, error)
+                return False
         return True
 
-    async def _finish(
-        self, correlation_id: int, pending: Awaitable[Response], event: RequestReceived
-    ) -> None:
+    async def _finish(self, pending: Awaitable[Response], event: RequestReceived) -> None:
         try:
             result = await pending
         except asyncio.CancelledError:
@@ -214,8 +270,12 @@ class KafkaProtocol(asyncio.Protocol):
             return
         if self._closing or not event.expects_response:
             return
-        self._write(self.conn.send_response(correlation_id, result))  # type: ignore[arg-type]
-        self._maybe_resume_reading()
+        try:
+            self._write(self.conn.send_response(event, result))  # type: ignore[arg-type]
+        except ConnectionStateError as error:
+            self._fail(event.request.api_key.name, error)
+            return
+        self._update_reading()
 
     def _fail(self, api: str, error: Exception) -> None:
         if isinstance(error, KafkaError):
@@ -224,23 +284,29 @@ class KafkaProtocol(asyncio.Protocol):
             logger.exception("handler for %s failed; closing connection from %s", api, self.peer)
         self.close()
 
-    def _maybe_resume_reading(self) -> None:
-        if self._reading_paused and self.conn.in_flight < MAX_IN_FLIGHT // 2 and self.transport:
-            self._reading_paused = False
-            self.transport.resume_reading()
-
     # ----------------------------------------------------------------- writing
 
     def _write(self, parts: list[Part]) -> None:
         """Writes parts in order; bytes and small slices are joined into one write."""
         if not parts or self.transport is None or self._closing:
             return
+        if len(parts) == 1 and self._writer is None and type(parts[0]) is bytes:
+            self.transport.write(parts[0])  # the common case: one or more small responses
+            return
         if self._writer is not None or any(_wants_sendfile(part) for part in parts):
             self._outbox.extend(parts)
             if self._writer is None:
                 self._writer = asyncio.ensure_future(self._drain_outbox())
             return
-        self.transport.write(b"".join(_as_bytes(part) for part in parts))
+        try:
+            data = b"".join(_as_bytes(part) for part in parts)
+        except (OSError, KafkaError) as error:
+            # The records' file went away under the response (its topic was deleted while
+            # a long poll waited): this connection's response cannot be completed.
+            logger.warning("cannot read records for %s, closing it: %s", self.peer, error)
+            self.close()
+            return
+        self.transport.write(data)
 
     async def _drain_outbox(self) -> None:
         transport = self.transport
@@ -254,7 +320,7 @@ class KafkaProtocol(asyncio.Protocol):
                     await send_file_slice(transport, part.records, part.size)
                 else:
                     transport.write(_as_bytes(part))
-        except (ConnectionError, OSError) as error:
+        except (ConnectionError, OSError, KafkaError) as error:
             logger.info("write to %s failed: %s", self.peer, error)
             self.close()
         finally:
@@ -272,7 +338,7 @@ class KafkaProtocol(asyncio.Protocol):
 
     @property
     def busy(self) -> bool:
-        return bool(self._pending_tasks) or self._writer is not None
+        return bool(self._pending_tasks) or self._writer is not None or bool(self._backlog)
 
     def close(self, *, after_writes: bool = False) -> None:
         if self._closing or self.transport is None:
@@ -285,20 +351,16 @@ class KafkaProtocol(asyncio.Protocol):
 
 
 def _wants_sendfile(part: Part) -> bool:
-    return (
-        isinstance(part, RecordsSlot)
-        and part.size >= SENDFILE_MIN_BYTES
-        and isinstance(part.records, FileSlice)
-    )
+    return isinstance(part, RecordsSlot) and part.size >= SENDFILE_MIN_BYTES
 
 
-def _as_bytes(part: Any) -> bytes:
+def _as_bytes(part: Part) -> bytes:
     if isinstance(part, bytes):
         return part
     records = part.records
     if records is None or part.size == 0:
         return b""
-    data: bytes = records.read()
+    data = records.read()
     if len(data) != part.size:
         raise OSError(f"records slice changed size: {len(data)} != {part.size}")
     return data

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from odradek.broker.cluster_member import ClusterMember
+from odradek.broker.ports import ClusterPort
 from odradek.controller.cluster import TopicRequest, TopicResult
 from odradek.errors import ErrorCode, KafkaError, NotControllerError
 from odradek.protocol import ApiKey, Request, ResponsePayload
@@ -16,7 +16,7 @@ from odradek.protocol.builder import build_response
 from odradek.protocol.client_codec import entity_fields
 
 
-async def run(cluster: ClusterMember, request: Request) -> ResponsePayload:
+async def run(cluster: ClusterPort, request: Request) -> ResponsePayload:
     """Runs or forwards one of the three topic requests; see the module docstring."""
     body: Any = request.body
     api_key = request.api_key
@@ -35,7 +35,7 @@ async def run(cluster: ClusterMember, request: Request) -> ResponsePayload:
     return build_response(api_key, request.api_version, fields)
 
 
-async def _on_controller(cluster: ClusterMember, api_key: ApiKey, body: Any) -> list[TopicResult]:
+async def _on_controller(cluster: ClusterPort, api_key: ApiKey, body: Any) -> list[TopicResult]:
     controller = cluster.controller
     validate_only = bool(getattr(body, "validate_only", False))
     if api_key is ApiKey.CREATE_TOPICS:

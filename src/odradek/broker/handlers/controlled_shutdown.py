@@ -4,12 +4,11 @@ leads. Served by the controller only (NOT_CONTROLLER elsewhere, and outside a cl
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable
 from typing import Any
 
-from odradek.broker.cluster_member import ClusterMember
 from odradek.broker.context import BrokerContext
+from odradek.broker.ports import ClusterPort
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
@@ -29,9 +28,11 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[
     return _run(cluster, request, int(body.broker_id))
 
 
-async def _run(cluster: ClusterMember, request: Request, broker_id: int) -> ResponsePayload:
+async def _run(cluster: ClusterPort, request: Request, broker_id: int) -> ResponsePayload:
     try:
-        remaining = await asyncio.wrap_future(cluster.controller.controlled_shutdown(broker_id))
+        remaining = await cluster.run_on_controller(
+            lambda: cluster.controller.controlled_shutdown(broker_id)
+        )
     except KafkaError as error:
         fields: dict[str, Any] = {"error_code": error.error_code, "remaining_partitions": []}
     else:

@@ -13,23 +13,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from odradek.broker.cluster_member import OFFSETS_TOPIC, ClusterMember
 from odradek.broker.context import BrokerContext
-from odradek.broker.group.records import partition_for_group
-from odradek.broker.group.runtime import offsets_topic_configs
+from odradek.broker.ports import ClusterPort
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
+from odradek.protocol.group_requests import find_coordinator_body
 
 API_KEY = ApiKey.FIND_COORDINATOR
 GROUP_KEY_TYPE = 0
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body
+    body = find_coordinator_body(request)
     key_type = int(getattr(body, "key_type", GROUP_KEY_TYPE))
     if ctx.cluster is not None and key_type == GROUP_KEY_TYPE:
-        return _in_cluster(ctx, ctx.cluster, request, str(body.key))
+        return _in_cluster(ctx.cluster, request, str(body.key))
     error_code, message = _find(ctx, str(body.key), key_type)
     found = error_code is ErrorCode.NONE
     return build_response(
@@ -59,22 +58,11 @@ def _find(ctx: BrokerContext, key: str, key_type: int) -> tuple[ErrorCode, str |
     return ErrorCode.NONE, None
 
 
-def _in_cluster(
-    ctx: BrokerContext, cluster: ClusterMember, request: Request, key: str
-) -> ResponsePayload:
+def _in_cluster(cluster: ClusterPort, request: Request, key: str) -> ResponsePayload:
     """The leader of the group's ``__consumer_offsets`` partition, from the metadata cache;
     COORDINATOR_NOT_AVAILABLE while the topic is being created or the partition has no
     leader (the topic is requested from the controller on first need)."""
-    config = ctx.config
-    if not cluster.cache.has_topic(OFFSETS_TOPIC):
-        live = len(cluster.cache.brokers())
-        cluster.request_topic(
-            OFFSETS_TOPIC,
-            config.offsets_topic_num_partitions,
-            max(1, min(config.offsets_topic_replication_factor, live)),
-            offsets_topic_configs(),
-        )
-    leader = cluster.coordinator_for(key, partition_for_group)
+    leader = cluster.coordinator_for(key)
     fields: dict[str, Any] = {
         "throttle_time": 0,
         "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,

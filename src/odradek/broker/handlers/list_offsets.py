@@ -1,18 +1,24 @@
 """ListOffsets: earliest (-2), latest (-1) or the first offset at or after a timestamp.
 
 "Latest" is the high watermark (what a consumer can read); a timestamp after every record
-answers offset -1 and timestamp -1, as Kafka does.
+answers offset -1 and timestamp -1, as Kafka does. The response is encoded by the hand-written
+encoder (``protocol.metadata_response``) at the versions it writes, by kio at any other.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
+from odradek.protocol.metadata_response import (
+    LIST_OFFSETS_RESPONSE_VERSIONS,
+    ListOffsetsPartition,
+    ListOffsetsTopic,
+    encode_list_offsets_response,
+)
+from odradek.protocol.requests import list_offsets_body
 
 API_KEY = ApiKey.LIST_OFFSETS
 
@@ -20,44 +26,49 @@ LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 
 
-def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
+def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | bytes:
     topics = []
-    for topic in _body(request).topics:
+    for topic in list_offsets_body(request).topics:
         name = str(topic.name)
         partitions = [
-            _list_offset(ctx, name, int(p.partition_index), int(p.timestamp))
-            for p in topic.partitions
+            _list_offset(ctx, name, p.partition_index, p.timestamp) for p in topic.partitions
         ]
-        topics.append({"name": name, "partitions": partitions})
-    return build_response(API_KEY, request.api_version, {"throttle_time": 0, "topics": topics})
+        topics.append(ListOffsetsTopic(name, partitions))
+    if request.api_version in LIST_OFFSETS_RESPONSE_VERSIONS:
+        return encode_list_offsets_response(request.api_version, request.correlation_id, topics)
+    fields = {  # a version the hand-written encoder does not write
+        "throttle_time": 0,
+        "topics": [
+            {
+                "name": topic.name,
+                "partitions": [
+                    {**p._asdict(), "old_style_offsets": [p.offset]} for p in topic.partitions
+                ],
+            }
+            for topic in topics
+        ],
+    }
+    return build_response(API_KEY, request.api_version, fields)
 
 
-def _list_offset(ctx: BrokerContext, topic: str, index: int, timestamp: int) -> dict[str, Any]:
+def _list_offset(
+    ctx: BrokerContext, topic: str, index: int, timestamp: int
+) -> ListOffsetsPartition:
     partition = ctx.replicas.get(TopicPartition(topic, index))
     if partition is None:
-        return {"partition_index": index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        return ListOffsetsPartition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if not partition.is_leader:
-        return {"partition_index": index, "error_code": ErrorCode.NOT_LEADER_OR_FOLLOWER}
+        return ListOffsetsPartition(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     if timestamp == LATEST_TIMESTAMP:
         offset, found_timestamp = partition.high_watermark, -1
     elif timestamp == EARLIEST_TIMESTAMP:
         offset, found_timestamp = partition.log_start_offset, -1
     elif timestamp < 0:
-        return {"partition_index": index, "error_code": ErrorCode.INVALID_REQUEST}
+        return ListOffsetsPartition(index, ErrorCode.INVALID_REQUEST)
     else:
-        found = partition.log.offset_for_timestamp(timestamp)
-        if found is None or found.offset >= partition.high_watermark:
+        found = partition.offset_for_timestamp(timestamp)
+        if found is None:  # no record at or after it below the high watermark
             offset, found_timestamp = -1, -1
         else:
             offset, found_timestamp = found.offset, found.timestamp
-    return {
-        "partition_index": index,
-        "error_code": ErrorCode.NONE,
-        "timestamp": found_timestamp,
-        "offset": offset,
-        "old_style_offsets": [offset],
-    }
-
-
-def _body(request: Request) -> Any:
-    return request.body  # a kio request of any supported version
+    return ListOffsetsPartition(index, ErrorCode.NONE, found_timestamp, offset)
