@@ -221,6 +221,8 @@ def test_the_manager_closes_idle_files_on_its_schedule_and_reopens_them_on_use(
     manager.startup()
     try:
         logs = [manager.get_or_create_log(TopicPartition("idle", p)) for p in range(20)]
+        assert manager.open_files.count == 0  # a new log holds no descriptor until used
+        assert len(open_fds() - before) <= 1
         batch = make_batch(3)
         for log in logs:
             log.append(bytearray(batch))
@@ -241,6 +243,14 @@ def test_the_manager_closes_idle_files_on_its_schedule_and_reopens_them_on_use(
     finally:
         manager.shutdown()
     assert open_fds() - before == set()
+    again = LogManager([str(tmp_path / "dir0")], CONFIG, clock=clock, scheduler=scheduler)
+    again.startup()
+    try:
+        assert again.open_files.count == 0  # loaded logs hold no descriptor either
+        assert len(open_fds() - before) <= 1
+        assert again.get_log(TopicPartition("idle", 7)) is not None
+    finally:
+        again.shutdown()
 
 
 def test_a_new_log_directory_is_not_called_an_unclean_shutdown(

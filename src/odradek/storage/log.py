@@ -719,6 +719,13 @@ class Log:
             self._segments.clear()
         shutil.rmtree(self.directory, ignore_errors=True)
 
+    def release_files(self, open_files: OpenFiles) -> None:
+        """Lets every descriptor and map of the log's segments go now (they are opened again
+        when used): a log just loaded or created need not hold any."""
+        for segment in self._segments.snapshot():
+            for file in (segment.log, segment.offset_index, segment.time_index):
+                open_files.release(file)
+
     def moved_to(self, directory: str) -> None:
         """Records that the log's directory was renamed to ``directory`` (a deletion in
         progress): files opened again from now on are looked for there."""

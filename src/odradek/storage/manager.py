@@ -72,7 +72,8 @@ class LogManager:
             ``RLIMIT_NOFILE``; see ``open_files``).
         idle_file_close_ms: how often files unused since the previous sweep are closed.
         recovery_threads_per_data_dir: threads loading (recovering) the logs of one log
-            directory at start-up (Kafka's ``num.recovery.threads.per.data.dir``).
+            directory at start-up, and closing them at shutdown (Kafka's
+            ``num.recovery.threads.per.data.dir``).
     """
 
     def __init__(
@@ -198,6 +199,7 @@ class LogManager:
         with ThreadPoolExecutor(threads, thread_name_prefix="log-recovery") as pool:
             loaded = list(pool.map(load, found))
         for log in loaded:
+            log.release_files(self.open_files)
             self._logs[log.topic_partition] = log
             self._log_dir_of[log.topic_partition] = directory
         if clean:
@@ -234,6 +236,7 @@ class LogManager:
                 open_files=self.open_files,
             )
             fsync_directory(directory)
+            log.release_files(self.open_files)
             self._logs[topic_partition] = log
             self._log_dir_of[topic_partition] = directory
             logger.info("created log %s in %s", topic_partition, directory)
@@ -316,8 +319,10 @@ class LogManager:
         self.cleaner.shutdown()
         if self._owns_scheduler:
             self._scheduler.shutdown()
-        for log in logs:
-            log.close()
+        # Closing flushes (fsyncs) every log: on the recovery threads, as loading.
+        with ThreadPoolExecutor(self._recovery_threads, thread_name_prefix="log-close") as pool:
+            for _ in pool.map(Log.close, logs):
+                pass
         self.checkpoint_logs()
         for directory in self.log_dirs:
             atomic_write(os.path.join(directory, CLEAN_SHUTDOWN_FILE), b"")

@@ -106,6 +106,15 @@ class OpenFiles:
         with self._lock:
             self._open.pop(id(owner), None)
 
+    def release(self, owner: FileOwner) -> bool:
+        """Releases ``owner``'s descriptor now (a log just loaded or created: nobody may use
+        it for long); returns whether it did."""
+        with self._lock:
+            if self._open.get(id(owner)) is not owner or not owner.release_file():
+                return False
+            del self._open[id(owner)]
+            return True
+
     def close_idle(self) -> int:
         """Releases every owner not used since the previous call; returns how many."""
         released = 0
