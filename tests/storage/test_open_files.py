@@ -281,3 +281,63 @@ def test_a_new_log_directory_is_not_called_an_unclean_shutdown(
     clean = start()
     assert "(clean shutdown)" in said()
     clean.shutdown()
+
+
+def test_an_index_is_synced_only_when_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    index = OffsetIndex(str(tmp_path / "0.index"), 0, 800)
+    index.flush()  # created: the new file is synced
+    index.flush()
+    assert len(synced) == 1
+    index.append_trusted(3, 50)
+    index.flush()
+    index.flush()
+    assert len(synced) == 2
+    index.truncate_to(0)
+    index.flush()
+    assert len(synced) == 3
+    index.close()
+    reopened = OffsetIndex(str(tmp_path / "0.index"), 0, 800)
+    reopened.flush()  # loaded, unchanged
+    assert len(synced) == 3
+    reopened.close()
+
+
+def test_many_logs_created_at_once_spread_over_the_log_dirs_with_one_fsync_per_dir(
+    tmp_path: Path,
+    clock: MockClock,
+    scheduler: ManualScheduler,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    dirs = [str(tmp_path / "dir0"), str(tmp_path / "dir1")]
+    manager = LogManager(dirs, CONFIG, clock=clock, scheduler=scheduler)
+    manager.startup()
+    try:
+        existing = manager.get_or_create_log(TopicPartition("t", 0))
+        synced: list[str] = []
+        monkeypatch.setattr("odradek.storage.manager.fsync_directory", synced.append)
+        wanted = [TopicPartition("t", p) for p in range(40)]
+        logs = manager.get_or_create_logs(wanted)
+        assert list(logs) == wanted
+        assert logs[TopicPartition("t", 0)] is existing
+        assert sorted(synced) == dirs
+        per_dir = [len(os.listdir(d)) for d in dirs]
+        assert per_dir == [20, 20]
+        assert manager.get_or_create_log(TopicPartition("t", 7)) is logs[TopicPartition("t", 7)]
+        assert manager.open_files.count == 0
+        assert manager.delete_log(TopicPartition("t", 3))
+        made = manager.get_or_create_log(TopicPartition("u", 0))
+        assert os.path.dirname(made.directory) == os.path.dirname(
+            logs[TopicPartition("t", 3)].directory
+        )
+    finally:
+        manager.shutdown()

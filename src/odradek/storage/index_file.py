@@ -106,6 +106,7 @@ class IndexFile(abc.ABC):
         "_base_offset",
         "_closed",
         "_columns",
+        "_dirty",
         "_length",
         "_lock",
         "_max_index_size_bytes",
@@ -149,6 +150,9 @@ class IndexFile(abc.ABC):
         self._closed = False
         self._open_files = open_files
         self.recently_used = False
+        #: Whether the file changed since the last ``flush`` (an unchanged index is not
+        #: synced again: a clean shutdown of thousands of quiet partitions skips their fsyncs).
+        self._dirty = False
         self._mmap: mmap.mmap | None = None
         try:
             fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
@@ -160,6 +164,7 @@ class IndexFile(abc.ABC):
             if newly_created:
                 self._length = self._round_down(max_index_size_bytes)
                 os.ftruncate(fd, self._length)
+                self._dirty = True
                 data = b""
             else:
                 self._length = os.fstat(fd).st_size
@@ -284,13 +289,18 @@ class IndexFile(abc.ABC):
             return self._remap_locked(new_length)
 
     def flush(self) -> None:
-        """Writes the entries to the device: ``msync`` of the map, then ``fsync`` of the file.
+        """Writes the entries to the device: ``msync`` of the map, then ``fsync`` of the file
+        (opened for the call); nothing when the file did not change since the last flush.
 
         Raises:
             ValueError: the index is closed.
         """
         with self._lock:
             self._check_open()
+            if not self._dirty:
+                return
+            # Cleared first: an entry appended (lock-free) while this syncs sets it again.
+            self._dirty = False
             if self._mmap is not None:
                 self._mmap.flush()
             fd = os.open(self._path, os.O_RDONLY)
@@ -400,6 +410,7 @@ class IndexFile(abc.ABC):
         if mapped is None:
             mapped = self._map_locked()
         self._ENTRY.pack_into(mapped, slot * self.entry_size, key, value)
+        self._dirty = True
         # Values first: a lock-free reader searches len(keys) slots and reads values there.
         values.append(value)
         keys.append(key)
@@ -417,6 +428,7 @@ class IndexFile(abc.ABC):
         if mapped is None:
             mapped = self._map_for_append()
         self._ENTRY.pack_into(mapped, slot * self.entry_size, key, value)
+        self._dirty = True
         values.append(value)
         keys.append(key)
 
@@ -471,6 +483,7 @@ class IndexFile(abc.ABC):
         if entries == current:
             return
         start, end = entries * self.entry_size, current * self.entry_size
+        self._dirty = True
         # Zero the dropped entries, so that a crash before trim() leaves a zero tail (which
         # sanity_check rejects) rather than stale entries that look valid.
         mapped = self._mmap
@@ -492,6 +505,7 @@ class IndexFile(abc.ABC):
         # The map is let go (appends map the file again at its new length); the trusted
         # append path cannot hold it now: length changes are serialised with it by the owner.
         self._drop_map_locked()
+        self._dirty = True
         fd = os.open(self._path, os.O_RDWR)
         try:
             os.ftruncate(fd, new_length)

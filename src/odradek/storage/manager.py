@@ -110,6 +110,8 @@ class LogManager:
         self._recovery_threads = max(1, recovery_threads_per_data_dir)
         self._logs: dict[TopicPartition, Log] = {}
         self._log_dir_of: dict[TopicPartition, str] = {}
+        #: How many logs each log dir holds (where the next log goes), kept with _log_dir_of.
+        self._logs_in_dir = dict.fromkeys(self.log_dirs, 0)
         self._lock = threading.RLock()
         self._checkpoint_lock = threading.Lock()
         self._started = False
@@ -202,6 +204,7 @@ class LogManager:
             log.release_files(self.open_files)
             self._logs[log.topic_partition] = log
             self._log_dir_of[log.topic_partition] = directory
+            self._logs_in_dir[directory] += 1
         if clean:
             os.remove(marker)
             fsync_directory(directory)
@@ -219,33 +222,54 @@ class LogManager:
         self, topic_partition: TopicPartition, config: LogConfig | None = None
     ) -> Log:
         """The partition's log, created (in the log dir holding the fewest logs) if needed."""
+        return self.get_or_create_logs([topic_partition], config)[topic_partition]
+
+    def get_or_create_logs(
+        self, topic_partitions: Sequence[TopicPartition], config: LogConfig | None = None
+    ) -> dict[TopicPartition, Log]:
+        """The partitions' logs, each created (in the log dir holding the fewest logs) if
+        needed. Creating many at once costs one fsync per log dir instead of one per log —
+        the fsync of the directory is most of what creating a log costs.
+
+        Raises:
+            KafkaStorageError: the manager is shut down (no log created).
+        """
         with self._lock:
-            existing = self._logs.get(topic_partition)
-            if existing is not None:
-                return existing
             if self._stopped:
                 raise KafkaStorageError("the log manager is shut down")
-            directory = self._next_log_dir()
-            path = os.path.join(directory, partition_dir_name(topic_partition))
-            log = Log.open(
-                path,
-                topic_partition,
-                config or self._topic_config(topic_partition.topic),
-                clock=self._clock,
-                scheduler=self._scheduler,
-                open_files=self.open_files,
-            )
-            fsync_directory(directory)
-            log.release_files(self.open_files)
-            self._logs[topic_partition] = log
-            self._log_dir_of[topic_partition] = directory
-            logger.info("created log %s in %s", topic_partition, directory)
-            return log
+            result: dict[TopicPartition, Log] = {}
+            created: list[tuple[Log, str]] = []
+            try:
+                for topic_partition in topic_partitions:
+                    existing = self._logs.get(topic_partition) or result.get(topic_partition)
+                    if existing is not None:
+                        result[topic_partition] = existing
+                        continue
+                    directory = self._next_log_dir()
+                    log = Log.open(
+                        os.path.join(directory, partition_dir_name(topic_partition)),
+                        topic_partition,
+                        config or self._topic_config(topic_partition.topic),
+                        clock=self._clock,
+                        scheduler=self._scheduler,
+                        open_files=self.open_files,
+                    )
+                    result[topic_partition] = log
+                    created.append((log, directory))
+                    self._logs_in_dir[directory] += 1
+            finally:
+                # The logs made so far are kept (and made durable) even if one failed.
+                for directory in {directory for _log, directory in created}:
+                    fsync_directory(directory)
+                for log, directory in created:
+                    log.release_files(self.open_files)
+                    self._logs[log.topic_partition] = log
+                    self._log_dir_of[log.topic_partition] = directory
+                    logger.info("created log %s in %s", log.topic_partition, directory)
+            return result
 
     def _next_log_dir(self) -> str:
-        counts = dict.fromkeys(self.log_dirs, 0)
-        for directory in self._log_dir_of.values():
-            counts[directory] += 1
+        counts = self._logs_in_dir
         return min(self.log_dirs, key=lambda directory: counts[directory])
 
     def delete_log(self, topic_partition: TopicPartition) -> bool:
@@ -255,6 +279,8 @@ class LogManager:
         with self._lock:
             log = self._logs.pop(topic_partition, None)
             directory = self._log_dir_of.pop(topic_partition, None)
+            if directory is not None:
+                self._logs_in_dir[directory] -= 1
         if log is None or directory is None:
             return False
         self.cleaner.abort_and_forget(topic_partition, directory)

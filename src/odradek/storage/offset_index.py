@@ -107,6 +107,7 @@ class OffsetIndex(IndexFile):
             mapped = self._map_for_append()
         relative_offset = offset - self._base_offset
         _OFFSET_ENTRY.pack_into(mapped, slot * 8, relative_offset, position)
+        self._dirty = True
         values.append(position)  # values first, as in ``_append_trusted``
         keys.append(relative_offset)
 

@@ -136,6 +136,7 @@ class TimeIndex(IndexFile):
             mapped = self._map_for_append()
         relative_offset = offset - self._base_offset
         _TIME_ENTRY.pack_into(mapped, slot * 12, timestamp_ms, relative_offset)
+        self._dirty = True
         values.append(relative_offset)  # values first, as in ``_append_trusted``
         keys.append(timestamp_ms)
 
