@@ -189,6 +189,11 @@ class Log:
             self._fast_appends = not self._closed and _allows_fast_appends(config)
 
     @property
+    def open_files(self) -> OpenFiles | None:
+        """The bound the log's segment files count against (None: unbounded)."""
+        return self._open_files
+
+    @property
     def log_start_offset(self) -> int:
         return self._log_start_offset
 
