@@ -282,10 +282,11 @@ def main() -> None:
     print(f"data in {root}; descriptor limit (ulimit -n) {soft}; {SAMPLES} partitions sampled")
     try:
         base = measure(root, 1)
+        print(base, flush=True)
         rows = []
         for count in counts:
             rows.append(measure(root, count))
-            print(f"measured {count:,} partitions", flush=True)
+            print(rows[-1], flush=True)  # the figures so far, should a long run be cut short
         report(base, rows)
     finally:
         shutil.rmtree(root, ignore_errors=True)
