@@ -186,7 +186,11 @@ def measure(root: str, partitions: int) -> Figures:
     data_dir = os.path.join(root, f"broker-{partitions}")
     process, bootstrap, _fresh_start_s = timed_start(data_dir)
     try:
-        with AdminClient(bootstrap_servers=bootstrap) as admin:
+        # The broker answers CreateTopics when every partition exists: wait for it rather
+        # than time out and retry (which would then find the topic there).
+        with AdminClient(
+            bootstrap_servers=bootstrap, request_timeout_ms=CREATE_TIMEOUT_MS
+        ) as admin:
             start = time.perf_counter()
             admin.create_topics(
                 [NewTopic(TOPIC, partitions, 1)], timeout_ms=CREATE_TIMEOUT_MS
