@@ -206,9 +206,14 @@ def test_reopen_of_an_untrimmed_preallocated_file_fails_the_sanity_check(
         index.flush()
         shutil.copyfile(path, crashed)  # what a crash leaves: the preallocated file
     with _open(index_cls, crashed) as reopened:
-        assert reopened.entries == reopened.max_entries > 3
-        with pytest.raises(CorruptIndexError):
+        # The zero tail is not decoded (nor, past the first hole, read) but still rejected.
+        assert reopened.entries == 3
+        assert reopened.max_entries > 3
+        with pytest.raises(CorruptIndexError, match="zero entries"):
             reopened.sanity_check()
+        reopened.reset()  # what recovery does: rebuilt from nothing, preallocated
+        reopened.sanity_check()
+        assert reopened.entries == 0
 
 
 def test_reopen_of_an_untrimmed_file_after_truncation_fails_the_sanity_check(
@@ -420,3 +425,29 @@ def test_flush_from_another_thread_while_appending(tmp_path: Path) -> None:
     with TimeIndex(tmp_path / "x", BASE, 0) as reopened:
         reopened.sanity_check()
         assert reopened.entries == 2000
+
+
+def test_the_zero_tail_of_a_preallocated_file_is_not_read(
+    index_cls: type[IndexFile], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "x"
+    crashed = tmp_path / "crashed"
+    with _open(index_cls, path, 1 << 20) as index:
+        _fill(index, 3)
+        index.flush()
+        # What a crash leaves: the entries, then a sparse preallocated tail.
+        crashed.write_bytes(path.read_bytes()[: index.size_bytes])
+        os.truncate(crashed, index.file_size_bytes)
+    read: list[int] = []
+    real_pread = os.pread
+
+    def counting_pread(fd: int, length: int, offset: int) -> bytes:
+        read.append(length)
+        return real_pread(fd, length, offset)
+
+    monkeypatch.setattr(os, "pread", counting_pread)
+    with _open(index_cls, crashed, 1 << 20) as reopened:
+        assert reopened.entries == 3
+        assert reopened.file_size_bytes >= (1 << 20) - 12
+        # Only the data before the first hole (one file-system block here) was read.
+        assert sum(read) < reopened.file_size_bytes // 4

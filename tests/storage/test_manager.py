@@ -268,7 +268,9 @@ def test_periodic_retention_and_checkpoints(
     assert sorted(os.listdir(log.directory)) == sorted(
         f"{3:020d}{suffix}" for suffix in (".index", ".log", ".timeindex")
     )
-    assert manager.statistics() == {"logs": 1, "size_bytes": size, "segments": 1}
+    statistics = manager.statistics()
+    assert statistics.pop("open_files") <= 3  # the one segment's files at most
+    assert statistics == {"logs": 1, "size_bytes": size, "segments": 1}
 
 
 def test_manager_with_its_own_thread_scheduler(tmp_path: Path, make_batch: BatchFactory) -> None:

@@ -1,8 +1,15 @@
 """The ``.log`` file of one segment: record batches back to back, appended and sliced.
 
-``FileRecords`` owns one open file descriptor. Appends go to the end with ``os.write`` (the file
-is opened ``O_APPEND``); reads use ``os.pread``; ``FileSlice`` names a byte range that the
-broker can hand to ``os.sendfile`` without copying.
+``FileRecords`` owns the file and at most one open descriptor of it, a ``FileHandle``: opened
+when needed, and let go when ``OpenFiles`` (the broker's bound on open files, see
+``open_files``) releases it as idle or over the bound — it is opened again at the next use, so a
+broker with thousands of idle partitions holds no descriptor for most of them. Appends go to the
+end with ``os.write`` (the file is opened ``O_APPEND``); reads use ``os.pread``; ``FileSlice``
+names a byte range that the broker can hand to ``os.sendfile`` without copying, and holds the
+handle it reads from, so the descriptor stays open (and means the same file) as long as the
+slice lives, whatever is released or deleted meanwhile. A ``FileHandle`` closes its descriptor
+when the last reference to it goes: every user takes a reference of its own for the duration of
+a call, which is what makes releasing safe from another thread.
 
 The leader's append fast path, ``FileRecords.append_batch``, checks one whole batch, patches
 its base offset (and leader epoch) and writes it in one call: compiled (``odradek._append``,
@@ -31,11 +38,12 @@ being written. A reader may see a file grow between two calls; never shrink, exc
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from odradek._compiled import compiled_attr
@@ -52,6 +60,7 @@ from odradek.records.batch import (
     validate_batch,
 )
 from odradek.records.crc import crc32c
+from odradek.storage.open_files import OpenFiles
 
 #: What an accepted fast-path append reports: (last_offset_delta, max_timestamp,
 #: records_count) of the batch written.
@@ -71,17 +80,44 @@ _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 
 
+class FileHandle:
+    """One open descriptor of a segment file, closed when the last reference to it goes (or
+    by ``close``). Reference counting closes it as soon as nobody uses it."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        # ``os.close`` is bound at definition: module globals may be gone at interpreter exit.
+        fd = self.fd
+        if fd >= 0:
+            self.fd = -1
+            try:  # noqa: SIM105 - contextlib may be torn down at interpreter exit too
+                _close(fd)
+            except OSError:
+                pass
+
+
 @dataclass(frozen=True, slots=True)
 class FileSlice:
     """A byte range of a segment file: what a read returns.
 
-    ``fd`` stays valid at least ``file.delete.delay.ms`` after the segment is deleted, long
-    enough for a sendfile in progress. The range may end in the middle of a batch.
+    ``fd`` stays open, and names the same file, as long as the slice lives (``handle`` keeps
+    it open: see the module docstring), even after the segment is released or deleted. The
+    range may end in the middle of a batch.
     """
 
     fd: int
     position: int
     length: int
+    handle: FileHandle | None = field(default=None, compare=False, repr=False)
 
     def read(self) -> bytes:
         """The bytes of the slice (the copy path; the broker prefers ``os.sendfile``)."""
@@ -221,22 +257,54 @@ class FileRecords:
         path: the ``.log`` file; created when missing.
         size: bytes known to be valid, when the caller already knows them (recovery);
             defaults to the file's length.
+        open_files: the bound the descriptor counts against (None: unbounded, never
+            released but by ``close``).
+
+    After ``close`` every operation raises ``OSError`` (EBADF).
     """
 
-    def __init__(self, path: str, *, size: int | None = None) -> None:
+    __slots__ = ("_closed", "_handle", "_open_files", "_path", "_size", "recently_used")
+
+    def __init__(
+        self, path: str, *, size: int | None = None, open_files: OpenFiles | None = None
+    ) -> None:
         self._path = path
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        file_size = os.fstat(self._fd).st_size
-        self._size = file_size if size is None else size
+        self._open_files = open_files
         self._closed = False
+        self.recently_used = True
+        # O_CREAT only here: reopening a file removed behind our back must fail, not
+        # create an empty one.
+        handle = FileHandle(os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644))
+        self._handle: FileHandle | None = handle
+        file_size = os.fstat(handle.fd).st_size
+        self._size = file_size if size is None else size
+        if open_files is not None:
+            open_files.opened(self)
+
+    def _open(self) -> FileHandle:
+        """Opens the file again after a release (the slow path of every operation)."""
+        if self._closed:
+            raise OSError(errno.EBADF, f"{self._path}: the file is closed")
+        handle = FileHandle(os.open(self._path, os.O_RDWR | os.O_APPEND))
+        self._handle = handle
+        if self._open_files is not None:
+            self._open_files.opened(self)
+        return handle
+
+    def release_file(self) -> bool:
+        """Lets the descriptor go (``OpenFiles``): it closes once no call or slice uses it;
+        the next operation opens the file again."""
+        self._handle = None
+        return True
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the file holds a descriptor now."""
+        return self._handle is not None
 
     @property
     def path(self) -> str:
         return self._path
-
-    @property
-    def fd(self) -> int:
-        return self._fd
 
     @property
     def size(self) -> int:
@@ -245,22 +313,27 @@ class FileRecords:
 
     def file_size(self) -> int:
         """The length of the file on disk, which may exceed ``size`` after a crash."""
-        return os.fstat(self._fd).st_size
+        handle = self._handle or self._open()
+        return os.fstat(handle.fd).st_size
 
     def append(self, data: ReadableBuffer) -> int:
         """Appends ``data`` (whole batches) and returns the position it starts at."""
+        handle = self._handle or self._open()
+        self.recently_used = True
         position = self._size
         with memoryview(data) as view:
-            _write_all(self._fd, view)
+            _write_all(handle.fd, view)
             self._size = position + len(view)
         return position
 
     def append_parts(self, parts: Sequence[ReadableBuffer]) -> int:
         """Appends the concatenation of ``parts`` with ``writev`` (no copy); returns the
         position it starts at."""
+        handle = self._handle or self._open()
+        self.recently_used = True
         position = self._size
         views = [memoryview(part) for part in parts]
-        _writev_all(self._fd, views)
+        _writev_all(handle.fd, views)
         self._size = position + sum(len(view) for view in views)
         return position
 
@@ -278,9 +351,11 @@ class FileRecords:
         ``py_append_batch``), when it is at most ``max_batch_bytes`` and leaves the file at
         most ``max_file_bytes`` long. Returns None, having written nothing, for anything it
         does not handle."""
+        handle = self._handle or self._open()
+        self.recently_used = True
         room = max_file_bytes - self._size
         fields = append_batch_impl(
-            self._fd,
+            handle.fd,
             data,
             base_offset,
             leader_epoch,
@@ -294,19 +369,25 @@ class FileRecords:
 
     def slice(self, position: int, length: int) -> FileSlice:
         """A slice of ``length`` bytes at ``position``, clipped to ``size``."""
+        handle = self._handle or self._open()
+        self.recently_used = True
         end = min(position + length, self._size)
-        return FileSlice(self._fd, position, max(0, end - position))
+        return FileSlice(handle.fd, position, max(0, end - position), handle)
 
     def read(self, position: int, length: int) -> bytes:
         """Up to ``length`` bytes at ``position`` (fewer at the end of the file)."""
-        return os.pread(self._fd, length, position)
+        handle = self._handle or self._open()
+        self.recently_used = True
+        return os.pread(handle.fd, length, position)
 
     def header_at(self, position: int) -> BatchHeader:
         """The batch header at ``position`` (not CRC-checked).
 
         Raises CorruptRecordError when the header is malformed or runs past ``size``.
         """
-        data = os.pread(self._fd, HEADER_SIZE, position)
+        handle = self._handle or self._open()
+        self.recently_used = True
+        data = os.pread(handle.fd, HEADER_SIZE, position)
         try:
             header = parse_header(data)
         except UnsupportedForMessageFormatError as error:
@@ -336,13 +417,14 @@ class FileRecords:
         file (up to its real length, not ``size``) in large chunks. Stops silently at the first
         batch that is truncated or corrupt: the caller truncates there (recovery).
         """
-        file_size = self.file_size()
+        handle = self._handle or self._open()
+        file_size = os.fstat(handle.fd).st_size
         buffer = b""
         buffer_start = position
         while position < file_size:
             offset_in_buffer = position - buffer_start
             if len(buffer) - offset_in_buffer < HEADER_SIZE:
-                buffer = os.pread(self._fd, max(chunk_bytes, HEADER_SIZE), position)
+                buffer = os.pread(handle.fd, max(chunk_bytes, HEADER_SIZE), position)
                 buffer_start = position
                 offset_in_buffer = 0
                 if len(buffer) < HEADER_SIZE:
@@ -354,7 +436,7 @@ class FileRecords:
             if position + header.size > file_size:
                 return
             if offset_in_buffer + header.size > len(buffer):
-                buffer = os.pread(self._fd, max(chunk_bytes, header.size), position)
+                buffer = os.pread(handle.fd, max(chunk_bytes, header.size), position)
                 buffer_start = position
                 offset_in_buffer = 0
                 if len(buffer) < header.size:
@@ -368,21 +450,31 @@ class FileRecords:
 
     def truncate_to(self, size: int) -> int:
         """Cuts the file to ``size`` bytes; returns how many bytes were removed."""
-        removed = self.file_size() - size
-        os.ftruncate(self._fd, size)
+        handle = self._handle or self._open()
+        removed = os.fstat(handle.fd).st_size - size
+        os.ftruncate(handle.fd, size)
         self._size = size
         return removed
 
     def flush(self) -> None:
-        """Makes appended bytes durable (fdatasync)."""
-        os.fdatasync(self._fd)
+        """Makes appended bytes durable (fdatasync; dirty pages belong to the file, so a
+        descriptor opened after a release syncs what an earlier one wrote)."""
+        handle = self._handle or self._open()
+        os.fdatasync(handle.fd)
 
     def close(self) -> None:
+        """Lets the descriptor go for good (it closes once no slice uses it)."""
         if not self._closed:
             self._closed = True
-            os.close(self._fd)
+            self._handle = None
+            if self._open_files is not None:
+                self._open_files.closed(self)
 
     def rename_to(self, path: str) -> None:
-        """Renames the file; the descriptor keeps working."""
+        """Renames the file; a descriptor in use keeps working."""
         os.replace(self._path, path)
+        self._path = path
+
+    def moved_to(self, path: str) -> None:
+        """Records that the file was moved (its directory renamed) without renaming it."""
         self._path = path

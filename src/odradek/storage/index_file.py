@@ -1,9 +1,17 @@
 """Fixed-width-entry index files, memory-mapped for appends: the base of both segment indexes.
 
 ``IndexFile`` owns one index file of a log segment (``<20-digit base offset>.index`` or
-``.timeindex``): its file descriptor, its memory map and an in-memory copy of its entries. It
-keeps one rule: **the file always holds exactly the entries of the in-memory copy, followed by
-zero bytes up to the preallocated length** (or nothing, once trimmed).
+``.timeindex``): an in-memory copy of its entries and, only while entries are being written, a
+memory map of it. It keeps one rule: **the file always holds exactly the entries of the
+in-memory copy, followed by zero bytes up to the preallocated length** (or nothing, once
+trimmed).
+
+Descriptors and mappings are taken lazily and let go early, as Kafka maps its indexes lazily:
+lookups never touch the file, so an index holds no descriptor at all until an entry is written
+(the map is made then; its descriptor, the one the map keeps, is the only one), and the map is
+let go when the index is trimmed (the segment rolled), closed, or released as idle by
+``OpenFiles`` (see ``open_files``). Operations that change the file's length or sync it open
+the file by path for the call. A released map unmaps once no call in progress uses it.
 
 On-disk layout
 --------------
@@ -17,7 +25,7 @@ Lifecycle
 - **Active** (the segment being appended to): the file is *preallocated* to
   ``max_index_size_bytes`` rounded down to a multiple of ``entry_size`` (a sparse file: the
   length is set with ``ftruncate``, the disk blocks come as entries are written). Appends are
-  written into the memory map — no system call per entry.
+  written into the memory map — no system call per entry (but the one that maps it).
 - **Trimmed** (``trim()``, on roll and on ``close()``): the file is cut to
   ``entries * entry_size`` bytes, so it holds nothing but entries and is full.
 - **Opened again**: an existing file is taken as it is: ``entries = file size // entry_size``
@@ -59,6 +67,7 @@ from types import TracebackType
 from typing import ClassVar, Self, TypeAlias
 
 from odradek.storage.index_errors import CorruptIndexError, IndexFullError
+from odradek.storage.open_files import OpenFiles
 
 __all__ = ["INT32_MAX", "INT64_MAX", "IndexFile", "first_out_of_order"]
 
@@ -86,6 +95,7 @@ class IndexFile(abc.ABC):
         base_offset: the base offset of the segment; entries store offsets relative to it.
         max_index_size_bytes: the preallocated length for a new file (Kafka's
             ``segment.index.bytes``), rounded down to a multiple of ``entry_size``.
+        open_files: the bound the map counts against (None: unbounded).
 
     Raises:
         ValueError: ``base_offset`` or ``max_index_size_bytes`` is negative.
@@ -96,12 +106,15 @@ class IndexFile(abc.ABC):
         "_base_offset",
         "_closed",
         "_columns",
-        "_fd",
+        "_dirty",
         "_length",
         "_lock",
         "_max_index_size_bytes",
         "_mmap",
+        "_open_files",
         "_path",
+        "_zero_tail",
+        "recently_used",
     )
 
     #: The size of one entry in bytes.
@@ -120,7 +133,12 @@ class IndexFile(abc.ABC):
             assert cls._ENTRY.size == cls.entry_size == widths, cls
 
     def __init__(
-        self, path: str | os.PathLike[str], base_offset: int, max_index_size_bytes: int
+        self,
+        path: str | os.PathLike[str],
+        base_offset: int,
+        max_index_size_bytes: int,
+        *,
+        open_files: OpenFiles | None = None,
     ) -> None:
         if base_offset < 0:
             raise ValueError(f"base_offset must be >= 0, not {base_offset}")
@@ -131,26 +149,32 @@ class IndexFile(abc.ABC):
         self._max_index_size_bytes = max_index_size_bytes
         self._lock = threading.Lock()
         self._closed = False
+        self._open_files = open_files
+        self.recently_used = False
+        #: Whether the file changed since the last ``flush`` (an unchanged index is not
+        #: synced again: a clean shutdown of thousands of quiet partitions skips their fsyncs).
+        self._dirty = False
+        #: Zero entries found at the end of the file when it was opened (see ``_load``).
+        self._zero_tail = 0
         self._mmap: mmap.mmap | None = None
         try:
-            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
             newly_created = True
         except FileExistsError:
-            self._fd = os.open(self._path, os.O_RDWR)
+            fd = os.open(self._path, os.O_RDWR)
             newly_created = False
         try:
             if newly_created:
                 self._length = self._round_down(max_index_size_bytes)
-                os.ftruncate(self._fd, self._length)
-                loaded_entries = 0
+                os.ftruncate(fd, self._length)
+                self._dirty = True
+                data = b""
             else:
-                self._length = os.fstat(self._fd).st_size
-                loaded_entries = self._length // self.entry_size
-            self._mmap = self._map(self._length)
-            self._columns = self._load_columns(loaded_entries)
-        except BaseException:
-            self._release()
-            raise
+                self._length = os.fstat(fd).st_size
+                data = self._load(fd)
+        finally:
+            os.close(fd)
+        self._columns = self._load_columns(data)
 
     # -- properties ------------------------------------------------------------------------
 
@@ -199,6 +223,11 @@ class IndexFile(abc.ABC):
         """Whether ``close()`` or ``delete()`` has released the file."""
         return self._closed
 
+    @property
+    def is_mapped(self) -> bool:
+        """Whether the index holds a map (and its descriptor) now."""
+        return self._mmap is not None
+
     # -- mutations ---------------------------------------------------------------------------
 
     def truncate_to_entries(self, entries: int) -> None:
@@ -224,6 +253,7 @@ class IndexFile(abc.ABC):
         with self._lock:
             self._check_open()
             self._truncate_locked(0)
+            self._zero_tail = 0  # the file holds nothing but zeros: a preallocated index
             self._remap_locked(self._round_down(self._max_index_size_bytes))
 
     def trim(self) -> bool:
@@ -263,16 +293,25 @@ class IndexFile(abc.ABC):
             return self._remap_locked(new_length)
 
     def flush(self) -> None:
-        """Writes the entries to the device: ``msync`` of the map, then ``fsync`` of the file.
+        """Writes the entries to the device: ``msync`` of the map, then ``fsync`` of the file
+        (opened for the call); nothing when the file did not change since the last flush.
 
         Raises:
             ValueError: the index is closed.
         """
         with self._lock:
             self._check_open()
+            if not self._dirty:
+                return
+            # Cleared first: an entry appended (lock-free) while this syncs sets it again.
+            self._dirty = False
             if self._mmap is not None:
                 self._mmap.flush()
-            os.fsync(self._fd)
+            fd = os.open(self._path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def close(self) -> None:
         """Trims the file and releases it; idempotent. Does not ``fsync``: ``flush()`` first."""
@@ -283,6 +322,27 @@ class IndexFile(abc.ABC):
                 self._remap_locked(self.size_bytes)
             finally:
                 self._release()
+
+    def discard(self) -> None:
+        """Releases the index without touching the file (it is about to be removed)."""
+        with self._lock:
+            self._release()
+
+    def release_file(self) -> bool:
+        """Lets the map go (``OpenFiles``), unless a mutation holds the lock; appends map
+        the file again. Lookups are unaffected."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            self._mmap = None
+        finally:
+            self._lock.release()
+        return True
+
+    def moved_to(self, new_path: str | os.PathLike[str]) -> None:
+        """Records that the file was moved (its directory renamed) without renaming it."""
+        with self._lock:
+            self._path = os.fspath(new_path)
 
     def delete(self) -> bool:
         """Releases the file without trimming it and removes it.
@@ -330,6 +390,11 @@ class IndexFile(abc.ABC):
             raise CorruptIndexError(
                 f"{self._path}: file size {length} is not a multiple of {self.entry_size}"
             )
+        if self._zero_tail:
+            raise CorruptIndexError(
+                f"{self._path}: {self._zero_tail} zero entries after entry {len(keys)}: the "
+                "file was left preallocated (by a crash)"
+            )
         self._check_entries(keys, values)
 
     @abc.abstractmethod
@@ -351,8 +416,10 @@ class IndexFile(abc.ABC):
                 "bytes)"
             )
         mapped = self._mmap
-        assert mapped is not None  # the length is > 0 when there is room
+        if mapped is None:
+            mapped = self._map_locked()
         self._ENTRY.pack_into(mapped, slot * self.entry_size, key, value)
+        self._dirty = True
         # Values first: a lock-free reader searches len(keys) slots and reads values there.
         values.append(value)
         keys.append(key)
@@ -364,11 +431,22 @@ class IndexFile(abc.ABC):
         concurrent ``flush`` only syncs the map, which is safe)."""
         keys, values = self._columns
         slot = len(keys)
-        if slot >= self._length // self.entry_size or self._mmap is None:
+        if slot >= self._length // self.entry_size:
             raise IndexFullError(f"{self._path}: index is full")
-        self._ENTRY.pack_into(self._mmap, slot * self.entry_size, key, value)
+        mapped = self._mmap
+        if mapped is None:
+            mapped = self._map_for_append()
+        self._ENTRY.pack_into(mapped, slot * self.entry_size, key, value)
+        self._dirty = True
         values.append(value)
         keys.append(key)
+
+    def _map_for_append(self) -> mmap.mmap:
+        """Maps the file for the trusted append path (which holds no index lock)."""
+        with self._lock:
+            self._check_open()
+            mapped = self._mmap
+            return self._map_locked() if mapped is None else mapped
 
     def _check_open(self) -> None:
         if self._closed:
@@ -381,15 +459,50 @@ class IndexFile(abc.ABC):
             raise ValueError(f"index size must be >= 0, not {size_bytes}")
         return size_bytes - size_bytes % self.entry_size
 
-    def _map(self, length: int) -> mmap.mmap | None:
-        # mmap refuses an empty file; an empty index simply has no map.
-        return mmap.mmap(self._fd, length, access=mmap.ACCESS_WRITE) if length > 0 else None
+    def _map_locked(self) -> mmap.mmap:
+        """Maps the whole file (there is room for an entry, so it is not empty); the map
+        keeps a descriptor of its own, the one opened here is closed at once."""
+        self._check_open()
+        fd = os.open(self._path, os.O_RDWR)
+        try:
+            mapped = mmap.mmap(fd, self._length, access=mmap.ACCESS_WRITE)
+        finally:
+            os.close(fd)
+        self._mmap = mapped
+        if self._open_files is not None:
+            self._open_files.opened(self)
+        else:
+            self.recently_used = True
+        return mapped
 
-    def _load_columns(self, entries: int) -> Columns:
+    def _load(self, fd: int) -> bytes:
+        """The entries of an existing file, as bytes.
+
+        A file left preallocated by a crash (the active segment's) is mostly a sparse run of
+        zeros: only the part before its first hole is read, and a run of two or more zero
+        entries at the end is not decoded — it is remembered, and ``sanity_check`` rejects
+        the index for it, as it would reject the decoded zeros (two equal keys). Reading and
+        decoding 10 MiB of zeros per index made recovering thousands of partitions take
+        minutes."""
+        size = self.entry_size
+        whole = self._length - self._length % size
+        try:
+            data_end = os.lseek(fd, 0, os.SEEK_HOLE)
+        except OSError:  # no hole support: the whole file is data
+            data_end = whole
+        data_end = min(whole, -(-data_end // size) * size)
+        data = _read_all(fd, data_end)
+        content_end = -(-len(data.rstrip(b"\0")) // size) * size
+        zero_entries = (whole - content_end) // size
+        if zero_entries >= 2:
+            self._zero_tail = zero_entries
+            return data[:content_end]
+        return data + bytes(whole - len(data))
+
+    def _load_columns(self, data: bytes) -> Columns:
+        entries = len(data) // self.entry_size
         if entries == 0:
             return array(self._KEY_TYPECODE), array(self._VALUE_TYPECODE)
-        assert self._mmap is not None
-        data = self._mmap[: entries * self.entry_size]
         keys = _decode_column(data, entries, self.entry_size, 0, self._KEY_TYPECODE)
         key_width = keys.itemsize
         values = _decode_column(data, entries, self.entry_size, key_width, self._VALUE_TYPECODE)
@@ -402,11 +515,20 @@ class IndexFile(abc.ABC):
             raise ValueError(f"{self._path}: cannot truncate {current} entries to {entries}")
         if entries == current:
             return
-        if self._mmap is not None:
-            start, end = entries * self.entry_size, current * self.entry_size
-            # Zero the dropped entries, so that a crash before trim() leaves a zero tail (which
-            # sanity_check rejects) rather than stale entries that look valid.
-            self._mmap[start:end] = bytes(end - start)
+        start, end = entries * self.entry_size, current * self.entry_size
+        self._dirty = True
+        self._zero_tail = 0
+        # Zero the dropped entries, so that a crash before trim() leaves a zero tail (which
+        # sanity_check rejects) rather than stale entries that look valid.
+        mapped = self._mmap
+        if mapped is not None:
+            mapped[start:end] = bytes(end - start)
+        else:
+            fd = os.open(self._path, os.O_RDWR)
+            try:
+                os.pwrite(fd, bytes(end - start), start)
+            finally:
+                os.close(fd)
         # New arrays rather than del: lock-free readers may still be searching the old ones.
         self._columns = (keys[:entries], values[:entries])
 
@@ -414,25 +536,32 @@ class IndexFile(abc.ABC):
         if new_length == self._length:
             return False
         old_length = self._length
-        if self._mmap is not None:
-            self._mmap.close()
-            self._mmap = None
+        # The map is let go (appends map the file again at its new length); the trusted
+        # append path cannot hold it now: length changes are serialised with it by the owner.
+        self._drop_map_locked()
+        self._dirty = True
+        self._zero_tail = 0
+        fd = os.open(self._path, os.O_RDWR)
         try:
-            os.ftruncate(self._fd, new_length)
+            os.ftruncate(fd, new_length)
             self._length = new_length
         finally:
-            self._mmap = self._map(self._length)
+            os.close(fd)
         _log.debug("resized index %s from %d to %d bytes", self._path, old_length, new_length)
         return True
+
+    def _drop_map_locked(self) -> None:
+        mapped, self._mmap = self._mmap, None
+        if mapped is not None:
+            if self._open_files is not None:
+                self._open_files.closed(self)
+            mapped.close()
 
     def _release(self) -> None:
         if self._closed:
             return
         self._closed = True
-        if self._mmap is not None:
-            self._mmap.close()
-            self._mmap = None
-        os.close(self._fd)
+        self._drop_map_locked()
 
     # -- protocol ----------------------------------------------------------------------------
 
@@ -452,6 +581,19 @@ class IndexFile(abc.ABC):
             f"{type(self).__name__}(path={self._path!r}, base_offset={self._base_offset}, "
             f"entries={self.entries}, max_entries={self.max_entries}, closed={self._closed})"
         )
+
+
+def _read_all(fd: int, length: int) -> bytes:
+    """``length`` bytes from the start of ``fd`` (``pread`` may return fewer per call)."""
+    pieces: list[bytes] = []
+    done = 0
+    while done < length:
+        piece = os.pread(fd, length - done, done)
+        if not piece:
+            break
+        pieces.append(piece)
+        done += len(piece)
+    return b"".join(pieces)
 
 
 def _decode_column(

@@ -34,6 +34,7 @@ from odradek.storage.naming import (
     parse_segment_file_name,
     segment_path,
 )
+from odradek.storage.open_files import OpenFiles
 from odradek.storage.segment import LogSegment
 
 logger = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class LogLoader:
         had_clean_shutdown: the log directory's clean-shutdown marker was present.
         now_ms: the current time (segment creation times).
         name: the log's name for log lines (``topic-partition``).
+        open_files: the bound the segments' descriptors count against (None: unbounded).
     """
 
     def __init__(
@@ -75,6 +77,7 @@ class LogLoader:
         had_clean_shutdown: bool,
         now_ms: int,
         name: str,
+        open_files: OpenFiles | None = None,
     ) -> None:
         self.directory = directory
         self.config = config
@@ -83,12 +86,15 @@ class LogLoader:
         self.had_clean_shutdown = had_clean_shutdown
         self.now_ms = now_ms
         self.name = name
+        self.open_files = open_files
 
     def load(self) -> LoadedLog:
         os.makedirs(self.directory, exist_ok=True)
         base_offsets = self._clean_directory()
         segments = [
-            LogSegment.open_existing(self.directory, base, self.config, self.now_ms)
+            LogSegment.open_existing(
+                self.directory, base, self.config, self.now_ms, self.open_files
+            )
             for base in base_offsets
         ]
         truncated, removed = self._load_segments(segments)
@@ -96,7 +102,13 @@ class LogLoader:
             segments = segments[: len(segments) - removed]
         if not segments:
             segments = [
-                LogSegment.create(self.directory, self.log_start_offset, self.config, self.now_ms)
+                LogSegment.create(
+                    self.directory,
+                    self.log_start_offset,
+                    self.config,
+                    self.now_ms,
+                    self.open_files,
+                )
             ]
         log_end_offset = segments[-1].next_offset
         log_start_offset = max(self.log_start_offset, segments[0].base_offset)
@@ -111,7 +123,9 @@ class LogLoader:
             for segment in segments:
                 segment.delete_files()
             segments = [
-                LogSegment.create(self.directory, log_start_offset, self.config, self.now_ms)
+                LogSegment.create(
+                    self.directory, log_start_offset, self.config, self.now_ms, self.open_files
+                )
             ]
             log_end_offset = log_start_offset
         segments[-1].prepare_for_appends(self.config)

@@ -46,6 +46,7 @@ from odradek.storage.log_validator import (
     parse_batches,
     prepare_payload,
 )
+from odradek.storage.open_files import OpenFiles
 from odradek.storage.retention import DEFAULT_POLICIES, DeletePolicy, SegmentInfo, plan_deletions
 from odradek.storage.scheduler import Scheduler
 from odradek.storage.segment import LogSegment, TimestampAndOffset
@@ -98,6 +99,7 @@ class Log:
         clock: Clock,
         scheduler: Scheduler | None,
         policies: tuple[DeletePolicy, ...],
+        open_files: OpenFiles | None = None,
     ) -> None:
         self.directory = directory
         self.topic_partition = topic_partition
@@ -111,6 +113,7 @@ class Log:
         self._clock = clock
         self._scheduler = scheduler
         self._policies = policies
+        self._open_files = open_files
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
         self._unflushed_messages = 0
@@ -138,6 +141,7 @@ class Log:
         clock: Clock = SYSTEM_CLOCK,
         scheduler: Scheduler | None = None,
         policies: tuple[DeletePolicy, ...] = DEFAULT_POLICIES,
+        open_files: OpenFiles | None = None,
     ) -> Log:
         """Opens (or creates) the log in ``directory``, recovering it when needed.
 
@@ -145,6 +149,8 @@ class Log:
             scheduler: where flushes and delayed file deletion run; without one they run
                 inline on the caller's thread (tests, tools).
             policies: the retention policies, applied in order.
+            open_files: the bound the segments' descriptors count against (the broker's);
+                None: unbounded.
         """
         loaded = LogLoader(
             directory,
@@ -154,6 +160,7 @@ class Log:
             had_clean_shutdown=had_clean_shutdown,
             now_ms=clock.now_ms(),
             name=str(topic_partition),
+            open_files=open_files,
         ).load()
         return cls(
             directory,
@@ -166,6 +173,7 @@ class Log:
             clock=clock,
             scheduler=scheduler,
             policies=policies,
+            open_files=open_files,
         )
 
     # ----------------------------------------------------------------- state
@@ -179,6 +187,11 @@ class Log:
         with self._lock:
             self._config = config
             self._fast_appends = not self._closed and _allows_fast_appends(config)
+
+    @property
+    def open_files(self) -> OpenFiles | None:
+        """The bound the log's segment files count against (None: unbounded)."""
+        return self._open_files
 
     @property
     def log_start_offset(self) -> int:
@@ -370,7 +383,9 @@ class Log:
         if active.is_empty and active.base_offset == base_offset:
             return active
         base_offset = max(base_offset, self._log_end_offset)
-        segment = LogSegment.create(self.directory, base_offset, self._config, self._clock.now_ms())
+        segment = LogSegment.create(
+            self.directory, base_offset, self._config, self._clock.now_ms(), self._open_files
+        )
         active.on_become_inactive()
         if active.is_empty:
             self._segments.remove(active)
@@ -675,7 +690,7 @@ class Log:
                 self._delete_segment(segment)
         if new_segment is None:
             new_segment = LogSegment.create(
-                self.directory, offset, self._config, self._clock.now_ms()
+                self.directory, offset, self._config, self._clock.now_ms(), self._open_files
             )
             self._segments.add(new_segment)
         self._log_start_offset = offset
@@ -705,12 +720,24 @@ class Log:
             self._closed = True
             self._fast_appends = False
             for segment in self._segments.snapshot():
-                segment.deleted = True
-                segment.log.close()
-                segment.offset_index.close()
-                segment.time_index.close()
+                segment.discard()
             self._segments.clear()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+    def release_files(self, open_files: OpenFiles) -> None:
+        """Lets every descriptor and map of the log's segments go now (they are opened again
+        when used): a log just loaded or created need not hold any."""
+        for segment in self._segments.snapshot():
+            for file in (segment.log, segment.offset_index, segment.time_index):
+                open_files.release(file)
+
+    def moved_to(self, directory: str) -> None:
+        """Records that the log's directory was renamed to ``directory`` (a deletion in
+        progress): files opened again from now on are looked for there."""
+        with self._lock:
+            self.directory = directory
+            for segment in self._segments.snapshot():
+                segment.moved_to(directory)
 
 
 def _allows_fast_appends(config: LogConfig) -> bool:

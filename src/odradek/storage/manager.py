@@ -10,9 +10,16 @@ Each log directory holds, besides the partition directories::
 
 At start-up the marker decides whether logs are trusted or recovered (see ``loader``); it is
 removed once the logs are loaded, and written again by ``shutdown`` after every log is flushed
-and closed. A partition directory renamed ``<topic>-<partition>.<id>-delete`` is a deletion in
-progress and is removed. Compacted logs are cleaned by the ``LogCleaner`` threads, started with
-the logs and stopped first at shutdown.
+and closed. A directory with neither the marker, nor a checkpoint, nor a partition directory is
+new (a first start), not an unclean shutdown, and is logged so. A partition directory renamed
+``<topic>-<partition>.<id>-delete`` is a deletion in progress and is removed. Compacted logs
+are cleaned by the ``LogCleaner`` threads, started with the logs and stopped first at shutdown.
+
+Descriptors: every segment file of every log counts against one ``OpenFiles`` bound
+(``max_open_files``, by default half the process's descriptor limit), and a periodic sweep
+every ``idle_file_close_ms`` closes the files nobody used since the previous sweep, so an idle
+partition holds no descriptor and thousands of partitions fit in the default limit (see
+``open_files``).
 
 Thread safety: all public methods may be called from any thread.
 """
@@ -25,6 +32,7 @@ import shutil
 import threading
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
@@ -35,6 +43,7 @@ from odradek.storage.cleaner.log_cleaner import LogCleaner
 from odradek.storage.config import LogConfig
 from odradek.storage.log import Log
 from odradek.storage.naming import parse_partition_dir_name, partition_dir_name
+from odradek.storage.open_files import OpenFiles
 from odradek.storage.scheduler import Scheduler, ThreadScheduler
 
 logger = logging.getLogger(__name__)
@@ -59,6 +68,12 @@ class LogManager:
         retention_check_interval_ms: ``log.retention.check.interval.ms``.
         checkpoint_interval_ms: ``log.flush.offset.checkpoint.interval.ms``.
         cleaner_config: the ``log.cleaner.*`` settings (defaults: Kafka's).
+        max_open_files: the most segment files open at once (None: half the soft
+            ``RLIMIT_NOFILE``; see ``open_files``).
+        idle_file_close_ms: how often files unused since the previous sweep are closed.
+        recovery_threads_per_data_dir: threads loading (recovering) the logs of one log
+            directory at start-up, and closing them at shutdown (Kafka's
+            ``num.recovery.threads.per.data.dir``).
     """
 
     def __init__(
@@ -73,6 +88,9 @@ class LogManager:
         retention_check_interval_ms: int = 300_000,
         checkpoint_interval_ms: int = 60_000,
         cleaner_config: CleanerConfig | None = None,
+        max_open_files: int | None = None,
+        idle_file_close_ms: int = 30_000,
+        recovery_threads_per_data_dir: int = 8,
     ) -> None:
         if not log_dirs:
             raise KafkaStorageError("log.dirs is empty")
@@ -87,8 +105,13 @@ class LogManager:
             retention_check_interval_ms,
             checkpoint_interval_ms,
         )
+        self.open_files = OpenFiles(max_open_files)
+        self._idle_file_close_ms = idle_file_close_ms
+        self._recovery_threads = max(1, recovery_threads_per_data_dir)
         self._logs: dict[TopicPartition, Log] = {}
         self._log_dir_of: dict[TopicPartition, str] = {}
+        #: How many logs each log dir holds (where the next log goes), kept with _log_dir_of.
+        self._logs_in_dir = dict.fromkeys(self.log_dirs, 0)
         self._lock = threading.RLock()
         self._checkpoint_lock = threading.Lock()
         self._started = False
@@ -112,19 +135,35 @@ class LogManager:
         self._scheduler.schedule(
             "checkpoint recovery points", self.checkpoint_logs, checkpoint_ms, checkpoint_ms
         )
+        idle_ms = self._idle_file_close_ms
+        self._scheduler.schedule("close idle files", self.close_idle_files, idle_ms, idle_ms)
         self.cleaner.startup()
 
     def _load_dir(self, directory: str) -> None:
         os.makedirs(directory, exist_ok=True)
         marker = os.path.join(directory, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
+        previous_run = clean or any(
+            name in (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT)
+            or parse_partition_dir_name(name) is not None
+            for name in os.listdir(directory)
+        )
         recovery_points = OffsetCheckpointFile(
             os.path.join(directory, RECOVERY_POINT_CHECKPOINT)
         ).read()
         start_offsets = OffsetCheckpointFile(
             os.path.join(directory, LOG_START_OFFSET_CHECKPOINT)
         ).read()
-        logger.info("loading logs in %s (%s shutdown)", directory, "clean" if clean else "unclean")
+        logger.info(
+            "loading logs in %s (%s)",
+            directory,
+            "clean shutdown"
+            if clean
+            else "unclean shutdown"
+            if previous_run
+            else "new log directory",
+        )
+        found: dict[TopicPartition, str] = {}
         for name in sorted(os.listdir(directory)):
             path = os.path.join(directory, name)
             if not os.path.isdir(path):
@@ -135,13 +174,16 @@ class LogManager:
             topic_partition = parse_partition_dir_name(name)
             if topic_partition is None:
                 continue
-            if topic_partition in self._logs:
+            known = self._logs.get(topic_partition)
+            if known is not None:
                 raise KafkaStorageError(
-                    f"duplicate log directories for {topic_partition}: {path} and "
-                    f"{self._logs[topic_partition].directory}"
+                    f"duplicate log directories for {topic_partition}: {path} and {known.directory}"
                 )
-            log = Log.open(
-                path,
+            found[topic_partition] = path
+
+        def load(topic_partition: TopicPartition) -> Log:
+            return Log.open(
+                found[topic_partition],
                 topic_partition,
                 self._topic_config(topic_partition.topic),
                 recovery_point=recovery_points.get(topic_partition, 0),
@@ -149,9 +191,20 @@ class LogManager:
                 had_clean_shutdown=clean,
                 clock=self._clock,
                 scheduler=self._scheduler,
+                open_files=self.open_files,
             )
-            self._logs[topic_partition] = log
-            self._log_dir_of[topic_partition] = directory
+
+        # Loading is file opens, reads and (after an unclean shutdown) fsyncs, which release
+        # the GIL: several threads overlap them, and the file system commits concurrent
+        # fsyncs together (Kafka's num.recovery.threads.per.data.dir).
+        threads = min(self._recovery_threads, max(1, len(found)))
+        with ThreadPoolExecutor(threads, thread_name_prefix="log-recovery") as pool:
+            loaded = list(pool.map(load, found))
+        for log in loaded:
+            log.release_files(self.open_files)
+            self._logs[log.topic_partition] = log
+            self._log_dir_of[log.topic_partition] = directory
+            self._logs_in_dir[directory] += 1
         if clean:
             os.remove(marker)
             fsync_directory(directory)
@@ -169,31 +222,54 @@ class LogManager:
         self, topic_partition: TopicPartition, config: LogConfig | None = None
     ) -> Log:
         """The partition's log, created (in the log dir holding the fewest logs) if needed."""
+        return self.get_or_create_logs([topic_partition], config)[topic_partition]
+
+    def get_or_create_logs(
+        self, topic_partitions: Sequence[TopicPartition], config: LogConfig | None = None
+    ) -> dict[TopicPartition, Log]:
+        """The partitions' logs, each created (in the log dir holding the fewest logs) if
+        needed. Creating many at once costs one fsync per log dir instead of one per log —
+        the fsync of the directory is most of what creating a log costs.
+
+        Raises:
+            KafkaStorageError: the manager is shut down (no log created).
+        """
         with self._lock:
-            existing = self._logs.get(topic_partition)
-            if existing is not None:
-                return existing
             if self._stopped:
                 raise KafkaStorageError("the log manager is shut down")
-            directory = self._next_log_dir()
-            path = os.path.join(directory, partition_dir_name(topic_partition))
-            log = Log.open(
-                path,
-                topic_partition,
-                config or self._topic_config(topic_partition.topic),
-                clock=self._clock,
-                scheduler=self._scheduler,
-            )
-            fsync_directory(directory)
-            self._logs[topic_partition] = log
-            self._log_dir_of[topic_partition] = directory
-            logger.info("created log %s in %s", topic_partition, directory)
-            return log
+            result: dict[TopicPartition, Log] = {}
+            created: list[tuple[Log, str]] = []
+            try:
+                for topic_partition in topic_partitions:
+                    existing = self._logs.get(topic_partition) or result.get(topic_partition)
+                    if existing is not None:
+                        result[topic_partition] = existing
+                        continue
+                    directory = self._next_log_dir()
+                    log = Log.open(
+                        os.path.join(directory, partition_dir_name(topic_partition)),
+                        topic_partition,
+                        config or self._topic_config(topic_partition.topic),
+                        clock=self._clock,
+                        scheduler=self._scheduler,
+                        open_files=self.open_files,
+                    )
+                    result[topic_partition] = log
+                    created.append((log, directory))
+                    self._logs_in_dir[directory] += 1
+            finally:
+                # The logs made so far are kept (and made durable) even if one failed.
+                for directory in {directory for _log, directory in created}:
+                    fsync_directory(directory)
+                for log, directory in created:
+                    log.release_files(self.open_files)
+                    self._logs[log.topic_partition] = log
+                    self._log_dir_of[log.topic_partition] = directory
+                    logger.info("created log %s in %s", log.topic_partition, directory)
+            return result
 
     def _next_log_dir(self) -> str:
-        counts = dict.fromkeys(self.log_dirs, 0)
-        for directory in self._log_dir_of.values():
-            counts[directory] += 1
+        counts = self._logs_in_dir
         return min(self.log_dirs, key=lambda directory: counts[directory])
 
     def delete_log(self, topic_partition: TopicPartition) -> bool:
@@ -203,13 +279,15 @@ class LogManager:
         with self._lock:
             log = self._logs.pop(topic_partition, None)
             directory = self._log_dir_of.pop(topic_partition, None)
+            if directory is not None:
+                self._logs_in_dir[directory] -= 1
         if log is None or directory is None:
             return False
         self.cleaner.abort_and_forget(topic_partition, directory)
         doomed = f"{log.directory}.{uuid.uuid4().hex}{_DELETE_DIR_SUFFIX}"
         os.rename(log.directory, doomed)
         fsync_directory(directory)
-        log.directory = doomed
+        log.moved_to(doomed)
         self._scheduler.schedule(f"delete log {topic_partition}", log.delete)
         self.checkpoint_logs()
         return True
@@ -224,6 +302,10 @@ class LogManager:
                     log.flush()
             except Exception:
                 logger.exception("%s: flush failed", log.topic_partition)
+
+    def close_idle_files(self) -> int:
+        """Closes the segment files nobody used since the previous call; returns how many."""
+        return self.open_files.close_idle()
 
     def cleanup_logs(self) -> int:
         """Applies retention to every log; returns the number of segments deleted."""
@@ -263,8 +345,10 @@ class LogManager:
         self.cleaner.shutdown()
         if self._owns_scheduler:
             self._scheduler.shutdown()
-        for log in logs:
-            log.close()
+        # Closing flushes (fsyncs) every log: on the recovery threads, as loading.
+        with ThreadPoolExecutor(self._recovery_threads, thread_name_prefix="log-close") as pool:
+            for _ in pool.map(Log.close, logs):
+                pass
         self.checkpoint_logs()
         for directory in self.log_dirs:
             atomic_write(os.path.join(directory, CLEAN_SHUTDOWN_FILE), b"")
@@ -276,4 +360,5 @@ class LogManager:
             "logs": len(logs),
             "size_bytes": sum(log.size_bytes for log in logs.values()),
             "segments": sum(len(log.segments()) for log in logs.values()),
+            "open_files": self.open_files.count,
         }

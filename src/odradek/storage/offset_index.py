@@ -100,11 +100,14 @@ class OffsetIndex(IndexFile):
         # ``_append_trusted`` inlined: this runs once per index.interval.bytes appended.
         keys, values = self._columns
         slot = len(keys)
-        mapped = self._mmap
-        if slot >= self._length // 8 or mapped is None:
+        if slot >= self._length // 8:
             raise IndexFullError(f"{self._path}: index is full")
+        mapped = self._mmap
+        if mapped is None:  # not mapped yet, or released as idle (see ``IndexFile``)
+            mapped = self._map_for_append()
         relative_offset = offset - self._base_offset
         _OFFSET_ENTRY.pack_into(mapped, slot * 8, relative_offset, position)
+        self._dirty = True
         values.append(position)  # values first, as in ``_append_trusted``
         keys.append(relative_offset)
 

@@ -15,6 +15,11 @@ Every index lookup is checked against the batch header it points at: an entry th
 match (a corrupt index that passed the sanity check) is reported and the segment falls back to
 scanning from its start, so a damaged index costs speed, never correctness.
 
+Descriptors: none of the three files needs to stay open. The ``.log`` is opened when used and
+released by ``OpenFiles`` when idle or over the broker's bound; the indexes answer lookups from
+memory and map their file only while entries are written (see ``file_records`` and
+``index_file``). An idle segment, active or not, can therefore hold no descriptor at all.
+
 Thread safety: one writer (the log, under its lock) appends, truncates and rolls; readers on
 any thread may call ``read``, ``translate_offset`` and ``find_offset_by_timestamp``.
 """
@@ -42,6 +47,7 @@ from odradek.storage.naming import (
     segment_path,
 )
 from odradek.storage.offset_index import OffsetIndex
+from odradek.storage.open_files import OpenFiles
 from odradek.storage.time_index import TimeIndex
 
 logger = logging.getLogger(__name__)
@@ -106,34 +112,54 @@ class LogSegment:
     # ----------------------------------------------------------------- construction
 
     @classmethod
-    def create(cls, directory: str, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
-        """Creates the files of a new, empty segment (replacing leftovers of the same name)."""
+    def create(
+        cls,
+        directory: str,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        open_files: OpenFiles | None = None,
+    ) -> LogSegment:
+        """Creates the files of a new, empty segment (replacing leftovers of the same name).
+        ``open_files`` is the bound its descriptors count against (None: unbounded)."""
         for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             path = segment_path(directory, base_offset, suffix)
             if os.path.exists(path):
                 os.remove(path)
-        return cls._open_files(directory, base_offset, config, now_ms)
+        return cls._open_files(directory, base_offset, config, now_ms, open_files)
 
     @classmethod
     def _open_files(
-        cls, directory: str, base_offset: int, config: LogConfig, now_ms: int
+        cls,
+        directory: str,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        open_files: OpenFiles | None,
     ) -> LogSegment:
-        log = FileRecords(segment_path(directory, base_offset, LOG_SUFFIX))
+        log = FileRecords(segment_path(directory, base_offset, LOG_SUFFIX), open_files=open_files)
         offset_index = OffsetIndex(
             segment_path(directory, base_offset, INDEX_SUFFIX),
             base_offset,
             config.segment_index_bytes,
+            open_files=open_files,
         )
         time_index = TimeIndex(
             segment_path(directory, base_offset, TIME_INDEX_SUFFIX),
             base_offset,
             config.segment_index_bytes,
+            open_files=open_files,
         )
         return cls(directory, base_offset, config, now_ms, log, offset_index, time_index)
 
     @classmethod
     def open_existing(
-        cls, directory: str, base_offset: int, config: LogConfig, now_ms: int
+        cls,
+        directory: str,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        open_files: OpenFiles | None = None,
     ) -> LogSegment:
         """Opens an existing segment without checking it; the loader then calls
         ``load_trusting_indexes`` or ``recover``. A missing index file is created empty and
@@ -142,7 +168,7 @@ class LogSegment:
             os.path.exists(segment_path(directory, base_offset, suffix))
             for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
         )
-        segment = cls._open_files(directory, base_offset, config, now_ms)
+        segment = cls._open_files(directory, base_offset, config, now_ms, open_files)
         segment._index_trusted = indexes_present
         return segment
 
@@ -614,6 +640,19 @@ class LogSegment:
         self.log.close()
         self.offset_index.close()
         self.time_index.close()
+
+    def discard(self) -> None:
+        """Lets the files go without touching them (the directory is being removed)."""
+        self.deleted = True
+        self.log.close()
+        self.offset_index.discard()
+        self.time_index.discard()
+
+    def moved_to(self, directory: str) -> None:
+        """Records that the partition directory was renamed to ``directory``."""
+        self.directory = directory
+        for file in (self.log, self.offset_index, self.time_index):
+            file.moved_to(os.path.join(directory, os.path.basename(file.path)))
 
     def mark_deleted(self) -> None:
         """Renames every file with ``.deleted`` appended; the files stay open (readers in

@@ -129,11 +129,14 @@ class TimeIndex(IndexFile):
         # ``_append_trusted`` inlined: this runs once per index.interval.bytes appended.
         keys, values = self._columns
         slot = len(keys)
-        mapped = self._mmap
-        if slot >= self._length // 12 or mapped is None:
+        if slot >= self._length // 12:
             raise IndexFullError(f"{self._path}: index is full")
+        mapped = self._mmap
+        if mapped is None:  # not mapped yet, or released as idle (see ``IndexFile``)
+            mapped = self._map_for_append()
         relative_offset = offset - self._base_offset
         _TIME_ENTRY.pack_into(mapped, slot * 12, timestamp_ms, relative_offset)
+        self._dirty = True
         values.append(relative_offset)  # values first, as in ``_append_trusted``
         keys.append(timestamp_ms)
 

@@ -68,6 +68,7 @@ from odradek.storage.naming import (
     segment_path,
 )
 from odradek.storage.offset_index import OffsetIndex
+from odradek.storage.open_files import OpenFiles
 from odradek.storage.segment import BatchPosition, LogSegment
 from odradek.storage.time_index import TimeIndex
 
@@ -238,7 +239,9 @@ class Cleaner:
         group_end = non_empty[-1].next_offset
         base_offset = group[0].base_offset
         input_bytes = sum(segment.size for segment in non_empty)
-        cleaned = _create_cleaned_segment(log.directory, base_offset, config, now_ms, input_bytes)
+        cleaned = _create_cleaned_segment(
+            log.directory, base_offset, config, now_ms, input_bytes, log.open_files
+        )
         swapped = False
         try:
             changed = len(non_empty) > 1
@@ -369,7 +372,12 @@ _TIME_INDEX_ENTRY_BYTES = 12
 
 
 def _create_cleaned_segment(
-    directory: str, base_offset: int, config: LogConfig, now_ms: int, input_bytes: int
+    directory: str,
+    base_offset: int,
+    config: LogConfig,
+    now_ms: int,
+    input_bytes: int,
+    open_files: OpenFiles | None,
 ) -> LogSegment:
     """A new, empty segment whose files carry the ``.cleaned`` suffix (leftovers of an
     earlier attempt are replaced). Its indexes are preallocated for the entries
@@ -382,11 +390,13 @@ def _create_cleaned_segment(
     for path in paths.values():
         if os.path.exists(path):
             os.remove(path)
-    log_file = FileRecords(paths[LOG_SUFFIX])
+    log_file = FileRecords(paths[LOG_SUFFIX], open_files=open_files)
     entries = input_bytes // max(config.index_interval_bytes, HEADER_SIZE) + 2
     index_bytes = min(config.segment_index_bytes, _TIME_INDEX_ENTRY_BYTES * (entries + 1))
-    offset_index = OffsetIndex(paths[INDEX_SUFFIX], base_offset, index_bytes)
-    time_index = TimeIndex(paths[TIME_INDEX_SUFFIX], base_offset, index_bytes)
+    offset_index = OffsetIndex(paths[INDEX_SUFFIX], base_offset, index_bytes, open_files=open_files)
+    time_index = TimeIndex(
+        paths[TIME_INDEX_SUFFIX], base_offset, index_bytes, open_files=open_files
+    )
     return LogSegment(directory, base_offset, config, now_ms, log_file, offset_index, time_index)
 
 
