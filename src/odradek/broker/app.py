@@ -173,6 +173,8 @@ class BrokerApp:
     async def stop(self) -> None:
         if self.groups is not None:
             await self.groups.stop()  # answers requests waiting in JoinGroup/SyncGroup
+        if self.topics is not None:
+            await self.topics.stop()  # topic changes under way stop; startup finishes them
         if self.server is not None:
             await self.server.stop()
         if self.log_manager is not None:
