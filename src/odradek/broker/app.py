@@ -153,7 +153,12 @@ class BrokerApp:
             groups=self.groups,
         )
         self.server = BrokerServer(
-            self.ctx, router, listener.host, listener.port, config.socket_request_max_bytes
+            self.ctx,
+            router,
+            listener.host,
+            listener.port,
+            config.socket_request_max_bytes,
+            limits=config.limits,
         )
         await self.server.start()
         if advertised.port == 0 or advertised == listener:

@@ -9,6 +9,13 @@ carry file slices: small ones are read and written like any bytes; large ones go
 Bad input never crashes the broker: a rejected frame closes that connection only; a handler
 that raises (other than by design) is logged and its connection closed.
 
+Admission (``broker.limits``): a connection over ``max.connections`` or
+``max.connections.per.ip`` is closed as soon as it is accepted; one with nothing read, written
+or in flight for ``connections.max.idle.ms`` is closed by a periodic sweep; a connection with
+``queued.max.requests`` requests awaiting their response, or any connection adding to more
+than ``queued.max.request.bytes`` of such requests over the broker, is not read from until
+they are answered (backpressure: TCP holds the client back).
+
 Shutdown (``stop``): stop accepting, let requests in flight finish (bounded by a grace
 period), then close the connections.
 """
@@ -18,12 +25,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import ipaddress
 import logging
 from collections import deque
 from collections.abc import Awaitable
 from typing import Any, cast
 
+from odradek.broker.connection_quotas import ConnectionQuotas, IdleConnections
 from odradek.broker.context import CLIENT_HOST, BrokerContext
+from odradek.broker.limits import BrokerLimits, is_ip_address
 from odradek.broker.router import Response, Router
 from odradek.errors import KafkaError
 from odradek.net.sendfile import send_file_slice
@@ -34,8 +44,8 @@ logger = logging.getLogger(__name__)
 
 #: Slices smaller than this are copied into the write buffer; larger ones use sendfile.
 SENDFILE_MIN_BYTES = 64 * 1024
-#: Stop reading from a client with this many requests in flight (backpressure).
-MAX_IN_FLIGHT = 1000
+#: At most one refused-connection log line per this many ms (a flood logs a count).
+REFUSAL_LOG_INTERVAL_MS = 1000
 
 Part = bytes | RecordsSlot[FileSlice]
 
@@ -48,22 +58,42 @@ class BrokerServer:
         router: the handlers.
         host, port: where to listen (port 0 picks a free port; ``port`` then tells it).
         max_frame_bytes: ``socket.request.max.bytes``.
+        limits: the connection limits (default: Kafka's, none of which bounds anything but
+            the idle time and the queued requests per connection).
     """
 
     def __init__(
-        self, ctx: BrokerContext, router: Router, host: str, port: int, max_frame_bytes: int
+        self,
+        ctx: BrokerContext,
+        router: Router,
+        host: str,
+        port: int,
+        max_frame_bytes: int,
+        limits: BrokerLimits | None = None,
     ) -> None:
         self.ctx = ctx
         self.router = router
         self.host = host
         self.port = port
         self.max_frame_bytes = max_frame_bytes
+        self.limits = limits or BrokerLimits()
+        self.queued_max_requests = self.limits.queued_max_requests
+        self.quotas = ConnectionQuotas(self.limits)
         self._server: asyncio.Server | None = None
         self._connections: set[KafkaProtocol] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._queued_bytes = 0
+        self._paused_for_bytes: set[KafkaProtocol] = set()
+        self._refusals_unlogged = 0
+        self._refusal_logged_ms: int | None = None
         self.stopping = False
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        self.quotas = ConnectionQuotas(self.limits, await self._resolve_overrides())
+        if self.limits.connections_max_idle_ms > 0:
+            idle = IdleConnections(self.limits.connections_max_idle_ms)
+            self._sweeper = loop.create_task(self._close_idle(idle))
         self._server = await loop.create_server(
             lambda: KafkaProtocol(self), self.host, self.port, reuse_address=True
         )
@@ -75,6 +105,8 @@ class BrokerServer:
     async def stop(self, grace_seconds: float = 10.0) -> None:
         """Stops accepting, waits for requests in flight, closes every connection."""
         self.stopping = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         if self._server is not None:
             await self._stop_accepting(self._server)
             self._server.close()
@@ -107,7 +139,94 @@ class BrokerServer:
             await asyncio.sleep(0)
 
     def statistics(self) -> dict[str, int]:
-        return {"connections": len(self._connections)}
+        quotas = self.quotas.statistics()
+        return {
+            "connections": len(self._connections),
+            "refused_total": quotas.refused_total,
+            "refused_per_ip": quotas.refused_per_ip,
+            "queued_request_bytes": self._queued_bytes,
+        }
+
+    # ----------------------------------------------------------------- admission
+
+    async def _resolve_overrides(self) -> dict[str, int]:
+        """``max.connections.per.ip.overrides`` by client address (host names resolved)."""
+        resolved: dict[str, int] = {}
+        loop = asyncio.get_running_loop()
+        for host, limit in self.limits.max_connections_per_ip_overrides:
+            if is_ip_address(host):
+                resolved[str(ipaddress.ip_address(host))] = limit
+                continue
+            try:
+                infos = await loop.getaddrinfo(host, None)
+            except OSError as error:
+                logger.warning(
+                    "max.connections.per.ip.overrides: cannot resolve %s: %s", host, error
+                )
+                continue
+            for info in infos:
+                resolved[str(info[4][0])] = limit
+        return resolved
+
+    def admit(self, address: str) -> bool:
+        """Counts a new connection from ``address``; False (logged, at most once a second
+        with the count since) when a limit refuses it."""
+        refusal = self.quotas.admit(address)
+        if refusal is None:
+            return True
+        now_ms = self.ctx.clock.monotonic_ms()
+        self._refusals_unlogged += 1
+        last = self._refusal_logged_ms
+        if last is None or now_ms - last >= REFUSAL_LOG_INTERVAL_MS:
+            logger.info(
+                "refused %d connection(s), the last from %s: %s",
+                self._refusals_unlogged,
+                address,
+                refusal,
+            )
+            self._refusals_unlogged = 0
+            self._refusal_logged_ms = now_ms
+        return False
+
+    async def _close_idle(self, idle: IdleConnections) -> None:
+        """Closes connections idle for ``connections.max.idle.ms``, sweeping periodically."""
+        interval = idle.sweep_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            connections = {id(c): c for c in self._connections}
+            for key in idle.sweep(
+                ((key, c.activity(), c.busy) for key, c in connections.items()),
+                self.ctx.clock.monotonic_ms(),
+            ):
+                connection = connections[key]  # type: ignore[index]
+                logger.info(
+                    "closing connection from %s: idle for connections.max.idle.ms=%d",
+                    connection.peer,
+                    idle.idle_ms,
+                )
+                connection.close(after_writes=True)
+
+    def hold_request_bytes(
+        self, connection: KafkaProtocol, task: asyncio.Task[None], size: int
+    ) -> None:
+        """Counts a request awaiting its response against ``queued.max.request.bytes`` until
+        ``task`` (its handling) is done."""
+        if self.limits.queued_max_request_bytes < 0:
+            return
+        self._queued_bytes += size
+        task.add_done_callback(lambda _: self._release_request_bytes(size))
+
+    def _release_request_bytes(self, size: int) -> None:
+        self._queued_bytes -= size
+        if self._paused_for_bytes and not self.over_request_bytes:
+            paused, self._paused_for_bytes = self._paused_for_bytes, set()
+            for connection in paused:
+                connection.maybe_resume_reading()
+
+    @property
+    def over_request_bytes(self) -> bool:
+        bound = self.limits.queued_max_request_bytes
+        return 0 < bound <= self._queued_bytes
 
 
 class KafkaProtocol(asyncio.Protocol):
@@ -130,6 +249,8 @@ class KafkaProtocol(asyncio.Protocol):
         self._reading_paused = False
         self.peer = "?"
         self.client_host = ""
+        self.address = ""
+        self._admitted = False
 
     # ----------------------------------------------------------------- asyncio callbacks
 
@@ -143,11 +264,20 @@ class KafkaProtocol(asyncio.Protocol):
             # Accepted while the server stops: nobody would ever close it.
             self.transport.abort()
             return
+        self.address = str(peer[0]) if peer else ""
+        if not self.server.admit(self.address):
+            self.transport.abort()
+            return
+        self._admitted = True
         self.server._connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
+        if self._admitted:
+            self._admitted = False
+            self.server.quotas.release(self.address)
         self.server._connections.discard(self)
+        self.server._paused_for_bytes.discard(self)
         for task in list(self._pending_tasks):
             task.cancel()
         if self._writer is not None:
@@ -179,9 +309,10 @@ class KafkaProtocol(asyncio.Protocol):
                 return
         parts.extend(self.conn.data_to_send())
         self._write(parts)
-        if self.conn.in_flight >= MAX_IN_FLIGHT and self.transport and not self._reading_paused:
-            self.transport.pause_reading()
-            self._reading_paused = True
+        if not self._reading_paused and (
+            self.conn.in_flight >= self.server.queued_max_requests or self.server.over_request_bytes
+        ):
+            self._pause_reading()
 
     # ----------------------------------------------------------------- requests
 
@@ -197,6 +328,7 @@ class KafkaProtocol(asyncio.Protocol):
             task = asyncio.ensure_future(self._finish(request.correlation_id, result, event))
             self._pending_tasks.add(task)
             task.add_done_callback(self._pending_tasks.discard)
+            self.server.hold_request_bytes(self, task, event.frame_size)
             return True
         if event.expects_response:
             parts.extend(self.conn.send_response(request.correlation_id, result))  # type: ignore[arg-type]
@@ -215,7 +347,7 @@ class KafkaProtocol(asyncio.Protocol):
         if self._closing or not event.expects_response:
             return
         self._write(self.conn.send_response(correlation_id, result))  # type: ignore[arg-type]
-        self._maybe_resume_reading()
+        self.maybe_resume_reading()
 
     def _fail(self, api: str, error: Exception) -> None:
         if isinstance(error, KafkaError):
@@ -224,8 +356,23 @@ class KafkaProtocol(asyncio.Protocol):
             logger.exception("handler for %s failed; closing connection from %s", api, self.peer)
         self.close()
 
-    def _maybe_resume_reading(self) -> None:
-        if self._reading_paused and self.conn.in_flight < MAX_IN_FLIGHT // 2 and self.transport:
+    def _pause_reading(self) -> None:
+        if self.transport is None or self._closing:
+            return
+        self.transport.pause_reading()
+        self._reading_paused = True
+        if self.server.over_request_bytes:
+            self.server._paused_for_bytes.add(self)
+
+    def maybe_resume_reading(self) -> None:
+        """Reads again once the requests awaiting a response fall to half the bound (and the
+        broker's queued request bytes under theirs)."""
+        if not self._reading_paused or self.transport is None or self._closing:
+            return
+        if self.server.over_request_bytes:
+            self.server._paused_for_bytes.add(self)
+            return
+        if self.conn.in_flight < max(1, self.server.queued_max_requests // 2):
             self._reading_paused = False
             self.transport.resume_reading()
 
@@ -273,6 +420,17 @@ class KafkaProtocol(asyncio.Protocol):
     @property
     def busy(self) -> bool:
         return bool(self._pending_tasks) or self._writer is not None
+
+    def activity(self) -> tuple[int, int, int, int]:
+        """What changes whenever the connection reads or writes (for the idle sweep)."""
+        stats = self.conn.statistics()
+        buffered = self.transport.get_write_buffer_size() if self.transport else 0
+        return (
+            stats.requests_received + stats.requests_without_response,
+            stats.responses_sent,
+            stats.buffered_bytes,
+            buffered,
+        )
 
     def close(self, *, after_writes: bool = False) -> None:
         if self._closing or self.transport is None:
