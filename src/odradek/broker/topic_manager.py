@@ -586,9 +586,10 @@ class TopicManager:
         log_manager = self.replicas.log_manager
         for topic_partition in made:
             try:
-                log_manager.delete_log(topic_partition)
+                log_manager.delete_log(topic_partition, checkpoint=False)
             except Exception:
                 logger.exception("cannot delete the log of %s", topic_partition)
+        log_manager.checkpoint_logs()
         try:
             if plan.new_topic:
                 self.metadata.delete_topic(plan.topic)
@@ -602,7 +603,8 @@ class TopicManager:
         its metadata: a crash in between leaves a topic with empty logs, never old data."""
         log_manager = self.replicas.log_manager
         for topic_partition in detached:
-            log_manager.delete_log(topic_partition)
+            log_manager.delete_log(topic_partition, checkpoint=False)
+        log_manager.checkpoint_logs()  # once, not once per log
         self.metadata.delete_topic(topic)
         logger.info("deleted topic %s (%d partitions)", topic, len(detached))
 
