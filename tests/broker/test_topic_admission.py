@@ -202,3 +202,48 @@ def test_delete_topic_leaves_metadata_and_disk(broker: Broker, wire: Wire) -> No
     assert "gone" not in broker.app.topics.metadata.topics()
     assert wire.create_topics({"gone": 3}) == {"gone": 0}
     assert wire.partitions_of("gone") == [0, 1, 2]
+
+
+def test_creation_cut_by_a_stop_is_finished_by_the_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_dir = str(tmp_path / "data")
+    broker = Broker(data_dir).start()
+    log_manager = broker.app.log_manager
+    assert log_manager is not None
+    real = log_manager.get_or_create_log
+    made: list[TopicPartition] = []
+    release = threading.Event()
+
+    def block_after_three(tp: TopicPartition, config: LogConfig | None = None) -> Log:
+        if tp.topic == "cut" and len(made) == 3:
+            release.wait(30)
+        made.append(tp)
+        return real(tp, config)
+
+    monkeypatch.setattr(log_manager, "get_or_create_log", block_after_three)
+    wire = Wire(broker.port)
+    try:
+        assert wire.create_topics({"cut": 40}, timeout_ms=1) == {
+            "cut": int(ErrorCode.REQUEST_TIMED_OUT)
+        }
+        wait_for(lambda: len(made) == 3, "three logs, the fourth held")
+        stopping = threading.Thread(target=broker.stop, name="stop")
+        stopping.start()
+        wait_for(broker.app.topics._stopping.is_set, "the stop to reach the topic manager")
+        release.set()
+        stopping.join(30)
+        assert not stopping.is_alive()
+    finally:
+        wire.close()
+        release.set()
+    assert len(made) == 4  # the one under way when the stop came, then no more
+    assert len(list((tmp_path / "data").glob("cut-*"))) == 4
+
+    with Broker(data_dir) as restarted:
+        again = Wire(restarted.port)
+        try:
+            assert again.partitions_of("cut") == list(range(40))
+        finally:
+            again.close()
+        assert len(list((tmp_path / "data").glob("cut-*"))) == 40
