@@ -65,6 +65,8 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 CONTROLLER_EPOCH = 1
 #: Partitions made servable per turn of the event loop when a creation is published.
 PUBLISH_SLICE = 500
+#: Passes over the logs to delete when a creation is undone.
+_UNDO_PASSES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -584,12 +586,25 @@ class TopicManager:
 
     def _undo(self, plan: TopicPlan, made: Sequence[TopicPartition]) -> None:
         log_manager = self.replicas.log_manager
-        for topic_partition in made:
-            try:
-                log_manager.delete_log(topic_partition, checkpoint=False)
-            except Exception:
-                logger.exception("cannot delete the log of %s", topic_partition)
-        log_manager.checkpoint_logs()
+        pending = list(made)
+        for attempt in range(_UNDO_PASSES):
+            # A second pass: out of descriptors, the first deletions fail until the ones
+            # after them have closed their files.
+            failed = []
+            for topic_partition in pending:
+                try:
+                    log_manager.delete_log(topic_partition, checkpoint=False)
+                except Exception as error:
+                    failed.append(topic_partition)
+                    if attempt == _UNDO_PASSES - 1:
+                        logger.error("cannot delete the log of %s: %s", topic_partition, error)
+            pending = failed
+            if not pending:
+                break
+        try:
+            log_manager.checkpoint_logs()
+        except Exception:
+            logger.exception("cannot write the checkpoints after undoing topic %s", plan.topic)
         try:
             if plan.new_topic:
                 self.metadata.delete_topic(plan.topic)
