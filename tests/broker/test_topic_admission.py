@@ -87,6 +87,28 @@ def test_per_broker_total_counts_what_exists(broker: Broker, wire: Wire) -> None
     assert wire.partitions_of("second") == list(range(50))
 
 
+def test_creations_under_way_count_and_deleted_partitions_are_given_back(
+    broker: Broker, wire: Wire
+) -> None:
+    release = threading.Event()
+    held = broker.app.topics._worker().submit(release.wait, 30)
+    try:
+        assert wire.create_topics({"pending": 100}, timeout_ms=1) == {
+            "pending": int(ErrorCode.REQUEST_TIMED_OUT)
+        }
+        assert wire.create_topics({"more": 51}) == {"more": POLICY_VIOLATION}
+    finally:
+        release.set()
+        held.result(10)
+    wait_for(lambda: wire.partitions_of("pending"), "the pending topic")
+    assert wire.create_topics({"more": 51}) == {"more": POLICY_VIOLATION}
+
+    assert wire.delete_topics(["pending"]) == {"pending": 0}
+
+    assert wire.create_topics({"more": 100}) == {"more": 0}
+    assert broker.app.topics.statistics()["partitions"] == 100
+
+
 def test_timeout_answers_request_timed_out_and_the_topic_still_appears(
     broker: Broker, wire: Wire
 ) -> None:
@@ -214,9 +236,11 @@ def test_creation_cut_by_a_stop_is_finished_by_the_restart(
     real = log_manager.get_or_create_log
     made: list[TopicPartition] = []
     release = threading.Event()
+    holding = threading.Event()
 
     def block_after_three(tp: TopicPartition, config: LogConfig | None = None) -> Log:
         if tp.topic == "cut" and len(made) == 3:
+            holding.set()
             release.wait(30)
         made.append(tp)
         return real(tp, config)
@@ -227,7 +251,7 @@ def test_creation_cut_by_a_stop_is_finished_by_the_restart(
         assert wire.create_topics({"cut": 40}, timeout_ms=1) == {
             "cut": int(ErrorCode.REQUEST_TIMED_OUT)
         }
-        wait_for(lambda: len(made) == 3, "three logs, the fourth held")
+        wait_for(holding.is_set, "three logs made, the fourth held")
         stopping = threading.Thread(target=broker.stop, name="stop")
         stopping.start()
         wait_for(broker.app.topics._stopping.is_set, "the stop to reach the topic manager")
