@@ -109,6 +109,19 @@ def test_creations_under_way_count_and_deleted_partitions_are_given_back(
     assert broker.app.topics.statistics()["partitions"] == 100
 
 
+def test_the_topics_of_one_request_are_stored_in_one_write(broker: Broker, wire: Wire) -> None:
+    store = broker.app.store
+    assert store is not None
+    before = store.statistics().file_writes
+
+    assert wire.create_topics({f"many-{i}": 2 for i in range(20)}) == {
+        f"many-{i}": 0 for i in range(20)
+    }
+
+    assert store.statistics().file_writes - before == 1
+    assert all(wire.partitions_of(f"many-{i}") == [0, 1] for i in range(20))
+
+
 def test_timeout_answers_request_timed_out_and_the_topic_still_appears(
     broker: Broker, wire: Wire
 ) -> None:

@@ -148,6 +148,7 @@ class TopicManager:
         self._totals = _Totals()
         self._jobs: dict[str, asyncio.Task[None]] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self._store_queue: list[tuple[TopicPlan, asyncio.Future[None]]] = []
         self._stopping = threading.Event()
         self._executor: ThreadPoolExecutor | None = None
 
@@ -517,7 +518,8 @@ class TopicManager:
         try:
             if self._stopping.is_set():
                 raise _InterruptedError
-            await loop.run_in_executor(self._worker(), self._apply, plan)
+            await self._store(plan)
+            await loop.run_in_executor(self._worker(), self._make_logs, plan)
             items = sorted(plan.assignment.items())
             for start in range(0, len(items), PUBLISH_SLICE):
                 for index, replicas in items[start : start + PUBLISH_SLICE]:
@@ -535,6 +537,40 @@ class TopicManager:
             raise
         finally:
             self._unreserve(plan.topic)
+
+    async def _store(self, plan: TopicPlan) -> None:
+        """Writes ``plan`` to the store on the worker, in one batch (one file write) with the
+        plans of the same loop turn — the topics of one request — instead of one each: the
+        local store rewrites its whole file per batch, so 500 one-partition topics took 46 s
+        one by one."""
+        loop = asyncio.get_running_loop()
+        written: asyncio.Future[None] = loop.create_future()
+        self._store_queue.append((plan, written))
+        if len(self._store_queue) == 1:
+            loop.call_soon(self._write_queued_plans)  # after the other tasks' first steps
+        await written
+
+    def _write_queued_plans(self) -> None:
+        queued, self._store_queue = self._store_queue, []
+        plans = [plan for plan, _ in queued]
+        loop = asyncio.get_running_loop()
+        work = loop.run_in_executor(self._worker(), self._write_plans, plans)
+
+        def settle(done: asyncio.Future[list[BaseException | None]]) -> None:
+            failure = None if done.cancelled() else done.exception()
+            outcomes = done.result() if failure is None and not done.cancelled() else None
+            for index, (_, written) in enumerate(queued):
+                if written.done():
+                    continue
+                error = failure if outcomes is None else outcomes[index]
+                if outcomes is None and error is None:
+                    written.cancel()
+                elif error is None:
+                    written.set_result(None)
+                else:
+                    written.set_exception(error)
+
+        work.add_done_callback(settle)
 
     async def _delete(self, topic: str, detached: list[TopicPartition]) -> None:
         if self._stopping.is_set():  # the worker is gone: finish here (renames, small)
@@ -562,20 +598,43 @@ class TopicManager:
     # ----------------------------------------------------------------- the worker's part
 
     def _apply(self, plan: TopicPlan) -> None:
-        """Writes the plan to the store, then makes its logs; undoes both on a failure.
+        """Writes the plan to the store, then makes its logs (see ``_make_logs``).
+
+        Raises:
+            KafkaError: the store's refusal (TOPIC_ALREADY_EXISTS, ...), or as ``_make_logs``.
+        """
+        with self.metadata.store.batched():  # one metadata write for the whole change
+            self._write_plan(plan)
+        self._make_logs(plan)
+
+    def _write_plans(self, plans: Sequence[TopicPlan]) -> list[BaseException | None]:
+        """Writes plans to the store in one batch; returns each one's failure (or None)."""
+        outcomes: list[BaseException | None] = []
+        with self.metadata.store.batched():
+            for plan in plans:
+                try:
+                    self._write_plan(plan)
+                except Exception as error:
+                    outcomes.append(error)
+                else:
+                    outcomes.append(None)
+        return outcomes
+
+    def _write_plan(self, plan: TopicPlan) -> None:
+        if plan.new_topic:
+            self.metadata.create_topic(plan.topic, plan.assignment, plan.configs)
+        else:
+            self.metadata.add_partitions(plan.topic, plan.assignment)
+        self._write_states(plan.topic, plan.assignment, only_missing=False)
+
+    def _make_logs(self, plan: TopicPlan) -> None:
+        """Makes the logs of a stored plan; undoes the logs and the store on a failure.
 
         Raises:
             _InterruptedError: the broker stops (nothing undone: ``startup`` finishes the work).
-            KafkaError: KAFKA_STORAGE_ERROR for a log that cannot be made (undone), or the
-                store's refusal (TOPIC_ALREADY_EXISTS, ...).
+            KafkaError: KAFKA_STORAGE_ERROR for a log that cannot be made (undone).
         """
         topic = plan.topic
-        with self.metadata.store.batched():  # one metadata write for the whole change
-            if plan.new_topic:
-                self.metadata.create_topic(topic, plan.assignment, plan.configs)
-            else:
-                self.metadata.add_partitions(topic, plan.assignment)
-            self._write_states(topic, plan.assignment, only_missing=False)
         made: list[TopicPartition] = []
         log_manager = self.replicas.log_manager
         try:
