@@ -120,3 +120,44 @@ def test_idle_connection_is_closed_and_a_waiting_one_is_not(wires: list[Wire]) -
         [topic] = fetched["responses"]
         assert topic["partitions"][0]["error_code"] == 0
         assert waiting.is_closed_by_broker()  # then idle in its turn
+
+
+def test_reading_pauses_past_queued_max_request_bytes_and_resumes(wires: list[Wire]) -> None:
+    config = {"queued.max.request.bytes": "1", "num.partitions": "1"}
+    with Broker(config=config) as broker:
+        server = broker.app.server
+        assert server is not None
+        waiting = connect(broker, wires)
+        assert waiting.create_topics({"queued-topic": 1}) == {"queued-topic": 0}
+        correlation_id = waiting.send(
+            ApiKey.FETCH,
+            4,
+            {
+                "replica_id": -1,
+                "max_wait": 1500,
+                "min_bytes": 1,
+                "max_bytes": 1 << 20,
+                "isolation_level": 0,
+                "topics": [
+                    {
+                        "topic": "queued-topic",
+                        "partitions": [
+                            {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                        ],
+                    }
+                ],
+            },
+        )
+        # The long poll holds more than the bound: the broker stops reading this connection.
+        wait_for(lambda: server.statistics()["queued_request_bytes"] > 0, "the queued bytes")
+        wait_for(lambda: server._paused_for_bytes, "the connection to be paused")
+        other = connect(broker, wires)
+        assert other.api_versions() == 0  # a connection adding nothing is still read
+        metadata_id = waiting.send(ApiKey.METADATA, 4, {"topics": None})
+
+        assert waiting.receive(ApiKey.FETCH, 4, correlation_id)["responses"]
+
+        # Answered, the bytes are released and reading resumes: the Metadata is read and answered.
+        assert waiting.receive(ApiKey.METADATA, 4, metadata_id)["brokers"]
+        assert server.statistics()["queued_request_bytes"] == 0
+        assert not server._paused_for_bytes
