@@ -17,7 +17,9 @@ from tests.broker._wire import Wire, wait_for
 
 from odradek import Broker
 from odradek._types import TopicPartition
+from odradek.broker.topic_manager import AUTO_CREATE_INLINE_PARTITIONS
 from odradek.errors import ErrorCode
+from odradek.protocol.api_keys import ApiKey
 from odradek.storage.config import LogConfig
 from odradek.storage.log import Log
 
@@ -284,3 +286,21 @@ def test_creation_cut_by_a_stop_is_finished_by_the_restart(
         finally:
             again.close()
         assert len(list((tmp_path / "data").glob("cut-*"))) == 40
+
+
+def test_metadata_naming_many_new_topics_creates_the_rest_off_the_loop(
+    broker: Broker, wire: Wire
+) -> None:
+    names = [f"auto-{i}" for i in range(30)]
+    response = wire.request(
+        ApiKey.METADATA,
+        4,
+        {"topics": [{"name": n} for n in names], "allow_auto_topic_creation": True},
+    )
+
+    codes = {t["name"]: int(t["error_code"]) for t in response["topics"]}
+    inline = [n for n in names if codes[n] == 0]
+    assert inline == names[:AUTO_CREATE_INLINE_PARTITIONS]
+    assert {codes[n] for n in names[len(inline) :]} == {int(ErrorCode.LEADER_NOT_AVAILABLE)}
+    for name in names:
+        assert wait_for(lambda name=name: wire.partitions_of(name), name) == [0]

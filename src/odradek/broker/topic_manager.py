@@ -65,6 +65,8 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 CONTROLLER_EPOCH = 1
 #: Partitions made servable per turn of the event loop when a creation is published.
 PUBLISH_SLICE = 500
+#: Partitions auto-created inline per turn of the event loop (see ``maybe_auto_create``).
+AUTO_CREATE_INLINE_PARTITIONS = 20
 #: Passes over the logs to delete when a creation is undone.
 _UNDO_PASSES = 3
 
@@ -149,6 +151,7 @@ class TopicManager:
         self._jobs: dict[str, asyncio.Task[None]] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._store_queue: list[tuple[TopicPlan, asyncio.Future[None]]] = []
+        self._inline_budget_used = 0
         self._stopping = threading.Event()
         self._executor: ThreadPoolExecutor | None = None
 
@@ -370,9 +373,15 @@ class TopicManager:
         """Creates ``topic`` with the defaults when ``auto.create.topics.enable`` allows;
         returns whether it exists now.
 
+        The first ``AUTO_CREATE_INLINE_PARTITIONS`` partitions auto-created in one turn of the
+        event loop (one Metadata request, as a rule) are created inline, so a producer's first
+        send finds its topic at once; past them a creation runs off the loop like CreateTopics
+        and this answers LEADER_NOT_AVAILABLE, which clients retry (as Kafka answers while it
+        creates the topic): a Metadata naming thousands of new topics cannot hold the loop.
+
         Raises:
             KafkaError: INVALID_TOPIC_EXCEPTION for an illegal name; LEADER_NOT_AVAILABLE
-                while a creation of it is under way (retriable, as Kafka answers); a limit.
+                while a creation of it is under way; POLICY_VIOLATION past a limit.
         """
         if not self.config.auto_create_topics_enable or topic in INTERNAL_TOPICS:
             return False  # internal topics are created by their coordinators, with their configs
@@ -382,9 +391,23 @@ class TopicManager:
                 f"topic {topic!r} is being created or deleted",
                 code=ErrorCode.LEADER_NOT_AVAILABLE,
             )
+        plan = self.plan_topic(topic)
+        loop = asyncio.get_running_loop()
+        if not self._inline_budget_used:
+            loop.call_soon(self._reset_inline_budget)
+        self._inline_budget_used += len(plan.assignment)
+        if self._inline_budget_used > AUTO_CREATE_INLINE_PARTITIONS:
+            self.start_create(plan)
+            logger.info("auto-creating topic %s off the event loop", topic)
+            raise KafkaError(
+                f"topic {topic!r} is being created", code=ErrorCode.LEADER_NOT_AVAILABLE
+            )
         self.create_topic(topic)
         logger.info("auto-created topic %s", topic)
         return True
+
+    def _reset_inline_budget(self) -> None:
+        self._inline_budget_used = 0
 
     def create_topic(
         self,
