@@ -51,6 +51,7 @@ from odradek.broker.config import BrokerConfig
 from odradek.records.batch import parse_header
 from odradek.records.codec import build_batch
 from odradek.records.record import SimpleRecord
+from odradek.storage.file_records import FileSlice
 from odradek.storage.log import AppendInfo, LogReadInfo
 
 TOPIC = "perf"
@@ -59,22 +60,16 @@ TOPIC = "perf"
 # ---------------------------------------------------------------------- servers (child side)
 
 
-class _MemorySlice:
-    """In-memory records for the null server (``read()`` like a FileSlice)."""
-
-    def __init__(self, view: memoryview) -> None:
-        self.view = view
-        self.length = len(view)
-
-    def read(self) -> bytes:
-        return bytes(self.view)
-
-
 class _NullPartition:
     """Accepts appends without storing them; serves reads from prebuilt batches."""
 
     def __init__(self, blob: bytes, batch_positions: list[int], records_per_batch: int) -> None:
-        self.blob = memoryview(blob)
+        # The batches live in an in-memory file, so reads are file regions like the real
+        # log's (the server sends large ones with sendfile).
+        self.fd = os.memfd_create("null-partition")
+        view = memoryview(blob)
+        while view:
+            view = view[os.write(self.fd, view) :]
         self.positions = batch_positions
         self.records_per_batch = records_per_batch
         self.log_end_offset = 0
@@ -110,7 +105,7 @@ class _NullPartition:
             return LogReadInfo(None, offset, 0, offset)
         start = self.positions[index]
         end = min(self.positions[-1], start + max(max_bytes, 1))
-        return LogReadInfo(_MemorySlice(self.blob[start:end]), offset, 0, 10**12)  # type: ignore[arg-type]
+        return LogReadInfo(FileSlice(self.fd, start, end - start), offset, 0, 10**12)
 
 
 def _prebuilt(records: int, value_bytes: int) -> tuple[bytes, list[int], int]:

@@ -50,7 +50,7 @@ from odradek.protocol.codec import (
     encode_produce_response,
     encode_response,
 )
-from odradek.protocol.connection import ServerConnection
+from odradek.protocol.connection import RequestReceived, ServerConnection
 from odradek.protocol.framing import FrameDecoder
 from odradek.protocol.header import parse_request_header
 
@@ -252,8 +252,9 @@ def bench_connection() -> None:
     conn: ServerConnection[bytes] = ServerConnection()
 
     def round_trip() -> None:
-        conn.receive_data(data)
-        conn.send_response(1, response)
+        (event,) = conn.receive_data(data)
+        assert isinstance(event, RequestReceived)
+        conn.send_response(event, response)
 
     row("receive_data + send_response (kio encode)", f"{measure(round_trip, 20_000):.2f}")
 

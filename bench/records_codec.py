@@ -1,7 +1,10 @@
 """Prints the speed of the pure-Python record codec: records/s to decode and to build batches.
 
-Run: ``.venv/bin/python bench/records_codec.py``. Best of several rounds, so a busy machine
-shows its quiet-moment figure; no assertion, figures only.
+Then the one Python record loop (``records.record_format``) through each of its callers'
+visitors, uncompressed, with the ratio of each to the codec's (``Record`` values) in the same
+run: the consumer's ``py_decode`` (``ConsumerRecord`` tuples) and the column builder
+(``PyColumnBuilder``, headers kept). Run: ``.venv/bin/python bench/records_codec.py``. Best of
+several rounds, so a busy machine shows its quiet-moment figure; no assertion, figures only.
 """
 
 from __future__ import annotations
@@ -9,8 +12,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from odradek.client.consumer.decoder import py_decode
 from odradek.records.batch import CompressionType
 from odradek.records.codec import BatchBuilder, build_batch, decode_batch_records
+from odradek.records.columns import PyColumnBuilder
 from odradek.records.record import SimpleRecord
 
 ROUNDS = 7
@@ -48,6 +53,27 @@ def build_with_builder(records: list[SimpleRecord]) -> bytes:
     return builder.build()
 
 
+def decode_columns(batch: bytes, count: int) -> None:
+    builder = PyColumnBuilder(True)
+    builder.add_batches(batch, 0, count, False)
+    builder.finish()
+
+
+def visitors() -> None:
+    """The record loop through each caller's visitor (see the module docstring)."""
+    for shape, records in SHAPES.items():
+        batch = build_batch(records)
+        n = len(records)
+        codec = best_rate(lambda b=batch: decode_batch_records(b), n, 10)
+        consumer = best_rate(lambda b=batch: py_decode("t", 0, b, 0, check_crcs=True), n, 10)
+        columns = best_rate(lambda b=batch, n=n: decode_columns(b, n), n, 10)
+        print(
+            f"{shape:30} Record {codec / 1e6:5.2f}   ConsumerRecord {consumer / 1e6:5.2f} "
+            f"(x{consumer / codec:4.2f})   columns {columns / 1e6:5.2f} (x{columns / codec:4.2f})"
+            " M rec/s"
+        )
+
+
 def main() -> None:
     for shape, records in SHAPES.items():
         for codec in (CompressionType.NONE, CompressionType.LZ4, CompressionType.ZSTD):
@@ -58,6 +84,7 @@ def main() -> None:
                 f"{shape:30} {codec.name.lower():5} decode {decode / 1e6:5.2f} M rec/s   "
                 f"build {build / 1e6:5.2f} M rec/s"
             )
+    visitors()
 
 
 if __name__ == "__main__":

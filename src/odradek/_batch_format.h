@@ -1,11 +1,11 @@
 /* The v2 record batch format as odradek's C extensions read it: header field positions and
  * attribute bits (the layout is documented in odradek/records/batch.py), big-endian reads, and
- * the zigzag varints of records (the rules of odradek/records/varint.py), and the call to the
- * project's CRC32C.
+ * the zigzag varints of records (the rules of odradek/records/varint.py), and the calls to the
+ * project's CRC32C and decompression.
  *
  * Header-only (static inline): each extension includes it. Every read expects its caller to
- * have checked the bounds it states; ``call_crc32c`` and ``import_attr`` (module init) are the
- * helpers that touch Python objects.
+ * have checked the bounds it states; ``call_crc32c``, ``decompress_records`` and
+ * ``import_attr`` (module init) are the helpers that touch Python objects.
  */
 #ifndef ODRADEK_BATCH_FORMAT_H
 #define ODRADEK_BATCH_FORMAT_H
@@ -147,6 +147,34 @@ call_crc32c(PyObject *crc32c, PyObject *view, Py_ssize_t start, Py_ssize_t end, 
     }
     *out = (uint32_t)actual;
     return 0;
+}
+
+/* The records of the compressed batch of ``size`` bytes at ``pos`` in ``view``: calls
+ * ``decompress(codec, view[pos + HEADER_SIZE : pos + size])`` (odradek.records.compression)
+ * and gets the buffer of its result into ``records``, which the caller releases
+ * (PyBuffer_Release). Returns 0, or -1 with the exception set. */
+static inline int
+decompress_records(PyObject *decompress, PyObject *view, Py_ssize_t pos, Py_ssize_t size,
+                   unsigned codec, Py_buffer *records)
+{
+    PyObject *codec_number = PyLong_FromUnsignedLong(codec);
+    if (codec_number == NULL) {
+        return -1;
+    }
+    PyObject *body = PySequence_GetSlice(view, pos + HEADER_SIZE, pos + size);
+    if (body == NULL) {
+        Py_DECREF(codec_number);
+        return -1;
+    }
+    PyObject *data = PyObject_CallFunctionObjArgs(decompress, codec_number, body, NULL);
+    Py_DECREF(codec_number);
+    Py_DECREF(body);
+    if (data == NULL) {
+        return -1;
+    }
+    int rc = PyObject_GetBuffer(data, records, PyBUF_SIMPLE); /* holds its own reference */
+    Py_DECREF(data);
+    return rc;
 }
 
 /* ---- module init ---- */

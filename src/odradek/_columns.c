@@ -3,12 +3,16 @@
  * Decodes v2 record batches column-wise into growing C buffers and hands them out as the
  * ``Columns`` dataclass of odradek.records.columns. It behaves exactly like
  * ``PyColumnBuilder``, the Python reference: the same batches skipped, the same records kept,
- * the same bytes out, and the same exception class for every malformed input.
+ * the same bytes out, and the same exceptions for every malformed input.
  *
  * What stays in Python (called back once per batch, never per record): anything unusual about
  * a batch header (``batch.parse_header`` raises the error the reference raises), the CRC32C
  * (``crc.crc32c``; ``batch.validate_batch`` raises on a mismatch), decompression
- * (``compression.decompress``) and the codec check (``batch.CompressionType``).
+ * (``compression.decompress``), and the error for a batch whose records are malformed or whose
+ * codec is unknown: the loop below makes every check of the record format's reference
+ * (``records.record_format``) and, at the first that fails, hands the batch to
+ * ``columns.reference_error``, which raises the reference's own error for it. Non-ASCII header
+ * keys are checked for UTF-8 by CPython's decoder, as the reference's ``bytes.decode`` does.
  *
  * Safety: the input is untrusted network bytes. Every read is bounds-checked against the end
  * of its record (or of the records section for a record's length); lengths are read into
@@ -37,7 +41,7 @@ typedef __int128 wide;
 static PyObject *Columns;             /* odradek.records.columns.Columns */
 static PyObject *parse_header;        /* odradek.records.batch.parse_header */
 static PyObject *validate_batch;      /* odradek.records.batch.validate_batch */
-static PyObject *CompressionType;     /* odradek.records.batch.CompressionType */
+static PyObject *reference_error;     /* odradek.records.columns.reference_error */
 static PyObject *decompress;          /* odradek.records.compression.decompress */
 static PyObject *crc32c;              /* odradek.records.crc.crc32c */
 static PyObject *CorruptRecordError;  /* odradek.errors.CorruptRecordError */
@@ -309,9 +313,37 @@ corrupt(const char *message, int64_t base_offset)
     return -1;
 }
 
+/* add_batch's outcome besides 0 (done) and -1 (an exception): a record the reference rejects,
+ * or an unknown codec (the caller asks the reference for the error). */
+#define MALFORMED 1
+#define MAX_CODEC 4 /* ZSTD */
+
+/* Whether the ``len`` bytes at ``s`` are UTF-8 (strict, as ``bytes.decode()``): 1 yes, 0 no,
+ * -1 exception. */
+static int
+is_utf8(const uint8_t *s, Py_ssize_t len)
+{
+    for (Py_ssize_t i = 0; i < len; i++) {
+        if (s[i] & 0x80) {
+            PyObject *text = PyUnicode_DecodeUTF8((const char *)s, len, NULL);
+            if (text != NULL) {
+                Py_DECREF(text);
+                return 1;
+            }
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                return -1;
+            }
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Decodes the ``records_count`` records of one batch from p[0 .. limit) and appends those
  * with offsets in [min_offset, end_offset). The checks and their order are the reference's:
- * a record is decoded whole (any malformation raises) before its offset is looked at. */
+ * a record is decoded whole and checked (MALFORMED at the first check that fails) before its
+ * offset is looked at. Returns 0, MALFORMED or -1 (an exception). */
 static int
 decode_records(Builder *self, const uint8_t *p, Py_ssize_t limit, const BatchInfo *batch,
                wide min_offset, wide end_offset)
@@ -320,74 +352,66 @@ decode_records(Builder *self, const uint8_t *p, Py_ssize_t limit, const BatchInf
     Py_ssize_t pos = 0;
     for (int32_t r = 0; r < batch->records_count; r++) {
         int32_t length;
-        if (read_varint(p, &pos, limit, &length) < 0) {
-            return corrupt("truncated or overlong record length varint", base_offset);
-        }
-        if (length < 0 || length > limit - pos) {
-            return corrupt("a record length overruns its batch", base_offset);
+        if (read_varint(p, &pos, limit, &length) < 0 || length <= 0 || length > limit - pos) {
+            return MALFORMED;
         }
         const Py_ssize_t record_end = pos + length;
         int64_t ts_delta;
         int32_t offset_delta, key_len, value_len, header_count;
         Py_ssize_t key_pos, value_pos, headers_pos;
         Py_ssize_t header_key_bytes = 0, header_value_bytes = 0;
-        if (pos >= record_end) {
-            goto malformed; /* the attributes byte */
-        }
-        pos += 1;
+        pos += 1; /* the attributes byte (length > 0: it is there) */
         if (read_varlong(p, &pos, record_end, &ts_delta) < 0 ||
             read_varint(p, &pos, record_end, &offset_delta) < 0 ||
-            read_varint(p, &pos, record_end, &key_len) < 0) {
-            goto malformed;
+            read_varint(p, &pos, record_end, &key_len) < 0 || key_len < -1) {
+            return MALFORMED;
         }
         key_pos = pos;
         if (key_len > 0) {
             if (key_len > record_end - pos) {
-                goto malformed;
+                return MALFORMED;
             }
             pos += key_len;
         }
-        if (read_varint(p, &pos, record_end, &value_len) < 0) {
-            goto malformed;
+        if (read_varint(p, &pos, record_end, &value_len) < 0 || value_len < -1) {
+            return MALFORMED;
         }
         value_pos = pos;
         if (value_len > 0) {
             if (value_len > record_end - pos) {
-                goto malformed;
+                return MALFORMED;
             }
             pos += value_len;
         }
-        if (read_varint(p, &pos, record_end, &header_count) < 0) {
-            goto malformed;
+        if (read_varint(p, &pos, record_end, &header_count) < 0 || header_count < 0) {
+            return MALFORMED;
         }
         headers_pos = pos;
-        /* A negative count is no headers, as range() makes it in the reference. */
         for (int32_t h = 0; h < header_count; h++) {
             int32_t hk_len, hv_len;
-            if (read_varint(p, &pos, record_end, &hk_len) < 0) {
-                goto malformed;
+            if (read_varint(p, &pos, record_end, &hk_len) < 0 || hk_len < 0 ||
+                hk_len > record_end - pos) {
+                return MALFORMED;
             }
-            if (hk_len < 0) {
-                return corrupt("a record header has a null key", base_offset);
-            }
-            if (hk_len > record_end - pos) {
-                goto malformed;
+            int utf8 = is_utf8(p + pos, hk_len);
+            if (utf8 <= 0) {
+                return utf8 < 0 ? -1 : MALFORMED;
             }
             pos += hk_len;
             header_key_bytes += hk_len;
-            if (read_varint(p, &pos, record_end, &hv_len) < 0) {
-                goto malformed;
+            if (read_varint(p, &pos, record_end, &hv_len) < 0 || hv_len < -1) {
+                return MALFORMED;
             }
             if (hv_len > 0) {
                 if (hv_len > record_end - pos) {
-                    goto malformed;
+                    return MALFORMED;
                 }
                 pos += hv_len;
                 header_value_bytes += hv_len;
             }
         }
         if (pos != record_end) {
-            return corrupt("a record's fields do not fill its length", base_offset);
+            return MALFORMED;
         }
 
         const wide offset = (wide)base_offset + offset_delta;
@@ -460,15 +484,13 @@ decode_records(Builder *self, const uint8_t *p, Py_ssize_t limit, const BatchInf
         }
         self->count++;
         continue;
-    malformed:
-        return corrupt("malformed record: a truncated or overlong field", base_offset);
     changed:
         corrupt("a record's headers changed while being read", base_offset);
     half_added:
         self->unusable = "ColumnBuilder failed while adding a record; start a new one";
         return -1;
     }
-    return 0;
+    return pos == limit ? 0 : MALFORMED; /* bytes after the records the batch counts */
 }
 
 /* Calls ``func(view, pos)``, which is expected to raise; returns -1 with the error set. */
@@ -498,7 +520,8 @@ check_crc(PyObject *view, const uint8_t *p, Py_ssize_t pos, Py_ssize_t size)
     return raise_via(validate_batch, view, pos, "CRC mismatch in batch");
 }
 
-/* Decodes the batch at ``pos`` (whole, not control, overlapping the wanted range). */
+/* Decodes the batch at ``pos`` (whole, not control, overlapping the wanted range): 0,
+ * MALFORMED (records the reference rejects, or an unknown codec) or -1 (an exception). */
 static int
 add_batch(Builder *self, PyObject *view, const uint8_t *p, Py_ssize_t pos, Py_ssize_t size,
           unsigned attributes, const BatchInfo *batch, wide min_offset, wide end_offset)
@@ -508,32 +531,15 @@ add_batch(Builder *self, PyObject *view, const uint8_t *p, Py_ssize_t pos, Py_ss
         return decode_records(self, p + pos + HEADER_SIZE, size - HEADER_SIZE, batch,
                               min_offset, end_offset);
     }
-    int rc = -1;
-    PyObject *codec_number = NULL, *compression = NULL, *body = NULL, *records = NULL;
-    Py_buffer records_buf;
-    codec_number = PyLong_FromUnsignedLong(codec);
-    if (codec_number == NULL) {
-        goto done;
+    if (codec > MAX_CODEC) {
+        return MALFORMED;
     }
-    compression = PyObject_CallOneArg(CompressionType, codec_number); /* ValueError for 5-7 */
-    if (compression == NULL) {
-        goto done;
+    Py_buffer records;
+    if (decompress_records(decompress, view, pos, size, codec, &records) < 0) {
+        return -1;
     }
-    body = PySequence_GetSlice(view, pos + HEADER_SIZE, pos + size);
-    if (body == NULL) {
-        goto done;
-    }
-    records = PyObject_CallFunctionObjArgs(decompress, compression, body, NULL);
-    if (records == NULL || PyObject_GetBuffer(records, &records_buf, PyBUF_SIMPLE) < 0) {
-        goto done;
-    }
-    rc = decode_records(self, records_buf.buf, records_buf.len, batch, min_offset, end_offset);
-    PyBuffer_Release(&records_buf);
-done:
-    Py_XDECREF(codec_number);
-    Py_XDECREF(compression);
-    Py_XDECREF(body);
-    Py_XDECREF(records);
+    int rc = decode_records(self, records.buf, records.len, batch, min_offset, end_offset);
+    PyBuffer_Release(&records);
     return rc;
 }
 
@@ -668,8 +674,17 @@ Builder_add_batches(Builder *self, PyObject *args, PyObject *kwds)
                     goto done;
                 }
             }
-            if (add_batch(self, view, p, pos, (Py_ssize_t)size, attributes, &batch, min_offset,
-                          end_offset) < 0) {
+            const int rc = add_batch(self, view, p, pos, (Py_ssize_t)size, attributes, &batch,
+                                     min_offset, end_offset);
+            if (rc < 0) {
+                goto done;
+            }
+            if (rc == MALFORMED) {
+                if (view == NULL && (view = PyMemoryView_FromObject(data)) == NULL) {
+                    goto done;
+                }
+                raise_via(reference_error, view, pos,
+                          "the compiled column builder rejected records the reference accepts");
                 goto done;
             }
         }
@@ -848,7 +863,7 @@ PyInit__columns(void)
         if ((Columns = import_attr("odradek.records.columns", "Columns")) == NULL ||
             (parse_header = import_attr("odradek.records.batch", "parse_header")) == NULL ||
             (validate_batch = import_attr("odradek.records.batch", "validate_batch")) == NULL ||
-            (CompressionType = import_attr("odradek.records.batch", "CompressionType")) ==
+            (reference_error = import_attr("odradek.records.columns", "reference_error")) ==
                 NULL ||
             (decompress = import_attr("odradek.records.compression", "decompress")) == NULL ||
             (crc32c = import_attr("odradek.records.crc", "crc32c")) == NULL ||
@@ -857,7 +872,7 @@ PyInit__columns(void)
             Py_CLEAR(Columns);
             Py_CLEAR(parse_header);
             Py_CLEAR(validate_batch);
-            Py_CLEAR(CompressionType);
+            Py_CLEAR(reference_error);
             Py_CLEAR(decompress);
             Py_CLEAR(crc32c);
             Py_CLEAR(CorruptRecordError);

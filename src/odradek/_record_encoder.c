@@ -1,5 +1,5 @@
 /* odradek._record_encoder: the record codec's compiled ``encode_record`` (see
- * odradek/records/codec.py, which binds it in place of ``records._pyrecords.encode_record``,
+ * odradek/records/codec.py, which binds it in place of ``records.record_format.encode_record``,
  * the Python reference, when it is built).
  *
  * ``encode_record(offset_delta, timestamp_delta, key, value, headers)`` returns the bytes of one
@@ -21,7 +21,7 @@
 
 #include "_batch_format.h"
 
-/* odradek.records._pyrecords.encode_record, imported once at module init (a strong reference,
+/* odradek.records.record_format.encode_record, imported once at module init (a strong reference,
  * never released: the module is single-phase and lives as long as the interpreter). */
 static PyObject *reference;
 
@@ -143,7 +143,7 @@ call_reference(PyObject *const *args)
 PyDoc_STRVAR(encode_record_doc,
              "encode_record(offset_delta, timestamp_delta, key, value, headers) -> bytes\n\n"
              "One v2 record, its length prefix included; the same bytes, answers and errors as\n"
-             "odradek.records._pyrecords.encode_record.");
+             "odradek.records.record_format.encode_record.");
 
 static PyObject *
 encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -252,7 +252,7 @@ PyMODINIT_FUNC
 PyInit__record_encoder(void)
 {
     if (reference == NULL) {
-        reference = import_attr("odradek.records._pyrecords", "encode_record");
+        reference = import_attr("odradek.records.record_format", "encode_record");
         if (reference == NULL) {
             return NULL;
         }

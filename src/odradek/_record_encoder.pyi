@@ -11,5 +11,5 @@ def encode_record(
     headers: Sequence[tuple[str, Any]],
     /,
 ) -> bytes:
-    """The compiled ``records._pyrecords.encode_record``: the same bytes, answers and errors
+    """The compiled ``records.record_format.encode_record``: the same bytes, answers and errors
     (arguments it does not encode itself are handed to that reference)."""

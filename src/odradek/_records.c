@@ -309,27 +309,12 @@ decode_batch(const Batch *batch, PyObject *view, const uint8_t *p, Py_ssize_t po
     if (codec == 0) {
         return decode_batch_records(batch, p, pos + HEADER_SIZE, pos + size);
     }
-    int rc = -1;
-    PyObject *codec_number = NULL, *body = NULL, *records = NULL;
-    Py_buffer records_buf;
-    codec_number = PyLong_FromUnsignedLong(codec);
-    if (codec_number == NULL) {
-        goto done;
+    Py_buffer records;
+    if (decompress_records(decompress, view, pos, size, codec, &records) < 0) {
+        return -1;
     }
-    body = PySequence_GetSlice(view, pos + HEADER_SIZE, pos + size);
-    if (body == NULL) {
-        goto done;
-    }
-    records = PyObject_CallFunctionObjArgs(decompress, codec_number, body, NULL);
-    if (records == NULL || PyObject_GetBuffer(records, &records_buf, PyBUF_SIMPLE) < 0) {
-        goto done;
-    }
-    rc = decode_batch_records(batch, records_buf.buf, 0, records_buf.len);
-    PyBuffer_Release(&records_buf);
-done:
-    Py_XDECREF(codec_number);
-    Py_XDECREF(body);
-    Py_XDECREF(records);
+    int rc = decode_batch_records(batch, records.buf, 0, records.len);
+    PyBuffer_Release(&records);
     return rc;
 }
 

@@ -452,6 +452,23 @@ class SessionClosedError(MetadataStoreError):
     are gone and the store accepts no further operations."""
 
 
+class StoreConnectionError(MetadataStoreError):
+    """The metadata store could not be reached in time (ZooKeeper: no connection within
+    ``zookeeper.connection.timeout.ms``, or the connection dropped during the call — the
+    outcome of a write is then unknown). The session may still be alive."""
+
+
+class NotControllerError(KafkaError):
+    """This broker is not (or no longer) the controller: a controller write was fenced because
+    ``/controller_epoch`` moved on (a newer controller was elected), or a request that only the
+    controller serves reached another broker (NOT_CONTROLLER, retriable)."""
+
+    code = ErrorCode.NOT_CONTROLLER
+
+
+_SPECIFIC = (*_SPECIFIC, NotControllerError)
+
+
 class CorruptMetadataError(MetadataStoreError):
     """Persisted metadata cannot be read: an unreadable store file or malformed node JSON."""
 

@@ -277,11 +277,46 @@ def test_a_produce_frame_over_the_limit_appends_nothing(env: Env) -> None:
 
 def test_a_frame_at_the_limit_is_served(env: Env) -> None:
     conn = env.connect()
-    correlation_id, frame = conn.frame(ApiKey.API_VERSIONS, 0, {})
-    padded = frame[4:] + b"\x00" * (MAX_FRAME_BYTES - len(frame) + 4)  # Kafka ignores the tail
-    conn.send(sized(padded))
-    assert conn.response(ApiKey.API_VERSIONS, 0, correlation_id)["error_code"] == ErrorCode.NONE
+    fields = {"topics": [{"name": ""}], "allow_auto_topic_creation": False}
+    _, empty = conn.frame(ApiKey.METADATA, 4, fields)
+    name = "n" * (MAX_FRAME_BYTES - (len(empty) - 4))  # a topic name that fills the frame
+    correlation_id, frame = conn.frame(ApiKey.METADATA, 4, {**fields, "topics": [{"name": name}]})
+    assert len(frame) - 4 == MAX_FRAME_BYTES
+    conn.send(frame)
+    [topic] = conn.response(ApiKey.METADATA, 4, correlation_id)["topics"]
+    assert topic["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     env.verify()
+
+
+def test_bytes_after_a_request_body_close_the_connection(env: Env) -> None:
+    conn = env.connect()
+    _, frame = conn.frame(ApiKey.API_VERSIONS, 0, {})
+    conn.send(sized(frame[4:] + b"\x00" * 8))
+    conn.assert_closed()
+    env.verify()
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version", "body"),
+    [
+        pytest.param(ApiKey.DESCRIBE_GROUPS, 0, struct.pack(">i", -1), id="null-groups"),
+        pytest.param(ApiKey.DELETE_TOPICS, 1, struct.pack(">ii", -1, 1000), id="null-topics"),
+        pytest.param(ApiKey.HEARTBEAT, 1, struct.pack(">hih", -1, 1, -1), id="null-group-id"),
+        pytest.param(
+            ApiKey.PRODUCE, 7, struct.pack(">hhii", -1, 1, 1000, -1), id="null-topic-data"
+        ),
+    ],
+)
+def test_a_null_where_the_schema_says_not_nullable_closes_the_connection(
+    env: Env, api_key: int, version: int, body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    conn = env.connect()
+    with caplog.at_level("INFO", logger="odradek"):
+        conn.send(sized(header_bytes(api_key, version, 3) + body))
+        conn.assert_closed()
+        env.verify()
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    assert any("not nullable" in r.getMessage() for r in caplog.records)
 
 
 def test_a_truncated_produce_then_close_appends_nothing(env: Env) -> None:
@@ -350,7 +385,6 @@ def test_an_unknown_api_key_closes_the_connection(env: Env, api_key: int) -> Non
         (ApiKey.METADATA, 99),
         (ApiKey.METADATA, IMPLEMENTED_VERSIONS[ApiKey.METADATA].max_version + 1),
         (ApiKey.FETCH, 3),
-        (ApiKey.PRODUCE, 2),  # advertised for old librdkafka, refused on use (Kafka 4)
         (ApiKey.LEADER_AND_ISR, 0),  # a known key the broker does not serve
     ],
 )
@@ -476,4 +510,88 @@ def test_pipelined_good_and_bad_batches_keep_order_and_only_good_ones_land(env: 
     ]
     assert codes == [ErrorCode.NONE, ErrorCode.CORRUPT_MESSAGE, ErrorCode.NONE]
     env.acked.extend([b"p1", b"p2"])
+    env.verify()
+
+
+def test_a_reused_correlation_id_behind_a_long_poll_is_answered_in_order(env: Env) -> None:
+    # A Fetch that waits (min_bytes 1 at the log end) and a Metadata under the same
+    # correlation id: the Metadata handler finishes first, its answer must wait, and it must
+    # not be taken for the Fetch's.
+    conn = env.connect()
+    fetch_fields = {
+        "max_wait": 200,
+        "min_bytes": 1,
+        "topics": [
+            {
+                "topic": TOPIC,
+                "partitions": [
+                    {"partition": 0, "fetch_offset": len(env.acked), "partition_max_bytes": 1024}
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+    }
+    fetch = encode_request(ApiKey.FETCH, 11, 5, CLIENT_ID, fetch_fields)
+    metadata = encode_request(
+        ApiKey.METADATA, 4, 5, CLIENT_ID, {"topics": None, "allow_auto_topic_creation": False}
+    )
+    conn.send(fetch + metadata)
+    fetched = conn.response(ApiKey.FETCH, 11, 5)
+    assert fetched["responses"][0]["partitions"][0]["error_code"] == ErrorCode.NONE
+    described = conn.response(ApiKey.METADATA, 4, 5)
+    assert TOPIC in {topic["name"] for topic in described["topics"]}
+    env.verify()
+
+
+def produce_v0_to_v2(version: int, correlation_id: int, records: bytes) -> bytes:
+    """A Produce v0-v2 frame by hand (kio has no schema for them): acks 1, one partition."""
+    body = struct.pack(">hi", 1, 5_000) + struct.pack(">i", 1)
+    body += struct.pack(">h", len(TOPIC)) + TOPIC.encode() + struct.pack(">ii", 1, 0)
+    body += struct.pack(">i", len(records)) + records
+    return sized(header_bytes(ApiKey.PRODUCE, version, correlation_id) + body)
+
+
+def message_set_v0(value: bytes) -> bytes:
+    body = struct.pack(">bbi", 0, 0, -1) + struct.pack(">i", len(value)) + value
+    message = struct.pack(">I", zlib.crc32(body)) + body
+    return struct.pack(">qi", 0, len(message)) + message
+
+
+@pytest.mark.parametrize(
+    ("version", "values", "message_set"),
+    [
+        pytest.param(0, [b"v0-a", b"v0-b"], message_set_v0, id="v0-magic-0"),
+        pytest.param(1, [b"v1-a"], message_set_v0, id="v1-magic-0"),
+        pytest.param(2, [b"v2-a", b"v2-b"], message_set_v1, id="v2-magic-1"),
+    ],
+)
+def test_produce_v0_to_v2_message_sets_are_upconverted_and_answered(
+    env: Env, version: int, values: list[bytes], message_set: Any
+) -> None:
+    records = b"".join(message_set(value) for value in values)
+    conn = env.connect()
+    conn.send(produce_v0_to_v2(version, 21, records))
+    frame = conn.read_frame()
+    # Response v0: topics [name, partitions [index, error_code, base_offset]]; v1 adds a
+    # throttle time at the end, v2 a log append time per partition.
+    correlation_id, topics, name_length = struct.unpack_from(">iih", frame)
+    assert (correlation_id, topics) == (21, 1)
+    position = 10 + name_length
+    partitions, index, error_code, base_offset = struct.unpack_from(">iihq", frame, position)
+    assert (partitions, index, error_code, base_offset) == (1, 0, ErrorCode.NONE, len(env.acked))
+    expected_size = position + 18 + (8 if version >= 2 else 0) + (4 if version >= 1 else 0)
+    assert len(frame) == expected_size
+    env.acked.extend(values)  # verify() reads them back as v2 batches, offsets in order
+    env.verify()
+
+
+def test_a_corrupt_v0_message_set_is_corrupt_message_and_appends_nothing(env: Env) -> None:
+    data = bytearray(message_set_v0(b"flipped"))
+    data[-1] ^= 0xFF
+    conn = env.connect()
+    conn.send(produce_v0_to_v2(0, 22, bytes(data)))
+    frame = conn.read_frame()
+    name_length = struct.unpack_from(">h", frame, 8)[0]
+    error_code = struct.unpack_from(">h", frame, 10 + name_length + 8)[0]
+    assert error_code == ErrorCode.CORRUPT_MESSAGE
     env.verify()

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 import pytest
+from tests._blocking_connection import BlockingConnection
 
-from odradek.client._wire import BlockingConnection
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.records.batch import iter_batches

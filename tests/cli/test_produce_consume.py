@@ -22,11 +22,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from tests._blocking_connection import BlockingConnection
 
 from odradek import AdminClient, Broker
 from odradek import TopicPartition as OdradekTopicPartition
 from odradek.cli.main import main
-from odradek.client._wire import BlockingConnection
 from odradek.protocol.api_keys import ApiKey
 from odradek.records.batch import CompressionType, iter_batches
 

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from tests._blocking_connection import BlockingConnection
 
 from odradek.cli.main import main
-from odradek.client._wire import BlockingConnection
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.client_codec import decode_response, encode_request

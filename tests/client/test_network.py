@@ -511,7 +511,7 @@ class ScriptedBroker:
                     response = build_response(
                         header.api_key, header.api_version, self._answer(header.api_key)
                     )
-                    for part in server.send_response(header.correlation_id, response):
+                    for part in server.send_response(event, response):
                         assert isinstance(part, bytes)
                         conn.sendall(part + self.extra)
                 for part in server.data_to_send():

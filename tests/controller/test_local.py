@@ -1,5 +1,6 @@
-"""LocalMetadataStore: ZooKeeper's node semantics (versions, compare-and-set, ephemerals,
-recursive delete), persistence across reopen, watches, and thread safety."""
+"""LocalMetadataStore's own behaviour: persistence across reopen, the file, the directory lock,
+batching, one watch call per change (exact sequences), and thread safety. The port's contract,
+shared with ZooKeeperMetadataStore, is in test_store_contract.py."""
 
 from __future__ import annotations
 
@@ -11,17 +12,11 @@ from pathlib import Path
 import pytest
 
 from odradek.controller.local import FILE_NAME, LocalMetadataStore
-from odradek.controller.store import MetadataStore, join_path, node_name, parent_path
+from odradek.controller.store import MetadataStore
 from odradek.errors import (
     BadVersionError,
     CorruptMetadataError,
-    InvalidPathError,
     MetadataStoreError,
-    NoChildrenForEphemeralsError,
-    NodeExistsError,
-    NoNodeError,
-    NotEmptyError,
-    SessionClosedError,
 )
 
 
@@ -40,101 +35,6 @@ def test_is_a_metadata_store(store: LocalMetadataStore) -> None:
 # --- nodes and versions ----------------------------------------------------------------------
 
 
-def test_create_get_set_versions(store: LocalMetadataStore) -> None:
-    store.create("/a", b"one")
-    assert store.get("/a") == (b"one", 0)
-    assert store.set("/a", b"two") == 1
-    assert store.set("/a", b"three", version=1) == 2
-    assert store.get("/a") == (b"three", 2)
-
-
-def test_create_existing_fails(store: LocalMetadataStore) -> None:
-    store.create("/a")
-    with pytest.raises(NodeExistsError):
-        store.create("/a", b"x")
-    with pytest.raises(NodeExistsError):
-        store.create("/")
-
-
-def test_create_needs_the_parent_unless_asked(store: LocalMetadataStore) -> None:
-    with pytest.raises(NoNodeError):
-        store.create("/brokers/ids/0")
-    store.create("/brokers/ids/0", b"b", make_parents=True)
-    assert store.get("/brokers") == (b"", 0)
-    assert store.children("/brokers") == ["ids"]
-    assert store.get("/brokers/ids/0") == (b"b", 0)
-
-
-def test_missing_nodes(store: LocalMetadataStore) -> None:
-    assert not store.exists("/nope")
-    with pytest.raises(NoNodeError):
-        store.get("/nope")
-    with pytest.raises(NoNodeError):
-        store.set("/nope", b"")
-    with pytest.raises(NoNodeError):
-        store.delete("/nope")
-    with pytest.raises(NoNodeError):
-        store.children("/nope")
-
-
-def test_compare_and_set_failures(store: LocalMetadataStore) -> None:
-    store.create("/a", b"0")
-    store.set("/a", b"1")
-    with pytest.raises(BadVersionError):
-        store.set("/a", b"x", version=0)
-    with pytest.raises(BadVersionError):
-        store.delete("/a", version=5)
-    assert store.get("/a") == (b"1", 1)
-    store.delete("/a", version=1)
-    assert not store.exists("/a")
-
-
-def test_children_are_sorted_names(store: LocalMetadataStore) -> None:
-    for name in ["b", "a", "c10", "c2"]:
-        store.create(f"/t/{name}", make_parents=True)
-    assert store.children("/t") == ["a", "b", "c10", "c2"]
-    assert store.children("/") == ["t"]
-
-
-def test_delete_non_empty_needs_recursive(store: LocalMetadataStore) -> None:
-    store.create("/t/x/y", make_parents=True)
-    store.create("/t/z", make_parents=True)
-    with pytest.raises(NotEmptyError):
-        store.delete("/t")
-    store.delete("/t", recursive=True)
-    assert not store.exists("/t")
-    assert not store.exists("/t/x/y")
-    assert store.children("/") == []
-
-
-def test_root_cannot_be_deleted(store: LocalMetadataStore) -> None:
-    with pytest.raises(InvalidPathError):
-        store.delete("/")
-
-
-@pytest.mark.parametrize("path", ["", "a", "/a/", "//a", "/a//b", "/a/./b", "/a/..", "/a\x00"])
-def test_invalid_paths(store: LocalMetadataStore, path: str) -> None:
-    with pytest.raises(InvalidPathError):
-        store.create(path)
-    with pytest.raises(InvalidPathError):
-        store.exists(path)
-
-
-def test_path_helpers() -> None:
-    assert parent_path("/a/b") == "/a"
-    assert parent_path("/a") == "/"
-    assert node_name("/a/b") == "b"
-    assert join_path("/", "a", "b") == "/a/b"
-    assert join_path("/a", "b") == "/a/b"
-
-
-def test_data_is_copied(store: LocalMetadataStore) -> None:
-    buffer = bytearray(b"abc")
-    store.create("/a", buffer)  # type: ignore[arg-type]
-    buffer[0] = ord("z")
-    assert store.get("/a") == (b"abc", 0)
-
-
 # --- ephemerals and sessions -----------------------------------------------------------------
 
 
@@ -148,33 +48,6 @@ def test_ephemeral_nodes_vanish_on_close(tmp_path: Path) -> None:
     with LocalMetadataStore(tmp_path) as reopened:
         assert not reopened.exists("/brokers/ids/0")
         assert reopened.exists("/brokers/ids")  # parents made for it are persistent
-
-
-def test_ephemerals_cannot_have_children(store: LocalMetadataStore) -> None:
-    store.create("/e", ephemeral=True)
-    with pytest.raises(NoChildrenForEphemeralsError):
-        store.create("/e/child")
-    with pytest.raises(NoChildrenForEphemeralsError):
-        store.create("/e/child/grandchild", make_parents=True)
-
-
-def test_closed_store_refuses_everything(tmp_path: Path) -> None:
-    store = LocalMetadataStore(tmp_path)
-    store.create("/a")
-    store.close()
-    store.close()  # idempotent
-    assert store.closed
-    for call in (
-        lambda: store.get("/a"),
-        lambda: store.exists("/a"),
-        lambda: store.create("/b"),
-        lambda: store.set("/a", b""),
-        lambda: store.delete("/a"),
-        lambda: store.children("/"),
-        lambda: store.watch_data("/a", lambda path: None),
-    ):
-        with pytest.raises(SessionClosedError):
-            call()
 
 
 def test_a_directory_has_one_open_store(tmp_path: Path) -> None:
@@ -312,34 +185,6 @@ def test_watches_fire_when_ephemerals_vanish(tmp_path: Path) -> None:
     store.watch_children("/brokers/ids", events.append)
     store.close()
     assert events == ["/brokers/ids"]
-
-
-def test_a_failing_watch_does_not_stop_others(
-    store: LocalMetadataStore, caplog: pytest.LogCaptureFixture
-) -> None:
-    seen: list[str] = []
-
-    def broken(path: str) -> None:
-        raise RuntimeError("boom")
-
-    store.watch_data("/a", broken)
-    store.watch_data("/a", seen.append)
-    store.create("/a")
-    assert seen == ["/a"]
-    assert store.exists("/a")
-    assert "watch callback for /a failed" in caplog.text
-
-
-def test_watch_callback_may_write(store: LocalMetadataStore) -> None:
-    def mirror(path: str) -> None:
-        data, _ = store.get(path)
-        store.set("/copy", data)
-
-    store.create("/copy")
-    store.create("/src")
-    store.watch_data("/src", mirror)
-    store.set("/src", b"hello")
-    assert store.get("/copy") == (b"hello", 1)
 
 
 # --- concurrency -----------------------------------------------------------------------------

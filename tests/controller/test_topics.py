@@ -1,18 +1,20 @@
-"""ClusterMetadata over a LocalMetadataStore: cluster id, broker registrations, topics, topic
-configs and partition states in Kafka's layout; topic name rules; replica assignment."""
+"""ClusterMetadata over each MetadataStore (the ``store`` fixture: local and ZooKeeper): cluster
+id, broker registrations, topics, topic configs and partition states in Kafka's layout; topic
+name rules; replica assignment."""
 
 from __future__ import annotations
 
 import json
 import random
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.controller.test_store_contract import wait_for
 
 from odradek._clock import MockClock
 from odradek.controller.local import LocalMetadataStore
+from odradek.controller.store import MetadataStore
 from odradek.controller.topics import (
     BrokerRegistration,
     ClusterMetadata,
@@ -44,23 +46,16 @@ _UUID_TEXT = re.compile(r"[A-Za-z0-9_-]{22}")
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[LocalMetadataStore]:
-    opened = LocalMetadataStore(tmp_path / "meta")
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
 def clock() -> MockClock:
     return MockClock(now_ms=1_700_000_000_123)
 
 
 @pytest.fixture
-def metadata(store: LocalMetadataStore, clock: MockClock) -> ClusterMetadata:
+def metadata(store: MetadataStore, clock: MockClock) -> ClusterMetadata:
     return ClusterMetadata(store, clock=clock)
 
 
-def node_json(store: LocalMetadataStore, path: str) -> object:
+def node_json(store: MetadataStore, path: str) -> object:
     return json.loads(store.get(path)[0])
 
 
@@ -102,7 +97,7 @@ def test_uuid_strings() -> None:
     assert all(_UUID_TEXT.fullmatch(text) and not text.startswith("-") for text in ids)
 
 
-def test_corrupt_cluster_id_is_reported(store: LocalMetadataStore) -> None:
+def test_corrupt_cluster_id_is_reported(store: MetadataStore) -> None:
     store.create("/cluster/id", b"{nope", make_parents=True)
     with pytest.raises(CorruptMetadataError, match="/cluster/id"):
         ClusterMetadata(store).get_or_create_cluster_id()
@@ -112,7 +107,7 @@ def test_corrupt_cluster_id_is_reported(store: LocalMetadataStore) -> None:
 
 
 def test_broker_registration_layout(
-    store: LocalMetadataStore, metadata: ClusterMetadata, clock: MockClock
+    store: MetadataStore, metadata: ClusterMetadata, clock: MockClock
 ) -> None:
     registration = metadata.register_broker(0, [Endpoint("PLAINTEXT", "localhost", 9092)])
     assert registration.timestamp_ms == clock.now_ms()
@@ -167,7 +162,7 @@ def test_broker_without_plaintext_endpoint() -> None:
 # --- topics ----------------------------------------------------------------------------------
 
 
-def test_create_topic_round_trip(store: LocalMetadataStore, metadata: ClusterMetadata) -> None:
+def test_create_topic_round_trip(store: MetadataStore, metadata: ClusterMetadata) -> None:
     metadata.ensure_top_level_paths()
     assert metadata.topics() == []
     topic_id = metadata.create_topic(
@@ -203,7 +198,7 @@ def test_topics_survive_restart(tmp_path: Path) -> None:
         assert metadata.topic_configs("a") == {}
 
 
-def test_kafka_version_2_assignment_is_read(store: LocalMetadataStore) -> None:
+def test_kafka_version_2_assignment_is_read(store: MetadataStore) -> None:
     document = {"version": 2, "partitions": {"1": [2, 1], "0": [1, 2]}, "adding_replicas": {}}
     store.create("/brokers/topics/old", json.dumps(document).encode(), make_parents=True)
     metadata = ClusterMetadata(store)
@@ -289,9 +284,7 @@ def test_add_partitions_errors(
     assert metadata.assignment("t") == {0: [0], 1: [0]}
 
 
-def test_delete_topic_removes_everything(
-    store: LocalMetadataStore, metadata: ClusterMetadata
-) -> None:
+def test_delete_topic_removes_everything(store: MetadataStore, metadata: ClusterMetadata) -> None:
     metadata.create_topic("t", {0: [0], 1: [0]}, {"retention.ms": "5"})
     metadata.set_partition_state("t", 0, leader=0, leader_epoch=0, isr=[0], controller_epoch=1)
     metadata.create_topic("keep", {0: [0]})
@@ -315,18 +308,18 @@ def test_set_topic_configs_replaces_them(metadata: ClusterMetadata) -> None:
     assert metadata.topic_configs("t") == {}
 
 
-def test_config_watch_sees_changes(store: LocalMetadataStore, metadata: ClusterMetadata) -> None:
+def test_config_watch_sees_changes(store: MetadataStore, metadata: ClusterMetadata) -> None:
     seen: list[dict[str, str]] = []
     metadata.create_topic("t", {0: [0]})
     store.watch_data("/config/topics/t", lambda path: seen.append(metadata.topic_configs("t")))
     metadata.set_topic_configs("t", {"retention.ms": "9"})
-    assert seen == [{"retention.ms": "9"}]
+    wait_for(lambda: seen == [{"retention.ms": "9"}])
 
 
 # --- partition states ------------------------------------------------------------------------
 
 
-def test_partition_state_round_trip(store: LocalMetadataStore, metadata: ClusterMetadata) -> None:
+def test_partition_state_round_trip(store: MetadataStore, metadata: ClusterMetadata) -> None:
     metadata.create_topic("t", {0: [0], 1: [0]})
     assert metadata.partition_state("t", 0) is None
     written = metadata.set_partition_state(

@@ -75,17 +75,18 @@ def test_the_admin_apis_of_the_broker_issue_are_listed() -> None:
 def test_every_implemented_version_has_a_kio_request_and_response() -> None:
     for key, versions in IMPLEMENTED_VERSIONS.items():
         for version in versions:
-            if not is_implemented(key, version):
-                continue
+            if key == ApiKey.PRODUCE and version < 3:
+                continue  # decoded through v3, encoded by hand: see the next test
             assert load_request_schema(key, version).__api_key__ == key
             assert load_response_schema(key, version).__version__ == version
 
 
-def test_produce_v0_to_v2_are_advertised_but_not_implemented() -> None:
-    assert ADVERTISED_ONLY_VERSIONS[ApiKey.PRODUCE] == VersionRange(0, 2)
-    assert [v for v in range(10) if is_implemented(ApiKey.PRODUCE, v)] == [3, 4, 5, 6, 7]
-    # kio has no schema before v3 either: nothing could decode them.
+def test_produce_v0_to_v2_are_served_though_kio_has_no_schema_for_them() -> None:
+    assert ADVERTISED_ONLY_VERSIONS == {}
+    assert [v for v in range(10) if is_implemented(ApiKey.PRODUCE, v)] == list(range(8))
+    # kio starts at v3 (as Kafka 4 does): the codec reads v0-v2 through the v3 schema.
     assert schema_versions(ApiKey.PRODUCE) == VersionRange(3, 13)
+    assert not any(is_flexible(ApiKey.PRODUCE, v) for v in range(3))
 
 
 def test_is_implemented_rejects_unknown_keys_and_versions() -> None:

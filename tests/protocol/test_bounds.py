@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import subprocess
 import sys
 import textwrap
+from types import NoneType, UnionType
+from typing import Any, get_args, get_origin
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.index import load_request_schema
 from kio.schema.delete_records.v2.request import DeleteRecordsRequest
+from kio.schema.describe_groups.v0.request import DescribeGroupsRequest
 from kio.schema.fetch.v11.request import FetchRequest
+from kio.schema.heartbeat.v1.request import HeartbeatRequest
+from kio.schema.join_group.v5.request import JoinGroupRequest
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataRequestV1
 from kio.schema.produce.v7.request import ProduceRequest
-from kio.serial import entity_writer
+from kio.serial import entity_reader, entity_writer
 
-from odradek.protocol.api_keys import IMPLEMENTED_VERSIONS, is_implemented
+from odradek.protocol.api_keys import IMPLEMENTED_VERSIONS, is_implemented, schema_versions
 from odradek.protocol.bounds import check_request_body
 
 # replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch
@@ -27,7 +33,7 @@ SCHEMAS = [
     load_request_schema(key, version)
     for key, versions in IMPLEMENTED_VERSIONS.items()
     for version in versions
-    if is_implemented(key, version)
+    if is_implemented(key, version) and version in (schema_versions(key) or ())
 ]
 
 
@@ -115,3 +121,84 @@ def test_a_tiny_request_cannot_make_kio_reserve_gigabytes() -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "survived"
+
+
+@pytest.mark.parametrize(
+    ("schema", "body_hex", "field"),
+    [
+        (DescribeGroupsRequest, "ffffffff", "array groups"),  # v0: groups is not nullable
+        (HeartbeatRequest, "ffff 00000001 0001 6d", "string group_id"),
+        (HeartbeatRequest, "0001 67 00000001 ffff", "string member_id"),
+        (DeleteRecordsRequest, "00 00001388 00", "array topics"),  # compact null
+        (DeleteRecordsRequest, "02 00 00 00001388 00", "string name"),  # compact null name
+        (
+            JoinGroupRequest,
+            "0001 67 00000000 00000000 0000 ffff 0008 636f6e73756d6572 ffffffff",
+            "array protocols",
+        ),
+    ],
+)
+def test_nulls_where_the_schema_says_not_nullable_are_refused(
+    schema: type, body_hex: str, field: str
+) -> None:
+    with pytest.raises(ValueError, match=f"null {field} where the schema says"):
+        check_request_body(schema, bytes.fromhex(body_hex), 0)
+
+
+def test_nulls_where_the_schema_allows_them_pass() -> None:
+    # JoinGroup v5: group_instance_id is nullable (KIP-345); the protocols array is empty.
+    body = bytes.fromhex("0001 67 00000000 00000000 0000 ffff 0008 636f6e73756d6572 00000000")
+    assert check_request_body(JoinGroupRequest, body, 0) == len(body)
+
+
+def _is_nullable(annotation: Any) -> bool:
+    return get_origin(annotation) is UnionType and NoneType in get_args(annotation)
+
+
+def nulls_in_non_nullable_fields(value: Any, path: str = "") -> list[str]:
+    """Paths of every ``None`` in a decoded kio object where its schema's type has no None."""
+    found: list[str] = []
+    for field in dataclasses.fields(value):
+        item = getattr(value, field.name)
+        where = f"{path}.{field.name}"
+        if item is None:
+            if not _is_nullable(field.type):
+                found.append(where)
+        elif isinstance(item, tuple):
+            for index, element in enumerate(item):
+                if dataclasses.is_dataclass(element):
+                    found.extend(nulls_in_non_nullable_fields(element, f"{where}[{index}]"))
+        elif dataclasses.is_dataclass(item):
+            found.extend(nulls_in_non_nullable_fields(item, where))
+    return found
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: f"{s.__name__}-v{s.__version__}")
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_what_passes_the_walk_decodes_without_nulls_where_none_are_allowed(
+    schema: type, data: st.DataObject
+) -> None:
+    # Mutate valid bodies where lengths and counts live: set runs of bytes to 0xff (-1 in
+    # every legacy width) or 0x00 (null in every compact form), then decode what passes.
+    buffer = io.BytesIO()
+    entity_writer(schema)(buffer, data.draw(st.from_type(schema)))
+    body = bytearray(buffer.getvalue())
+    for _ in range(data.draw(st.integers(1, 3))):
+        if not body:
+            break
+        start = data.draw(st.integers(0, len(body) - 1))
+        width = data.draw(st.sampled_from([1, 2, 4]))
+        body[start : start + width] = data.draw(st.sampled_from([b"\xff", b"\x00"])) * width
+    encoded = bytes(body)
+    try:
+        end = check_request_body(schema, encoded, 0)
+        decoded, _ = entity_reader(schema)(encoded, 0)
+    except (ValueError, TypeError, LookupError, OverflowError):
+        return  # refused (by the walk or by kio): nothing reaches a handler
+    except Exception as error:  # kio's SerialError and friends
+        if type(error).__module__.startswith("kio"):
+            return
+        raise
+    assert end <= len(encoded)
+    assert nulls_in_non_nullable_fields(decoded) == []

@@ -100,6 +100,11 @@ def correlation_ids(parts: list[Any]) -> list[int]:
     return ids
 
 
+def by_id(events: list[Any]) -> dict[int, RequestReceived]:
+    """The ``RequestReceived`` events by correlation id (ids unique in the stream)."""
+    return {e.request.correlation_id: e for e in events if isinstance(e, RequestReceived)}
+
+
 def received(events: list[Any]) -> list[int]:
     assert all(isinstance(event, RequestReceived) for event in events), events
     return [event.request.correlation_id for event in events]
@@ -119,8 +124,9 @@ def test_a_request_becomes_an_event(request_frame: FrameBuilder) -> None:
 
 def test_kio_responses_are_encoded_with_the_right_header(request_frame: FrameBuilder) -> None:
     conn: ServerConnection[bytes] = ServerConnection()
-    conn.receive_data(metadata(request_frame, 7))
-    (out,) = conn.send_response(7, metadata_response())
+    (event,) = conn.receive_data(metadata(request_frame, 7))
+    assert isinstance(event, RequestReceived)
+    (out,) = conn.send_response(event, metadata_response())
     assert isinstance(out, bytes)
     assert struct.unpack_from(">ii", out) == (len(out) - 4, 7)
     assert conn.in_flight == 0
@@ -129,10 +135,12 @@ def test_kio_responses_are_encoded_with_the_right_header(request_frame: FrameBui
 def test_pipelined_responses_leave_in_request_order(request_frame: FrameBuilder) -> None:
     conn: ServerConnection[bytes] = ServerConnection()
     stream = metadata(request_frame, 1) + heartbeat(request_frame, 2) + metadata(request_frame, 3)
-    assert received(conn.receive_data(stream)) == [1, 2, 3]
-    assert conn.send_response(3, metadata_response()) == []  # waits for 1 and 2
-    assert conn.send_response(2, heartbeat_response()) == []  # waits for 1
-    out = conn.send_response(1, metadata_response())
+    events = conn.receive_data(stream)
+    assert received(events) == [1, 2, 3]
+    first, second, third = events
+    assert conn.send_response(third, metadata_response()) == []  # waits for 1 and 2
+    assert conn.send_response(second, heartbeat_response()) == []  # waits for 1
+    out = conn.send_response(first, metadata_response())
     assert len(out) == 1  # coalesced into one write
     assert correlation_ids(out) == [1, 2, 3]
     assert conn.in_flight == 0
@@ -150,10 +158,11 @@ def test_acks_zero_produce_gets_no_response_and_blocks_nothing(
     assert received(events) == [1, 2, 3]
     assert [event.expects_response for event in events] == [True, False, True]
     assert conn.in_flight == 2
-    assert correlation_ids(conn.send_response(1, metadata_response())) == [1]
-    assert correlation_ids(conn.send_response(3, metadata_response())) == [3]
+    first, quiet, third = events
+    assert correlation_ids(conn.send_response(first, metadata_response())) == [1]
+    assert correlation_ids(conn.send_response(third, metadata_response())) == [3]
     with pytest.raises(ConnectionStateError):
-        conn.send_response(2, encode_produce_response(7, 2, []))
+        conn.send_response(quiet, encode_produce_response(7, 2, []))
     assert conn.statistics().requests_without_response == 1
 
 
@@ -164,7 +173,8 @@ def test_acks_one_produce_is_answered_with_hot_encoded_bytes(request_frame: Fram
     frame = encode_produce_response(
         7, 4, [TopicProduceResponse("t", [PartitionProduceResponse(0, 0, 10)])]
     )
-    assert conn.send_response(4, frame) == [frame]
+    assert isinstance(event, RequestReceived)
+    assert conn.send_response(event, frame) == [frame]
 
 
 def test_fetch_frames_keep_their_slots_between_coalesced_bytes(
@@ -177,15 +187,17 @@ def test_fetch_frames_keep_their_slots_between_coalesced_bytes(
         + sized(request_frame(fetch_body, 2))
         + metadata(request_frame, 3)
     )
-    assert received(conn.receive_data(stream)) == [1, 2, 3]
+    events = conn.receive_data(stream)
+    assert received(events) == [1, 2, 3]
+    first, second, third = events
     fetch = encode_fetch_response(
         11,
         2,
         [FetchableTopicResponse("t", [FetchPartitionData(0, records="segment", records_size=5)])],
     )
-    assert conn.send_response(2, fetch) == []
-    assert conn.send_response(3, metadata_response()) == []
-    out = conn.send_response(1, metadata_response())
+    assert conn.send_response(second, fetch) == []
+    assert conn.send_response(third, metadata_response()) == []
+    out = conn.send_response(first, metadata_response())
     assert [type(part) for part in out] == [bytes, RecordsSlot, bytes]
     slot = out[1]
     assert isinstance(slot, RecordsSlot)
@@ -268,8 +280,9 @@ def test_api_versions_fallback_waits_for_earlier_responses(request_frame: FrameB
     )
     assert [type(event) for event in events] == [RequestReceived, RequestRejected, RequestReceived]
     assert conn.data_to_send() == []
-    assert correlation_ids(conn.send_response(1, metadata_response())) == [1, 2]
-    assert correlation_ids(conn.send_response(3, metadata_response())) == [3]
+    answers = by_id(events)
+    assert correlation_ids(conn.send_response(answers[1], metadata_response())) == [1, 2]
+    assert correlation_ids(conn.send_response(answers[3], metadata_response())) == [3]
 
 
 def test_api_versions_is_not_required_first(request_frame: FrameBuilder) -> None:
@@ -281,7 +294,7 @@ def test_api_versions_is_not_required_first(request_frame: FrameBuilder) -> None
     ("payload", "error_type"),
     [
         (struct.pack(">hhi", 9999, 0, 5), UnsupportedVersionError),  # unknown api key
-        (struct.pack(">hhih", ApiKey.PRODUCE, 0, 5, -1), UnsupportedVersionError),  # v0
+        (struct.pack(">hhih", ApiKey.PRODUCE, 8, 5, -1), UnsupportedVersionError),
         (struct.pack(">hhih", ApiKey.FETCH, 12, 5, -1), UnsupportedVersionError),
         (struct.pack(">hhih", ApiKey.METADATA, 4, 5, -1) + b"\x00", RequestDecodeError),
         (b"\x00\x03", RequestDecodeError),  # shorter than a header
@@ -332,11 +345,12 @@ def test_events_stop_at_the_first_bad_request(request_frame: FrameBuilder) -> No
 
 def test_a_closed_connection_ignores_everything(request_frame: FrameBuilder) -> None:
     conn: ServerConnection[bytes] = ServerConnection()
-    conn.receive_data(metadata(request_frame, 1))
+    (event,) = conn.receive_data(metadata(request_frame, 1))
+    assert isinstance(event, RequestReceived)
     conn.receive_data(sized(b"xx"))
     assert conn.closed
     assert conn.receive_data(metadata(request_frame, 2)) == []
-    assert conn.send_response(1, metadata_response()) == []  # the handler finished too late
+    assert conn.send_response(event, metadata_response()) == []  # the handler finished too late
     assert conn.data_to_send() == []
     assert conn.in_flight == 0
 
@@ -351,44 +365,76 @@ def test_stream_split_at_every_byte_gives_the_same_events(request_frame: FrameBu
         assert received(events) == [1, 2, 3], split
 
 
-def test_response_for_an_unknown_correlation_id_is_refused(request_frame: FrameBuilder) -> None:
+def test_a_response_for_a_request_that_awaits_none_is_refused(
+    request_frame: FrameBuilder,
+) -> None:
     conn: ServerConnection[bytes] = ServerConnection()
-    conn.receive_data(metadata(request_frame, 1))
+    (event,) = conn.receive_data(metadata(request_frame, 1))
+    assert isinstance(event, RequestReceived)
+    other: ServerConnection[bytes] = ServerConnection()
+    (foreign,) = other.receive_data(metadata(request_frame, 5))
+    assert isinstance(foreign, RequestReceived)
     with pytest.raises(ConnectionStateError, match="correlation id 5"):
-        conn.send_response(5, metadata_response())
-    conn.send_response(1, metadata_response())
+        conn.send_response(foreign, metadata_response())  # another connection's request
+    conn.send_response(event, metadata_response())
     with pytest.raises(ConnectionStateError):
-        conn.send_response(1, metadata_response())  # answered already
+        conn.send_response(event, metadata_response())  # answered already
 
 
 def test_mismatched_responses_are_refused_and_change_nothing(request_frame: FrameBuilder) -> None:
     conn: ServerConnection[bytes] = ServerConnection()
-    conn.receive_data(metadata(request_frame, 1))
+    (event,) = conn.receive_data(metadata(request_frame, 1))
+    assert isinstance(event, RequestReceived)
     with pytest.raises(ConnectionStateError, match="does not answer"):
-        conn.send_response(1, heartbeat_response())
+        conn.send_response(event, heartbeat_response())
     with pytest.raises(ConnectionStateError, match="does not fit"):
-        conn.send_response(1, encode_produce_response(7, 2, []))  # another correlation id
+        conn.send_response(event, encode_produce_response(7, 2, []))  # another correlation id
     with pytest.raises(ConnectionStateError):
-        conn.send_response(1, b"\x00\x00")
+        conn.send_response(event, b"\x00\x00")
     with pytest.raises(ConnectionStateError, match="Fetch frame"):
-        conn.send_response(1, encode_fetch_response(11, 1, []))
-    assert correlation_ids(conn.send_response(1, metadata_response())) == [1]
+        conn.send_response(event, encode_fetch_response(11, 1, []))
+    assert correlation_ids(conn.send_response(event, metadata_response())) == [1]
 
 
 def test_duplicate_correlation_ids_are_answered_in_order(request_frame: FrameBuilder) -> None:
     conn: ServerConnection[bytes] = ServerConnection()
-    conn.receive_data(metadata(request_frame, 1) + heartbeat(request_frame, 1))
-    assert correlation_ids(conn.send_response(1, metadata_response())) == [1]
-    assert correlation_ids(conn.send_response(1, heartbeat_response())) == [1]
+    metadata_event, heartbeat_event = conn.receive_data(
+        metadata(request_frame, 1) + heartbeat(request_frame, 1)
+    )
+    assert isinstance(metadata_event, RequestReceived)
+    assert isinstance(heartbeat_event, RequestReceived)
+    assert correlation_ids(conn.send_response(metadata_event, metadata_response())) == [1]
+    assert correlation_ids(conn.send_response(heartbeat_event, heartbeat_response())) == [1]
+    assert conn.in_flight == 0
+
+
+def test_duplicate_correlation_ids_answered_out_of_order_keep_request_order(
+    request_frame: FrameBuilder,
+) -> None:
+    # A slow request (a long-polling Fetch) and a fast one under the same correlation id: the
+    # fast one's handler finishes first. Matching by correlation id alone gave the Metadata
+    # response to the Fetch (ConnectionStateError, "Fatal error on transport" in the server).
+    conn: ServerConnection[str] = ServerConnection()
+    fetch_event, metadata_event = conn.receive_data(
+        sized(request_frame(fetch_request_v11(), 9)) + metadata(request_frame, 9)
+    )
+    assert isinstance(fetch_event, RequestReceived)
+    assert isinstance(metadata_event, RequestReceived)
+    assert conn.send_response(metadata_event, metadata_response()) == []  # waits for the Fetch
+    out = conn.send_response(fetch_event, encode_fetch_response(11, 9, []))
+    assert correlation_ids(out) == [9, 9]
+    assert isinstance(out[0], bytes)
+    assert out[0].endswith(encode_metadata_frame(9))
     assert conn.in_flight == 0
 
 
 def test_statistics(request_frame: FrameBuilder) -> None:
     conn: ServerConnection[bytes] = ServerConnection()
-    conn.receive_data(metadata(request_frame, 1) + metadata(request_frame, 2)[:5])
+    (event,) = conn.receive_data(metadata(request_frame, 1) + metadata(request_frame, 2)[:5])
+    assert isinstance(event, RequestReceived)
     stats = conn.statistics()
     assert (stats.requests_received, stats.in_flight, stats.buffered_bytes) == (1, 1, 5)
-    conn.send_response(1, metadata_response())
+    conn.send_response(event, metadata_response())
     stats = conn.statistics()
     assert (stats.responses_sent, stats.in_flight, stats.closed) == (1, 0, False)
 

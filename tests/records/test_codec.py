@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from odradek.errors import CorruptRecordError, UnsupportedCompressionTypeError
-from odradek.records import _pyrecords
+from odradek.records import record_format
 from odradek.records.batch import (
     CRC_OFFSET,
     HEADER_SIZE,
@@ -94,8 +94,8 @@ def test_build_golden_batch() -> None:
 
 
 def test_encode_golden_records() -> None:
-    assert _pyrecords.encode_record(0, 0, b"k", b"v", ()) == GOLDEN_RECORD_0
-    assert _pyrecords.encode_record(1, 300, None, b"hi", [("h", b"x")]) == GOLDEN_RECORD_1
+    assert record_format.encode_record(0, 0, b"k", b"v", ()) == GOLDEN_RECORD_0
+    assert record_format.encode_record(1, 300, None, b"hi", [("h", b"x")]) == GOLDEN_RECORD_1
 
 
 def test_decode_golden_batch() -> None:

@@ -1,10 +1,11 @@
 """Tests for odradek.records.columns and its compiled twin odradek._columns.
 
 The Python ``PyColumnBuilder`` is the reference: the compiled ``ColumnBuilder`` must give the
-same ``Columns`` (and the same next offset) for every input, and the same exception class for
-every input the reference rejects. Inputs: hypothesis-built batches of every kind, hand-made
-malformed records, and thousands of randomly mutated fetches (bytes parsed from the network:
-a crash there would take down a Spark executor).
+same ``Columns`` (and the same next offset) for every input, and the same exception, message
+included, for every input the reference rejects (an OverflowError: the same class). Inputs:
+hypothesis-built batches of every kind, hand-made malformed records, and thousands of randomly
+mutated fetches (bytes parsed from the network: a crash there would take down a Spark
+executor).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from tests._batch_inputs import (
     raw_record,
 )
 
-from odradek.errors import CorruptRecordError
+from odradek.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from odradek.records.batch import (
     ATTRIBUTES_OFFSET,
     HEADER_SIZE,
@@ -72,7 +73,8 @@ def run(
             if isinstance(error, OverflowError):
                 return ("error", type(error), None)  # the reference's state is half-updated
             # The records added before the error are kept, by both.
-            return ("error", type(error), (results, builder.count, builder.finish()))
+            kept = (results, builder.count, builder.finish())
+            return ("error", type(error), kept, str(error))
         results.append((next_offset, builder.count))
     return ("ok", [offset for offset, _count in results], builder.finish())
 
@@ -309,9 +311,12 @@ def test_corrupt_crc() -> None:
         (raw_record(0) + raw_record(1, length=3), 2, CorruptRecordError),
         (raw_record(0, headers=[(None, b"x")]), 1, CorruptRecordError),  # a null header key
         (raw_record(0, b"key", length=7), 1, CorruptRecordError),  # fields overrun the record
-        (raw_record(0) + b"\x00", 1, None),  # bytes after records_count records: ignored
+        (raw_record(0) + b"\x00", 1, CorruptRecordError),  # bytes after the records counted
         (raw_record(0, length=9) + b"\x00", 1, CorruptRecordError),  # a record not filled
-        (raw_record(0, header_count=-3), 1, None),  # a negative count: no headers
+        (raw_record(0, header_count=-3), 1, CorruptRecordError),  # a negative header count
+        (raw_record(0, headers=[(b"\xff", b"x")]), 1, CorruptRecordError),  # a key not UTF-8
+        (raw_record(0, headers=[(b"\xc3\xa9", None)]), 1, None),  # a key in UTF-8
+        (raw_record(0, length=0), 1, CorruptRecordError),
         (raw_record(0, header_count=5), 1, CorruptRecordError),
         (raw_record(0, key=None, value=None), 1, None),
         (raw_record(0) * 2, 3, CorruptRecordError),  # fewer records than counted
@@ -337,7 +342,7 @@ def test_varints_at_their_limits() -> None:
     ("change", "error"),
     [
         *REJECTED_HEADERS,
-        ({"attributes": 5}, ValueError),  # codec bits 5-7: no Kafka version defines them
+        ({"attributes": 5}, UnsupportedCompressionTypeError),  # codec bits 5-7: undefined
         ({"attributes": 7 | 0x20}, None),  # ... unless the batch is a control batch
     ],
 )

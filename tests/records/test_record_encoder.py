@@ -1,4 +1,4 @@
-"""Tests for odradek._record_encoder, the compiled twin of ``_pyrecords.encode_record``.
+"""Tests for odradek._record_encoder, the compiled twin of ``record_format.encode_record``.
 
 The Python encoder is the reference: for every argument list the compiled one must return the
 same bytes, or raise the same exception (class and message). It encodes the common arguments
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from odradek.records import _pyrecords, codec
+from odradek.records import codec, record_format
 from odradek.records.codec import (
     COMPILED_ENCODER_MODULE,
     build_batch,
@@ -30,7 +30,7 @@ compiled = compiled_encode_record()
 needs_compiled = pytest.mark.skipif(
     compiled is None, reason=f"{COMPILED_ENCODER_MODULE} is not built"
 )
-reference = _pyrecords.encode_record
+reference = record_format.encode_record
 
 
 def outcome(function: Any, *args: Any) -> tuple[str, Any]:

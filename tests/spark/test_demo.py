@@ -42,8 +42,10 @@ from odradek.demo.summary import (
     GroupLag,
     ParquetTotals,
     PartitionLag,
+    Progress,
     Summary,
     TopicTotals,
+    format_progress,
     format_summary,
 )
 
@@ -179,36 +181,56 @@ def test_demo_runs_end_to_end(tmp_path: Path, marker: str) -> None:
     assert sum(offset.offset for offset in committed.values() if offset) == produced + 1
 
 
-def test_ctrl_c_stops_cleanly_with_summary(tmp_path: Path, marker: str) -> None:
-    data_dir = tmp_path / "demo"
+def first_progress_past_start(line: str) -> bool:
+    """A progress line from after the query started: the first micro-batch runs, or is done."""
+    return line.startswith("[") and "Spark: starting the query" not in line
+
+
+def close_demo(process: subprocess.Popen[str]) -> None:
+    """Kills what is left of the demo's process group (a failed test) and closes its pipes."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
+
+
+def run_and_interrupt(data_dir: Path, marker: str, send: Any) -> tuple[int, str, str]:
+    """Runs the demo (in a process group of its own) until a progress line shows the query
+    started (on this machine its first micro-batch is then usually still running), calls
+    ``send(process)``, and returns the exit status, stdout (from the start) and stderr."""
     process = subprocess.Popen(
         demo_command(data_dir, "--duration", "300", "--rate", "100", *FAST),
         env=marked_env(marker),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,
     )
     try:
         assert process.stdout is not None
         head = []
-        for line in process.stdout:  # the first progress line: the query runs
+        for line in process.stdout:
             head.append(line)
-            if line.startswith("["):
+            if first_progress_past_start(line):
                 break
         else:
-            pytest.fail("the demo ended before its first progress line: " + "".join(head))
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=150)
+            pytest.fail("the demo ended before its query started: " + "".join(head))
+        send(process)
+        out, err = process.communicate(timeout=240)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == 0, "".join(head) + out + err
-    assert_no_processes_left(marker)
+        close_demo(process)
+    return process.returncode, "".join(head) + out, err
+
+
+def assert_stopped_early_with_summary(data_dir: Path, code: int, out: str, err: str) -> None:
+    assert code == 0, out + err
     assert "stopping early" in out
     assert "page views; stopped early by Ctrl-C or SIGTERM)" in out
     assert "consumer group    odradek-demo on page-views" in out
     assert "CHECK FAILED" not in out
+    assert "check             OK" in out
     summary = read_summary(data_dir)
     assert summary["interrupted"]
     assert not summary["drained"]
@@ -218,6 +240,72 @@ def test_ctrl_c_stops_cleanly_with_summary(tmp_path: Path, marker: str) -> None:
     total = lag_table(out)[-1]
     assert total[2] == summary["events"]["delivered"]
     assert total[3] == total[2] - total[1]
+
+
+def test_ctrl_c_stops_cleanly_with_summary(tmp_path: Path, marker: str) -> None:
+    data_dir = tmp_path / "demo"
+    code, out, err = run_and_interrupt(data_dir, marker, lambda p: p.send_signal(signal.SIGINT))
+    assert_no_processes_left(marker)
+    assert_stopped_early_with_summary(data_dir, code, out, err)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_to_the_process_group_finishes_the_running_micro_batch(
+    tmp_path: Path, marker: str, signum: signal.Signals
+) -> None:
+    """A non-interactive parent stopping the demo's whole process group (as a terminal's Ctrl-C
+    does): only the demo gets the signal — not Spark's JVM (SIGTERM would stop it under the
+    query) or its Python workers (SIGINT would kill a running task) — and it waits for the
+    running micro-batch however long it takes."""
+    data_dir = tmp_path / "demo"
+    code, out, err = run_and_interrupt(data_dir, marker, lambda p: os.killpg(p.pid, signum))
+    assert_no_processes_left(marker)
+    assert_stopped_early_with_summary(data_dir, code, out, err)
+    summary = read_summary(data_dir)
+    first_progress = next(line for line in out.splitlines() if first_progress_past_start(line))
+    if "first micro-batch running" in first_progress:  # the signal came mid-batch
+        # That batch finished (Spark records a batch's progress only when it completes).
+        assert summary["batches"] >= 1
+        assert summary["rows_read"] >= 1
+        assert "stopping the query once its running micro-batch is done" in out
+
+
+def test_a_second_signal_stops_at_once(tmp_path: Path, marker: str) -> None:
+    """The first SIGINT to the group while a micro-batch runs starts the wait for it; a second
+    one ends the wait: exit 130 at once, and still nothing left running (Spark's JVM is in a
+    process group of its own, so the demo must stop it itself)."""
+    process = subprocess.Popen(
+        demo_command(tmp_path / "demo", "--duration", "300", "--rate", "100", *FAST),
+        env=marked_env(marker),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    try:
+        assert process.stdout is not None
+        signalled = False
+        for line in process.stdout:
+            lines.append(line)
+            if not signalled and first_progress_past_start(line):
+                if "first micro-batch running" not in line:
+                    pytest.skip("the first micro-batch was over before the first progress line")
+                os.killpg(process.pid, signal.SIGINT)
+                signalled = True
+            elif line.startswith("stopping the query once its running micro-batch is done"):
+                os.killpg(process.pid, signal.SIGINT)
+                break
+        else:
+            if any(line.startswith("Summary") for line in lines):
+                pytest.skip("the micro-batch was over before the first signal was handled")
+            pytest.fail("the demo ended without its summary: " + "".join(lines))
+        out, err = process.communicate(timeout=120)
+    finally:
+        close_demo(process)
+    assert_no_processes_left(marker, within_s=30)
+    assert process.returncode == 130, "".join(lines) + out + err
+    assert "Summary" not in out
 
 
 # ------------------------------------------------------------------------------ the parts
@@ -307,6 +395,15 @@ def summary_of(**changes: Any) -> Summary:
         lag=GroupLag("g", "page-views", (PartitionLag(0, 1001, 1001),)),
     )
     return dataclasses.replace(base, **changes)
+
+
+def test_the_progress_line_says_whether_the_first_micro_batch_runs() -> None:
+    progress = Progress(5.0, 1_000, 0, 0, 0.0, 0.0, 0, 990, None)
+    assert "Spark: starting the query |" in format_progress(progress)
+    running = dataclasses.replace(progress, batch_running=True)
+    assert "Spark: first micro-batch running |" in format_progress(running)
+    done = dataclasses.replace(progress, batches=2, rows_read=1_500, batch_running=True)
+    assert "Spark: 2 batches, 1,500 rows read" in format_progress(done)
 
 
 def test_the_end_to_end_check() -> None:

@@ -2,15 +2,24 @@
 server. ``BrokerApp.start``/``stop`` run on an event loop; ``odradek serve`` and the embedded
 ``odradek.Broker`` both drive one.
 
-Start-up order: metadata store (cluster id), log
-manager (recovery happens here), partitions from the stored topics, the listener, then the
-broker registration with the bound port.
-Shutdown order: stop accepting and finish requests in flight, then flush and close the logs
-(writing the clean-shutdown marker), then the store.
+The metadata store: without ``zookeeper.connect``, the embedded ``LocalMetadataStore`` in the
+first log directory (a one-broker cluster); with it, ``ZooKeeperMetadataStore`` — and a
+ZooKeeper that cannot be reached within ``zookeeper.connection.timeout.ms`` fails the start
+(``StoreConnectionError``), never a silent fallback to the local store. Both run the same
+controller code.
+
+Start-up order: metadata store (cluster id; a broker id already registered by a live broker
+fails here, before any log is opened), log manager (recovery happens here), partitions from
+the stored topics, the listener, the broker registration with the bound port
+(``/brokers/ids/<id>``), then the controller election.
+Shutdown order: the controller, stop accepting and finish requests in flight, then flush and
+close the logs (writing the clean-shutdown marker), then the store (its session: the
+registration and, on the controller, ``/controller`` vanish).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from odradek._clock import SYSTEM_CLOCK, Clock
@@ -48,8 +57,12 @@ from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.router import Router
 from odradek.broker.server import BrokerServer
 from odradek.broker.topic_manager import TopicManager
+from odradek.controller.controller import Controller
 from odradek.controller.local import LocalMetadataStore
-from odradek.controller.topics import ClusterMetadata, Endpoint
+from odradek.controller.store import MetadataStore, join_path
+from odradek.controller.topics import BROKER_IDS_PATH, ClusterMetadata, Endpoint
+from odradek.controller.zookeeper import ZooKeeperMetadataStore
+from odradek.errors import NodeExistsError
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager
 
@@ -91,7 +104,11 @@ class BrokerApp:
         self.clock = clock
         self.server: BrokerServer | None = None
         self.log_manager: LogManager | None = None
-        self.store: LocalMetadataStore | None = None
+        self.store: MetadataStore | None = None
+        self.controller: Controller | None = None
+        #: Why the broker cannot go on (its ZooKeeper session expired), once it happened.
+        self.fatal_error: str | None = None
+        self._fatal = asyncio.Event()
         self.ctx: BrokerContext | None = None
         self.topics: TopicManager | None = None
         self.groups: GroupCoordinatorRuntime | None = None
@@ -106,10 +123,47 @@ class BrokerApp:
         assert self.server is not None, "the broker is not started"
         return self.server.port
 
+    async def _open_store(self) -> MetadataStore:
+        config = self.config
+        if config.zookeeper_connect is None:
+            return LocalMetadataStore(config.log_dirs[0])
+        # Connecting blocks for up to zookeeper.connection.timeout.ms: off the event loop.
+        return await asyncio.to_thread(
+            ZooKeeperMetadataStore,
+            config.zookeeper_connect,
+            session_timeout_ms=config.zookeeper_session_timeout_ms,
+            connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+        )
+
+    async def wait_fatal(self) -> str:
+        """Returns (the reason) once the broker cannot go on: its ZooKeeper session expired,
+        so its registration and ephemeral nodes are gone and other brokers may have taken
+        over its roles. Its owner stops it (``odradek serve`` exits 1)."""
+        await self._fatal.wait()
+        assert self.fatal_error is not None
+        return self.fatal_error
+
+    def _on_session_lost(self) -> None:
+        self.fatal_error = (
+            f"the ZooKeeper session of broker {self.config.broker_id} expired: its "
+            "registration is gone, so it stops (start it again to rejoin the cluster)"
+        )
+        logger.error("%s", self.fatal_error)
+        self._fatal.set()
+
     async def start(self) -> None:
         config = self.config
-        self.store = LocalMetadataStore(config.log_dirs[0])
+        self.store = await self._open_store()
+        if isinstance(self.store, ZooKeeperMetadataStore):
+            loop = asyncio.get_running_loop()
+
+            def session_lost() -> None:  # on a kazoo thread
+                loop.call_soon_threadsafe(self._on_session_lost)
+
+            self.store.add_session_lost_listener(session_lost)
         metadata_store = ClusterMetadata(self.store, clock=self.clock)
+        if metadata_store.broker(config.broker_id) is not None:
+            raise NodeExistsError(_already_registered(config.broker_id))
         metadata_store.ensure_top_level_paths()
         cluster_id = metadata_store.get_or_create_cluster_id()
         self.log_manager = LogManager(
@@ -163,10 +217,16 @@ class BrokerApp:
         await self.server.start()
         if advertised.port == 0 or advertised == listener:
             self.ctx.port = self.server.port
-        metadata_store.register_broker(
-            config.broker_id,
-            [Endpoint(listener.name, self.ctx.host, self.ctx.port)],
-        )
+        try:
+            metadata_store.register_broker(
+                config.broker_id,
+                [Endpoint(listener.name, self.ctx.host, self.ctx.port)],
+                rack=config.broker_rack,
+            )
+        except NodeExistsError:
+            raise NodeExistsError(_already_registered(config.broker_id)) from None
+        self.controller = Controller(self.store, config.broker_id, clock=self.clock)
+        self.controller.start()
         logger.info(
             "broker %d of cluster %s serving on %s:%d",
             config.broker_id,
@@ -176,6 +236,8 @@ class BrokerApp:
         )
 
     async def stop(self) -> None:
+        if self.controller is not None:
+            await asyncio.to_thread(self.controller.stop)
         if self.groups is not None:
             await self.groups.stop()  # answers requests waiting in JoinGroup/SyncGroup
         if self.topics is not None:
@@ -187,3 +249,11 @@ class BrokerApp:
         if self.store is not None:
             self.store.close()
         logger.info("broker stopped")
+
+
+def _already_registered(broker_id: int) -> str:
+    path = join_path(BROKER_IDS_PATH, str(broker_id))
+    return (
+        f"broker.id {broker_id} is already registered at {path} by another live broker "
+        "(choose another broker.id, or wait for that broker's session to end)"
+    )

@@ -205,6 +205,10 @@ class BrokerConfig:
     cleaner_config: CleanerConfig = field(default_factory=CleanerConfig)
     limits: BrokerLimits = field(default_factory=BrokerLimits)
     originals: tuple[tuple[str, str], ...] = ()
+    zookeeper_session_timeout_ms: int = 18_000
+    #: ``None``: the session timeout (Kafka's default).
+    zookeeper_connection_timeout_ms: int | None = None
+    broker_rack: str | None = None
 
     @classmethod
     def from_properties(
@@ -285,6 +289,9 @@ class BrokerConfig:
                 {name: value for name, value in originals.items() if name in _CLEANER_SETTINGS}
             ),
             originals=tuple(sorted(originals.items())),
+            zookeeper_session_timeout_ms=get("zookeeper.session.timeout.ms"),
+            zookeeper_connection_timeout_ms=get("zookeeper.connection.timeout.ms"),
+            broker_rack=get("broker.rack"),
         )
 
     def describe(self) -> dict[str, ConfigEntry]:
@@ -455,6 +462,9 @@ _SETTINGS: dict[str, _Setting] = {
     "log.retention.check.interval.ms": _int_setting(300_000, 1, _MAX_LONG),
     "log.flush.offset.checkpoint.interval.ms": _int_setting(60_000, 1, _MAX_INT),
     "zookeeper.connect": _Setting(_optional_string, _text, None),
+    "zookeeper.session.timeout.ms": _int_setting(18_000, 1),
+    "zookeeper.connection.timeout.ms": _int_setting(None, 1),
+    "broker.rack": _Setting(_optional_string, _text, None),
     "offsets.topic.num.partitions": _int_setting(50, 1),
     "offsets.topic.replication.factor": _int_setting(1, 1, _MAX_SHORT),
     "group.initial.rebalance.delay.ms": _int_setting(3000, 0),

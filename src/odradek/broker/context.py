@@ -1,4 +1,6 @@
-"""What every handler gets: the broker's configuration, identity and services."""
+"""What every handler gets: the broker's configuration, identity and services, the services
+typed by the narrow ports of ``odradek.broker.ports`` (so a handler runs against in-memory
+fakes in tests, and never sees a concrete service or a storage type)."""
 
 from __future__ import annotations
 
@@ -7,13 +9,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from odradek._clock import Clock
-from odradek.broker.purgatory import FetchPurgatory
-from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.ports import GroupsPort, PurgatoryPort, ReplicasPort, TopicsPort
 
 if TYPE_CHECKING:
     from odradek.broker.config import BrokerConfig
-    from odradek.broker.group.runtime import GroupCoordinatorRuntime
-    from odradek.broker.topic_manager import TopicManager
     from odradek.protocol import ApiKey, VersionRange
 
 
@@ -24,16 +23,16 @@ class BrokerContext:
     config: BrokerConfig
     cluster_id: str
     broker_id: int
-    replicas: ReplicaManager
-    topics: TopicManager
-    purgatory: FetchPurgatory
+    replicas: ReplicasPort
+    topics: TopicsPort
+    purgatory: PurgatoryPort
     clock: Clock
     #: Advertised address of the listener (the real port once bound, for port 0).
     host: str = "127.0.0.1"
     port: int = 9092
     supported_versions: dict[ApiKey, VersionRange] = field(default_factory=dict)
     #: The group coordinator (None: this broker runs none).
-    groups: GroupCoordinatorRuntime | None = None
+    groups: GroupsPort | None = None
 
 
 #: The address of the client whose request is being handled (``/127.0.0.1`` as Kafka

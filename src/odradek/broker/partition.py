@@ -14,6 +14,7 @@ from __future__ import annotations
 from odradek._types import TopicPartition
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.storage.log import AppendInfo, Log, LogReadInfo
+from odradek.storage.segment import TimestampAndOffset
 
 ACKS_NONE = 0
 ACKS_LEADER = 1
@@ -99,6 +100,15 @@ class Partition:
             max_offset=self.high_watermark if committed_only else None,
             min_one_message=min_one_message,
         )
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> TimestampAndOffset | None:
+        """The first record at or after the log start offset whose timestamp is at or after
+        ``timestamp_ms``, or ``None`` (also for one at or past the high watermark, which a
+        consumer cannot read yet)."""
+        found = self.log.offset_for_timestamp(timestamp_ms)
+        if found is None or found.offset >= self.high_watermark:
+            return None
+        return found
 
     def delete_records_before(self, offset: int) -> int:
         """Moves the log start offset to ``offset`` (DeleteRecords; -1 means the high

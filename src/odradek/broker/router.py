@@ -5,10 +5,11 @@ The advertised versions are the protocol layer's implemented ranges for exactly 
 have a handler, so ApiVersions never offers an API nobody serves.
 
 A handler returns the response (a kio response object, a whole encoded frame, or a Fetch
-response frame with records slots), ``None`` when no response is owed (acks=0), or an
-awaitable of one of those when it must wait (long-polling Fetch). Handlers never let an
-exception reach the wire: a ``KafkaError`` they cannot express in their response, or any
-other exception, makes the server close the connection (and log it).
+response frame whose records slots hold ``net.sendfile.FileRegion``s, never a storage type),
+``None`` when no response is owed (acks=0), or an awaitable of one of those when it must wait
+(long-polling Fetch). Handlers never let an exception reach the wire: a ``KafkaError`` they
+cannot express in their response, or any other exception, makes the server close the
+connection (and log it).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, TypeAlias
 
+from odradek.net.sendfile import FileRegion
 from odradek.protocol import (
     IMPLEMENTED_VERSIONS,
     ApiKey,
@@ -25,12 +27,11 @@ from odradek.protocol import (
     ResponsePayload,
     VersionRange,
 )
-from odradek.storage.file_records import FileSlice
 
 if TYPE_CHECKING:
     from odradek.broker.context import BrokerContext
 
-Response: TypeAlias = ResponsePayload | bytes | FetchResponseFrame[FileSlice] | None
+Response: TypeAlias = ResponsePayload | bytes | FetchResponseFrame[FileRegion] | None
 HandlerResult: TypeAlias = Response | Awaitable[Response]
 Handler: TypeAlias = Callable[["BrokerContext", Request], HandlerResult]
 

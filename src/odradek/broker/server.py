@@ -29,16 +29,15 @@ import ipaddress
 import logging
 from collections import deque
 from collections.abc import Awaitable
-from typing import Any, cast
+from typing import cast
 
 from odradek.broker.connection_quotas import ConnectionQuotas, IdleConnections
 from odradek.broker.context import CLIENT_HOST, BrokerContext
 from odradek.broker.limits import BrokerLimits, is_ip_address
 from odradek.broker.router import Response, Router
-from odradek.errors import KafkaError
-from odradek.net.sendfile import send_file_slice
+from odradek.errors import ConnectionStateError, KafkaError
+from odradek.net.sendfile import FileRegion, send_file_slice
 from odradek.protocol import RecordsSlot, RequestReceived, RequestRejected, ServerConnection
-from odradek.storage.file_records import FileSlice
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +46,7 @@ SENDFILE_MIN_BYTES = 64 * 1024
 #: At most one refused-connection log line per this many ms (a flood logs a count).
 REFUSAL_LOG_INTERVAL_MS = 1000
 
-Part = bytes | RecordsSlot[FileSlice]
+Part = bytes | RecordsSlot[FileRegion]
 
 
 class BrokerServer:
@@ -235,7 +234,7 @@ class KafkaProtocol(asyncio.Protocol):
     def __init__(self, server: BrokerServer) -> None:
         self.server = server
         self.ctx = server.ctx
-        self.conn: ServerConnection[FileSlice] = ServerConnection(
+        self.conn: ServerConnection[FileRegion] = ServerConnection(
             supported=server.router.supported_versions,
             max_frame_bytes=server.max_frame_bytes,
         )
@@ -325,18 +324,20 @@ class KafkaProtocol(asyncio.Protocol):
             self._fail(request.api_key.name, error)
             return False
         if inspect.isawaitable(result):
-            task = asyncio.ensure_future(self._finish(request.correlation_id, result, event))
+            task = asyncio.ensure_future(self._finish(result, event))
             self._pending_tasks.add(task)
             task.add_done_callback(self._pending_tasks.discard)
             self.server.hold_request_bytes(self, task, event.frame_size)
             return True
         if event.expects_response:
-            parts.extend(self.conn.send_response(request.correlation_id, result))  # type: ignore[arg-type]
+            try:
+                parts.extend(self.conn.send_response(event, result))  # type: ignore[arg-type]
+            except ConnectionStateError as error:
+                self._fail(request.api_key.name, error)
+                return False
         return True
 
-    async def _finish(
-        self, correlation_id: int, pending: Awaitable[Response], event: RequestReceived
-    ) -> None:
+    async def _finish(self, pending: Awaitable[Response], event: RequestReceived) -> None:
         try:
             result = await pending
         except asyncio.CancelledError:
@@ -346,7 +347,11 @@ class KafkaProtocol(asyncio.Protocol):
             return
         if self._closing or not event.expects_response:
             return
-        self._write(self.conn.send_response(correlation_id, result))  # type: ignore[arg-type]
+        try:
+            self._write(self.conn.send_response(event, result))  # type: ignore[arg-type]
+        except ConnectionStateError as error:
+            self._fail(event.request.api_key.name, error)
+            return
         self.maybe_resume_reading()
 
     def _fail(self, api: str, error: Exception) -> None:
@@ -387,7 +392,15 @@ class KafkaProtocol(asyncio.Protocol):
             if self._writer is None:
                 self._writer = asyncio.ensure_future(self._drain_outbox())
             return
-        self.transport.write(b"".join(_as_bytes(part) for part in parts))
+        try:
+            data = b"".join(_as_bytes(part) for part in parts)
+        except (OSError, KafkaError) as error:
+            # The records' file went away under the response (its topic was deleted while
+            # a long poll waited): this connection's response cannot be completed.
+            logger.warning("cannot read records for %s, closing it: %s", self.peer, error)
+            self.close()
+            return
+        self.transport.write(data)
 
     async def _drain_outbox(self) -> None:
         transport = self.transport
@@ -401,7 +414,7 @@ class KafkaProtocol(asyncio.Protocol):
                     await send_file_slice(transport, part.records, part.size)
                 else:
                     transport.write(_as_bytes(part))
-        except (ConnectionError, OSError) as error:
+        except (ConnectionError, OSError, KafkaError) as error:
             logger.info("write to %s failed: %s", self.peer, error)
             self.close()
         finally:
@@ -443,20 +456,16 @@ class KafkaProtocol(asyncio.Protocol):
 
 
 def _wants_sendfile(part: Part) -> bool:
-    return (
-        isinstance(part, RecordsSlot)
-        and part.size >= SENDFILE_MIN_BYTES
-        and isinstance(part.records, FileSlice)
-    )
+    return isinstance(part, RecordsSlot) and part.size >= SENDFILE_MIN_BYTES
 
 
-def _as_bytes(part: Any) -> bytes:
+def _as_bytes(part: Part) -> bytes:
     if isinstance(part, bytes):
         return part
     records = part.records
     if records is None or part.size == 0:
         return b""
-    data: bytes = records.read()
+    data = records.read()
     if len(data) != part.size:
         raise OSError(f"records slice changed size: {len(data)} != {part.size}")
     return data

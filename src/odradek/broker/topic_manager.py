@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from odradek._types import TopicPartition
 from odradek.broker.config import BrokerConfig
 from odradek.broker.limits import MutationQuota, check_partition_totals
+from odradek.broker.ports import TopicPlan
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.controller.topics import (
     ClusterMetadata,
@@ -89,27 +90,6 @@ class TopicConfigEntry:
     name: str
     value: str
     is_default: bool
-
-
-@dataclass(frozen=True, slots=True)
-class TopicPlan:
-    """A checked change: partitions to add to ``topic`` (all of them for a new topic, whose
-    ``configs`` are stored with it)."""
-
-    topic: str
-    new_topic: bool
-    #: partition → replicas of the partitions to add only.
-    assignment: Mapping[int, Sequence[int]]
-    configs: Mapping[str, str]
-    log_config: LogConfig
-
-    @property
-    def first_partition(self) -> int:
-        return min(self.assignment)
-
-    @property
-    def replication_factor(self) -> int:
-        return len(next(iter(self.assignment.values())))
 
 
 @dataclass(slots=True)
@@ -286,7 +266,7 @@ class TopicManager:
         """
         validate_topic_name(topic)
         overrides = dict(configs or {})
-        log_config = self._validate_configs(overrides)
+        self._validate_configs(overrides)
         if assignment is None:
             partitions = self.config.num_partitions if num_partitions == -1 else num_partitions
             factor = (
@@ -305,7 +285,7 @@ class TopicManager:
             state = "is being deleted or created" if topic in self._jobs else "already exists"
             raise KafkaError(f"topic {topic!r} {state}", code=ErrorCode.TOPIC_ALREADY_EXISTS)
         plan_assignment = {p: list(r) for p, r in assignment.items()}
-        return TopicPlan(topic, True, plan_assignment, overrides, log_config)
+        return TopicPlan(topic, True, plan_assignment, overrides)
 
     def plan_partitions(
         self,
@@ -345,7 +325,7 @@ class TopicManager:
             new = assign_replicas(
                 total_count - first, factor, [self.broker_id], start_partition=first
             )
-        return TopicPlan(topic, False, new, {}, self.log_config_for(topic))
+        return TopicPlan(topic, False, new, {})
 
     def check_capacity(self, adding: int, adding_here: int) -> None:
         """Refuses ``adding`` partitions, ``adding_here`` of them with a replica on this
@@ -392,10 +372,13 @@ class TopicManager:
                 code=ErrorCode.LEADER_NOT_AVAILABLE,
             )
         plan = self.plan_topic(topic)
-        loop = asyncio.get_running_loop()
-        if not self._inline_budget_used:
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # called off a loop: nothing to hold up, create it here
+            loop = None
+        if loop is not None and not self._inline_budget_used:
             loop.call_soon(self._reset_inline_budget)
-        self._inline_budget_used += len(plan.assignment)
+        self._inline_budget_used += len(plan.assignment) if loop is not None else 0
         if self._inline_budget_used > AUTO_CREATE_INLINE_PARTITIONS:
             self.start_create(plan)
             logger.info("auto-creating topic %s off the event loop", topic)
@@ -442,6 +425,39 @@ class TopicManager:
         finally:
             self._unreserve(topic)
 
+    def create_partitions(
+        self,
+        topic: str,
+        total_count: int,
+        *,
+        assignment: Sequence[Sequence[int]] | None = None,
+        validate_only: bool = False,
+    ) -> None:
+        """Grows ``topic`` on the calling thread (handlers use ``start_create``).
+
+        Raises:
+            KafkaError: as ``plan_partitions``; KAFKA_STORAGE_ERROR when a log cannot be made.
+        """
+        plan = self.plan_partitions(topic, total_count, assignment=assignment)
+        if validate_only:
+            return
+        self._reserve(plan)
+        try:
+            self._apply(plan)
+            for index, replicas in sorted(plan.assignment.items()):
+                self._serve_partition(topic, index, replicas)
+            self._publish(plan)
+        finally:
+            self._unreserve(topic)
+
+    def delete_topic(self, topic: str) -> None:
+        """Deletes ``topic`` on the calling thread (handlers use ``start_delete``).
+
+        Raises:
+            KafkaError: UNKNOWN_TOPIC_OR_PARTITION, TOPIC_DELETION_DISABLED.
+        """
+        self._remove(topic, self._unpublish(topic))
+
     def alter_topic_configs(
         self,
         topic: str,
@@ -485,6 +501,14 @@ class TopicManager:
         Raises:
             KafkaError: UNKNOWN_TOPIC_OR_PARTITION, TOPIC_DELETION_DISABLED.
         """
+        return self._start(topic, self._delete(topic, self._unpublish(topic)))
+
+    def _unpublish(self, topic: str) -> list[TopicPartition]:
+        """Checks a deletion, takes the topic out of Metadata and detaches its partitions.
+
+        Raises:
+            KafkaError: UNKNOWN_TOPIC_OR_PARTITION, TOPIC_DELETION_DISABLED.
+        """
         if topic not in self._known:
             raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
         if not self.config.delete_topic_enable:
@@ -494,8 +518,7 @@ class TopicManager:
         self._totals.published -= len(removed)
         self._totals.published_here -= self._held_here(removed)
         self._log_configs.pop(topic, None)
-        detached = self.replicas.detach_topic(topic)
-        return self._start(topic, self._delete(topic, detached))
+        return self.replicas.detach_topic(topic)
 
     def keep(self, work: Coroutine[object, object, None]) -> asyncio.Task[None]:
         """Runs ``work`` (a handler's wait-then-change) as a task the manager holds until it
@@ -527,8 +550,8 @@ class TopicManager:
         self._reserved[plan.topic] = plan
         self._totals.reserved += len(plan.assignment)
         self._totals.reserved_here += self._held_here(plan.assignment)
-        if plan.new_topic:
-            self._log_configs[plan.topic] = plan.log_config
+        if plan.new_topic:  # checked by plan_topic
+            self._log_configs[plan.topic] = self.config.log_config.with_overrides(plan.configs)
 
     def _unreserve(self, topic: str) -> None:
         plan = self._reserved.pop(topic, None)
@@ -660,13 +683,14 @@ class TopicManager:
         topic = plan.topic
         made: list[TopicPartition] = []
         log_manager = self.replicas.log_manager
+        log_config = self._log_configs.get(topic) or self.log_config_for(topic)
         try:
             for index, replicas in sorted(plan.assignment.items()):
                 if self._stopping.is_set():
                     raise _InterruptedError
                 if self.broker_id in replicas:
                     topic_partition = TopicPartition(topic, index)
-                    log_manager.get_or_create_log(topic_partition, plan.log_config)
+                    log_manager.get_or_create_log(topic_partition, log_config)
                     made.append(topic_partition)
         except _InterruptedError:
             raise

@@ -13,7 +13,7 @@ from typing import Any, Final, TypeVar
 
 import click
 
-from odradek.client._wire import parse_bootstrap_servers
+from odradek.client.network import parse_bootstrap_servers
 from odradek.errors import KafkaError, OdradekError
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -5,13 +5,15 @@
 Starts an embedded broker, produces page views for ``--duration`` seconds, counts them per page
 per event-time window with a Spark Structured Streaming job (local mode) reading and writing
 through the ``odradek`` data source and writing Parquet, prints a progress line every few
-seconds, then a summary read back from the outputs (the run takes about 25 s more than
-``--duration``: Spark's start and the final drain).
+seconds, then a summary read back from the outputs (the run takes 35–40 s more than
+``--duration`` on a 2-core machine: Spark's start, the final drain and the stops).
 
 Contract:
 
-- Ctrl-C (SIGINT) or SIGTERM stops early and cleanly: the query, the generator, Spark and its
-  JVM, the broker — then the summary, exit 0. A second Ctrl-C stops at once (exit 130).
+- Ctrl-C (SIGINT) or SIGTERM, sent to the demo or to its whole process group, stops early and
+  cleanly: the running micro-batch finishes however long it takes, then the query, the
+  generator, Spark and its JVM, the broker stop — then the summary, exit 0. A second signal
+  stops at once (exit 130).
 - A bad option is one line on stderr, exit 2; a demo that cannot run (no Java, no pyspark, the
   query failing) one line, exit 1, pointing at ``<data-dir>/spark.log``. An end-to-end check
   that does not add up is reported in the summary, exit 1.

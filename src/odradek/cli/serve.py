@@ -17,9 +17,14 @@ Contract:
   flush and close the logs and write the clean-shutdown marker; then exit 0. A signal that
   arrives while the broker starts (log recovery) stops it as soon as it is up.
 - A bad setting, file or ``--override`` is a usage error: one line on stderr, exit 2.
-- A broker that cannot start (port in use, unusable log directory), or that fails while
-  closing its logs, prints one line, exit 1 (the log directory then has no clean-shutdown
-  marker, so the next start recovers it).
+- A broker that cannot start (port in use, unusable log directory, an unreachable
+  ``zookeeper.connect``, a ``broker.id`` already registered), or that fails while closing its
+  logs, prints one line, exit 1 (the log directory then has no clean-shutdown marker, so the
+  next start recovers it).
+- A broker whose ZooKeeper session expires (paused or cut off for longer than
+  ``zookeeper.session.timeout.ms``) stops cleanly and exits 1 with one line: its registration is
+  gone and others may have taken its roles, so it must not go on serving as if nothing
+  happened.
 """
 
 from __future__ import annotations
@@ -123,11 +128,17 @@ async def _serve(app: BrokerApp) -> None:
             f"(cluster {ctx.cluster_id})"
         )
         sys.stdout.flush()
-        await stop.wait()
+        fatal = asyncio.ensure_future(app.wait_fatal())
+        stopped = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({fatal, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        fatal.cancel()
+        stopped.cancel()
         try:
             await app.stop()
         except (OdradekError, OSError) as error:
             raise click.ClickException(f"the broker did not stop cleanly: {error}") from None
+        if app.fatal_error is not None:
+            raise click.ClickException(app.fatal_error)
     finally:
         for signum in STOP_SIGNALS:
             loop.remove_signal_handler(signum)

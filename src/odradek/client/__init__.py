@@ -1,4 +1,6 @@
-"""odradek's Python Kafka clients: admin, simple consumer (producer and consumer join here).
+"""odradek's Python Kafka clients: ``admin`` (``AdminClient``, over its ``admin_*`` parts),
+``simple_consumer``, and the packages ``producer``, ``consumer``, ``streams`` (the classic
+high-level consumer) and ``assignors``; every client is a ``closeable.Closeable``.
 
 Layers inside (each module's docstring states its contract): ``config`` (settings by Kafka
 name), ``network`` / ``connection`` (non-blocking pipelined connections, one owner thread),

@@ -1,8 +1,9 @@
 """``GroupAdmin``: the consumer-group calls of ``AdminClient`` (Kafka's admin API for groups).
 
-``AdminClient`` inherits them; this module owns how group requests are routed and what they
-return. Every call but ``list_groups`` goes to the group's coordinator, found with
-FindCoordinator (key type 0) at the start of each attempt; an answer of NOT_COORDINATOR,
+``AdminClient`` delegates them to its ``GroupAdmin`` part, which sends through the client's
+``AdminRequests``; this module owns how group requests are routed and what they return.
+Every call but ``list_groups`` goes to the group's coordinator, found with FindCoordinator
+(key type 0) at the start of each attempt; an answer of NOT_COORDINATOR,
 COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS (the coordinator moved or is still
 loading ``__consumer_offsets``) finds the coordinator again and retries after
 ``retry.backoff.ms`` until the call's deadline. ``list_groups`` asks every broker (each lists
@@ -12,20 +13,20 @@ Errors follow ``AdminClient``: network failures are retried, then raise; per-ite
 (a group, a partition) come back in an ``AdminResult`` whose failed items raise their
 ``KafkaError`` on lookup (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID, ...).
 
-Thread safety: as ``AdminClient`` (each call holds the client's lock).
+Thread safety: as ``AdminClient`` (each call holds the client's lock, ``AdminRequests.lock``).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from odradek._types import TopicPartition
+from odradek.client.admin_requests import AdminRequests
 from odradek.client.admin_types import AdminResult
 from odradek.client.assignors.protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment
-from odradek.client.cluster import BrokerMetadata, Cluster
+from odradek.client.cluster import BrokerMetadata
 from odradek.errors import ErrorCode, KafkaError, ProtocolError, error_for_code
 from odradek.protocol.api_keys import ApiKey, VersionRange
 
@@ -115,42 +116,10 @@ class OffsetAndMetadata:
 
 
 class GroupAdmin:
-    """The group calls, mixed into ``AdminClient`` (see the module docstring).
+    """The group calls (see the module docstring)."""
 
-    The attributes and methods declared here without a body of their own are the host's:
-    ``AdminClient`` provides them (its request loop, deadlines and lock).
-    """
-
-    _lock: threading.RLock
-
-    # ------------------------------------------------------------------ the host's plumbing
-
-    def _deadline(self, timeout_ms: int | None) -> int:
-        raise NotImplementedError
-
-    def _remaining(self, deadline: int) -> int:
-        raise NotImplementedError
-
-    def _refresh(self, deadline: int) -> Cluster:
-        raise NotImplementedError
-
-    def _pause(self, deadline: int) -> None:
-        raise NotImplementedError
-
-    def _any_node(self) -> int | None:
-        raise NotImplementedError
-
-    def _call(
-        self,
-        choose_node: Callable[[], int | None],
-        api_key: int,
-        versions: VersionRange,
-        fields: Mapping[str, Any] | Callable[[int], Mapping[str, Any]],
-        deadline: int,
-        *,
-        retry_items: Callable[[Mapping[str, Any]], bool] | None = None,
-    ) -> dict[str, Any]:
-        raise NotImplementedError
+    def __init__(self, requests: AdminRequests) -> None:
+        self._requests = requests
 
     # ------------------------------------------------------------------ calls
 
@@ -160,12 +129,12 @@ class GroupAdmin:
         Raises:
             KafkaError: a broker's error, once retries (for a loading coordinator) ran out.
         """
-        deadline = self._deadline(timeout_ms)
+        deadline = self._requests.deadline(timeout_ms)
         listings: dict[str, GroupListing] = {}
-        with self._lock:
-            for node in sorted(self._refresh(deadline).brokers):
+        with self._requests.lock:
+            for node in sorted(self._requests.refresh(deadline).brokers):
                 while True:
-                    body = self._call(
+                    body = self._requests.call(
                         _constant(node),
                         ApiKey.LIST_GROUPS,
                         LIST_GROUPS_VERSIONS,
@@ -173,8 +142,8 @@ class GroupAdmin:
                         deadline,
                     )
                     code = int(body.get("error_code", 0))
-                    if code in _COORDINATOR_CODES and self._remaining(deadline) > 0:
-                        self._pause(deadline)
+                    if code in _COORDINATOR_CODES and self._requests.remaining(deadline) > 0:
+                        self._requests.pause(deadline)
                         continue
                     if code:
                         raise _error(code, f"ListGroups from broker {node}")
@@ -197,10 +166,10 @@ class GroupAdmin:
         Returns:
             Per group: its description, or the group's ``KafkaError`` on lookup.
         """
-        deadline = self._deadline(timeout_ms)
+        deadline = self._requests.deadline(timeout_ms)
         values: dict[str, ConsumerGroupDescription] = {}
         errors: dict[str, KafkaError] = {}
-        with self._lock:
+        with self._requests.lock:
             for group_id in dict.fromkeys(group_ids):
                 try:
                     coordinator, entry = self._with_coordinator(
@@ -240,7 +209,7 @@ class GroupAdmin:
         Raises:
             KafkaError: the group's error (GROUP_AUTHORIZATION_FAILED, ...).
         """
-        deadline = self._deadline(timeout_ms)
+        deadline = self._requests.deadline(timeout_ms)
         wanted = None if partitions is None else list(dict.fromkeys(partitions))
         fields = {
             "group_id": group_id,
@@ -249,7 +218,7 @@ class GroupAdmin:
             else _by_topic(wanted, "partition_indexes", lambda tp: tp.partition),
             "require_stable": False,
         }
-        with self._lock:
+        with self._requests.lock:
             _, body = self._with_coordinator(
                 group_id,
                 ApiKey.OFFSET_FETCH,
@@ -297,7 +266,7 @@ class GroupAdmin:
         Returns:
             Per partition: ``None``, or its ``KafkaError`` on lookup.
         """
-        deadline = self._deadline(timeout_ms)
+        deadline = self._requests.deadline(timeout_ms)
         wanted = {
             tp: value if isinstance(value, OffsetAndMetadata) else OffsetAndMetadata(int(value))
             for tp, value in offsets.items()
@@ -321,7 +290,7 @@ class GroupAdmin:
                 },
             ),
         }
-        with self._lock:
+        with self._requests.lock:
             _, body = self._with_coordinator(
                 group_id,
                 ApiKey.OFFSET_COMMIT,
@@ -342,11 +311,11 @@ class GroupAdmin:
             Per group: ``None``, or NON_EMPTY_GROUP (it has members), GROUP_ID_NOT_FOUND, ...
             on lookup.
         """
-        deadline = self._deadline(timeout_ms)
+        deadline = self._requests.deadline(timeout_ms)
         order = list(dict.fromkeys(group_ids))
         values: dict[str, None] = {}
         errors: dict[str, KafkaError] = {}
-        with self._lock:
+        with self._requests.lock:
             for group_id in order:
                 try:
                     _, entry = self._with_coordinator(
@@ -384,13 +353,13 @@ class GroupAdmin:
         Raises:
             KafkaError: the group's error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...).
         """
-        deadline = self._deadline(timeout_ms)
+        deadline = self._requests.deadline(timeout_ms)
         wanted = list(dict.fromkeys(partitions))
         fields = {
             "group_id": group_id,
             "topics": _by_topic(wanted, "partitions", lambda tp: {"partition_index": tp.partition}),
         }
-        with self._lock:
+        with self._requests.lock:
             _, body = self._with_coordinator(
                 group_id,
                 ApiKey.OFFSET_DELETE,
@@ -414,8 +383,8 @@ class GroupAdmin:
             KafkaError: a non-retriable answer, or the last one when the deadline passes.
         """
         while True:
-            body = self._call(
-                self._any_node,
+            body = self._requests.call(
+                self._requests.any_node,
                 ApiKey.FIND_COORDINATOR,
                 FIND_COORDINATOR_VERSIONS,
                 {"key": group_id, "key_type": GROUP_KEY_TYPE},
@@ -425,9 +394,9 @@ class GroupAdmin:
             if not code:
                 return BrokerMetadata(int(body["node_id"]), str(body["host"]), int(body["port"]))
             error = _error(code, f"coordinator of group {group_id!r}", body.get("error_message"))
-            if code not in _COORDINATOR_CODES or self._remaining(deadline) <= 0:
+            if code not in _COORDINATOR_CODES or self._requests.remaining(deadline) <= 0:
                 raise error
-            self._pause(deadline)
+            self._requests.pause(deadline)
 
     def _with_coordinator(
         self,
@@ -445,19 +414,21 @@ class GroupAdmin:
         says the coordinator moved or is loading."""
         while True:
             coordinator = self._find_coordinator(group_id, deadline)
-            if coordinator.node_id not in self._refresh(deadline).brokers:
+            if coordinator.node_id not in self._requests.refresh(deadline).brokers:
                 raise KafkaError(
                     f"coordinator {coordinator.node_id} of group {group_id!r} is not in metadata",
                     code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 )
-            body = self._call(_constant(coordinator.node_id), api_key, versions, fields, deadline)
+            body = self._requests.call(
+                _constant(coordinator.node_id), api_key, versions, fields, deadline
+            )
             picked = pick(body)
             moved = int(picked.get("error_code", 0)) in _COORDINATOR_CODES or (
                 retry is not None and retry(body)
             )
-            if not moved or self._remaining(deadline) <= 0:
+            if not moved or self._requests.remaining(deadline) <= 0:
                 return coordinator, picked
-            self._pause(deadline)
+            self._requests.pause(deadline)
 
 
 # ---------------------------------------------------------------------- helpers

@@ -1,5 +1,6 @@
 """Request bodies and response parsing for the admin client: plain functions from values to
-wire mappings and back, so ``admin.py`` keeps to the calls and their retries."""
+wire mappings and back, so the admin parts (``admin_topics``, ``admin_records``,
+``admin_requests``) keep to the calls and their retries."""
 
 from __future__ import annotations
 

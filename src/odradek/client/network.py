@@ -46,8 +46,8 @@ from typing import Final
 
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._version import __version__
-from odradek.client._wire import parse_bootstrap_servers
 from odradek.client.backoff import backoff_ms
+from odradek.client.closeable import Closeable
 from odradek.client.config import ClientConfig
 from odradek.client.connection import (
     BrokerConnection,
@@ -60,7 +60,7 @@ from odradek.client.connection import (
 from odradek.errors import ConfigError, ErrorCode, KafkaError, OdradekError
 from odradek.protocol.api_keys import VersionRange, schema_versions
 
-__all__ = ["NetworkClient", "RequestFuture", "bootstrap_addresses"]
+__all__ = ["NetworkClient", "RequestFuture", "bootstrap_addresses", "parse_bootstrap_servers"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,25 @@ PollHook = Callable[[int], int | None]
 DisconnectListener = Callable[[int], None]
 
 _MAX_POLL_MS: Final = 3_600_000
+
+
+def parse_bootstrap_servers(text: str) -> list[tuple[str, int]]:
+    """``host:port[,host:port...]`` (IPv6 hosts in brackets) to a list of addresses.
+
+    Raises:
+        ValueError: an entry without a host or a port, or a port outside 1..65535; the
+            message names the entry.
+    """
+    addresses = []
+    for entry in (part.strip() for part in text.split(",")):
+        host, sep, port_text = entry.rpartition(":")
+        host = host.strip()
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise ValueError(f"expected HOST:PORT, got {entry!r}")
+        addresses.append((host, int(port_text)))
+    return addresses
 
 
 def bootstrap_addresses(config: ClientConfig) -> list[tuple[str, int]]:
@@ -87,7 +106,7 @@ def bootstrap_addresses(config: ClientConfig) -> list[tuple[str, int]]:
         raise ConfigError(f"bootstrap.servers: {error}") from None
 
 
-class NetworkClient:
+class NetworkClient(Closeable):
     """Connections to broker nodes, driven by ``poll`` on one owner thread.
 
     Args:
@@ -593,12 +612,6 @@ class NetworkClient:
     @property
     def closed(self) -> bool:
         return self._closed
-
-    def __enter__(self) -> NetworkClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def wait(self, futures: Iterable[RequestFuture], deadline_ms: int) -> bool:
         """Polls until every future is done or the monotonic clock passes ``deadline_ms``.

@@ -32,11 +32,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final
 
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
+from odradek.client.closeable import Closeable
 from odradek.client.cluster import Cluster, Metadata, MetadataUpdater, needs_metadata_refresh
 from odradek.client.config import SIMPLE_CONSUMER, ClientConfig, ConfigKey, register_keys
 from odradek.client.network import NetworkClient, RequestFuture
@@ -135,7 +135,7 @@ class FetchResult:
         return self.messages
 
 
-class SimpleConsumer:
+class SimpleConsumer(Closeable):
     """Reads partitions at offsets the caller names (see the module docstring).
 
     Args:
@@ -445,17 +445,6 @@ class SimpleConsumer:
         with self._lock:
             self._metadata.close()
             self._network.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def decode_messages(

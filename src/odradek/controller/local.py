@@ -33,12 +33,16 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from odradek.controller.store import (
     ROOT,
+    CheckOp,
+    CreateOp,
+    Op,
+    SetOp,
     WatchCallback,
     join_path,
     node_name,
@@ -212,6 +216,25 @@ class LocalMetadataStore:
             callbacks = self._callbacks(events)
         _fire(callbacks)
 
+    def multi(self, ops: Sequence[Op]) -> list[int]:
+        """See ``MetadataStore.multi``: the operations run on a copy of the tree, which becomes
+        the tree (in one file write) only if every one succeeds."""
+        for op in ops:
+            validate_path(op.path)
+        with self._lock:
+            self._check_open()
+            nodes = dict(self._nodes)
+            events = _Events()
+            results = [_apply(nodes, op, events) for op in ops]
+            persist = any(
+                not (isinstance(op, CheckOp) or (isinstance(op, CreateOp) and op.ephemeral))
+                for op in ops
+            )
+            self._publish(nodes, persist=persist)
+            callbacks = self._callbacks(events)
+        _fire(callbacks)
+        return results
+
     # --- watches and session ---------------------------------------------------------------
 
     def watch_data(self, path: str, callback: WatchCallback) -> None:
@@ -334,6 +357,36 @@ class _Events:
 
     def children(self, path: str) -> None:
         self._add("children", path)
+
+
+def _apply(nodes: dict[str, _Node], op: Op, events: _Events) -> int:
+    """Applies one ``multi`` operation to the working copy ``nodes``; see ``multi``."""
+    node = nodes.get(op.path)
+    if isinstance(op, CreateOp):
+        if op.path == ROOT or node is not None:
+            raise NodeExistsError(f"node {op.path} already exists")
+        parent = nodes.get(parent_path(op.path))
+        if parent is None:
+            raise NoNodeError(f"cannot create {op.path}: its parent does not exist")
+        if parent.ephemeral:
+            raise NoChildrenForEphemeralsError(f"cannot create {op.path} under an ephemeral")
+        _insert(nodes, op.path, _Node(bytes(op.data), 0, op.ephemeral, frozenset()), events)
+        return 0
+    if node is None:
+        raise NoNodeError(f"node {op.path} does not exist")
+    _check_version(op.path, node, op.version)
+    if isinstance(op, CheckOp):
+        return node.version
+    if isinstance(op, SetOp):
+        nodes[op.path] = dataclasses.replace(node, data=bytes(op.data), version=node.version + 1)
+        events.data(op.path)
+        return node.version + 1
+    if op.path == ROOT:
+        raise InvalidPathError("the root node cannot be deleted")
+    if node.children:
+        raise NotEmptyError(f"node {op.path} has children: {sorted(node.children)}")
+    _remove(nodes, op.path, events)
+    return -1
 
 
 def _insert(nodes: dict[str, _Node], path: str, node: _Node, events: _Events) -> None:

@@ -16,13 +16,20 @@ Model (ZooKeeper's):
 - An ephemeral node belongs to the store's session: it vanishes when the session ends
   (``close()``, or session expiry with ZooKeeper) and cannot have children.
 - Watches are persistent: a callback registered on a path is called with that path after every
-  matching change until the store is closed, whether or not the node exists yet.
+  matching change until the store is closed, whether or not the node exists yet. Callbacks are
+  level-triggered: they read the state they care about. ZooKeeper's watches fire once and are
+  set again, so there several changes in quick succession may be reported by one call (after
+  the last of them); the local store calls once per change.
+- ``multi`` applies a list of operations atomically (ZooKeeper's ``multi``): all or none. A
+  ``CheckOp`` makes the whole list conditional on a node's version — how a controller fences
+  its writes with ``/controller_epoch`` (Kafka 2.x's ``checkControllerAndRetry``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Protocol
 
 from odradek.errors import InvalidPathError
@@ -32,6 +39,44 @@ from odradek.errors import InvalidPathError
 WatchCallback = Callable[[str], None]
 
 ROOT = "/"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOp:
+    """In ``multi``: the node at ``path`` must have data version ``version``."""
+
+    path: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOp:
+    """In ``multi``: create a node (its parent must exist or be created earlier in the list)."""
+
+    path: str
+    data: bytes = b""
+    ephemeral: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SetOp:
+    """In ``multi``: replace a node's data (``version`` -1: any version)."""
+
+    path: str
+    data: bytes
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOp:
+    """In ``multi``: delete a childless node (``version`` -1: any version)."""
+
+    path: str
+    version: int = -1
+
+
+#: One operation of a ``multi``.
+Op = CheckOp | CreateOp | SetOp | DeleteOp
 
 
 class MetadataStore(Protocol):
@@ -111,6 +156,20 @@ class MetadataStore(Protocol):
 
         Raises:
             NoNodeError: no node at ``path``.
+        """
+        ...
+
+    def multi(self, ops: Sequence[Op]) -> list[int]:
+        """Applies ``ops`` in order, atomically: every one or none.
+
+        Returns:
+            per op: the node's new version for ``SetOp``, 0 for ``CreateOp``, the checked
+            version for ``CheckOp``, -1 for ``DeleteOp``.
+
+        Raises:
+            the error of the first operation that fails (``NoNodeError``, ``BadVersionError``,
+            ``NodeExistsError``, ``NotEmptyError``, ``NoChildrenForEphemeralsError``,
+            ``InvalidPathError``); nothing was changed.
         """
         ...
 

@@ -16,6 +16,11 @@ Layout (JSON is compact UTF-8; the broker and the tools of later issues rely on 
     /brokers/topics/<t>/partitions/<p>/state {"controller_epoch":1,"leader":0,"version":1,
                                               "leader_epoch":0,"isr":[0]}
     /config/topics/<t>                       {"version":1,"config":{"retention.ms":"1000"}}
+    /config/brokers/<id>                     (same form; created by later issues)
+    /admin/delete_topics/<t>                 (empty; the controller's deletion queue, later)
+    /isr_change_notification                 (ISR change notifications, later)
+    /controller                 (ephemeral)  {"version":1,"brokerid":0,"timestamp":"<ms>"}
+    /controller_epoch                        "1" (see ``controller.election``)
 
 Topic assignments are written as Kafka 2.8+ does (version 3, with a ``topic_id``, KIP-516);
 versions 1 and 2, without one, are read too.
@@ -58,10 +63,20 @@ CLUSTER_ID_PATH = "/cluster/id"
 BROKER_IDS_PATH = "/brokers/ids"
 TOPICS_PATH = "/brokers/topics"
 TOPIC_CONFIGS_PATH = "/config/topics"
+BROKER_CONFIGS_PATH = "/config/brokers"
+DELETE_TOPICS_PATH = "/admin/delete_topics"
+ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
 
 #: Persistent paths Kafka creates at startup (``KafkaZkClient.createTopLevelPaths``'s subset
-#: that odradek uses).
-TOP_LEVEL_PATHS = (BROKER_IDS_PATH, TOPICS_PATH, TOPIC_CONFIGS_PATH)
+#: that odradek uses or will use: the controller's deletion queue and ISR notifications).
+TOP_LEVEL_PATHS = (
+    BROKER_IDS_PATH,
+    TOPICS_PATH,
+    TOPIC_CONFIGS_PATH,
+    BROKER_CONFIGS_PATH,
+    DELETE_TOPICS_PATH,
+    ISR_CHANGE_NOTIFICATION_PATH,
+)
 
 #: The longest legal topic name (Kafka's ``Topic.MAX_NAME_LENGTH``).
 MAX_TOPIC_NAME_LENGTH = 249
@@ -307,11 +322,12 @@ class ClusterMetadata:
         self._clock = clock
 
     def ensure_top_level_paths(self) -> None:
-        """Creates ``/brokers/ids``, ``/brokers/topics`` and ``/config/topics`` if missing."""
-        for path in TOP_LEVEL_PATHS:
-            if not self.store.exists(path):
-                with contextlib.suppress(NodeExistsError):  # created meanwhile
-                    self.store.create(path, make_parents=True)
+        """Creates the ``TOP_LEVEL_PATHS`` that are missing (one file write locally)."""
+        with self.store.batched():
+            for path in TOP_LEVEL_PATHS:
+                if not self.store.exists(path):
+                    with contextlib.suppress(NodeExistsError):  # created meanwhile
+                        self.store.create(path, make_parents=True)
 
     # --- cluster id ------------------------------------------------------------------------
 

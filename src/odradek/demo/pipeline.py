@@ -21,8 +21,8 @@
   (``foreachBatch``, like Spark's Kafka sink); the demo starts from empty directories.
 
 ``start_session`` builds the local-mode session (driver on 127.0.0.1, no UI, the Spark JVM's
-output and log going to a file) and ``stop_session`` stops it *and* its JVM, so no process is
-left behind.
+output and log going to a file, the JVM and its Python workers in a process group of their own)
+and ``stop_session`` stops it *and* its JVM, so no process is left behind.
 """
 
 from __future__ import annotations
@@ -116,10 +116,14 @@ def start_session(log_path: Path, *, master: str = "local[2]") -> SparkSession:
         .set("spark.sql.streaming.numRecentProgressUpdates", str(RECENT_PROGRESS_UPDATES))
     )
     log = log_path.open("ab")
+    # Its own session (process group): a signal to the demo's process group — Ctrl-C in a
+    # terminal, a parent stopping the group — reaches the demo alone, which then stops the
+    # query between micro-batches; the JVM's Python workers (they restore the default SIGINT
+    # handler) would otherwise die mid-task and fail the micro-batch. The JVM still ends with
+    # the demo: it exits when its stdin (a pipe from this process) closes.
+    popen_kwargs = {"stdout": log, "stderr": subprocess.STDOUT, "start_new_session": True}
     try:
-        gateway = launch_gateway(  # type: ignore[no-untyped-call]
-            conf, popen_kwargs={"stdout": log, "stderr": subprocess.STDOUT}
-        )
+        gateway = launch_gateway(conf, popen_kwargs=popen_kwargs)  # type: ignore[no-untyped-call]
     except Exception as error:
         raise RuntimeError(
             f"Spark did not start ({_first_line(error)}); is Java 17 installed? See {log_path}"

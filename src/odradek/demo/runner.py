@@ -10,14 +10,20 @@ In order (each step undone in reverse on the way out, whatever happens):
 4. the generator (``generator``) for ``duration_s`` seconds, with a progress line every
    ``progress_interval_s`` from the query's progress and the group's lag;
 5. the drain: the end-of-stream marker moves the watermark past every event, and the demo waits
-   until the query has run the micro-batch that closes the last windows (``drain_timeout_s``);
+   until the query has run the micro-batch that closes the last windows — for as long as Spark
+   keeps finishing micro-batches, giving up only after ``drain_timeout_s`` without one (a slow,
+   loaded machine drains late, but does drain);
 6. the query stopped between micro-batches, Spark and its JVM stopped, the outputs read back and
    the summary printed (``summary``), also written to ``summary.json``.
 
-Signals: the first SIGINT (Ctrl-C) or SIGTERM ends the run early — no drain; everything is
-stopped in the same order and the summary printed; a second one interrupts at once
-(``KeyboardInterrupt``). Spark's own SIGINT handler (cancel every job) is replaced while the
-demo runs. Must be called from the main thread for that (elsewhere signals are left alone).
+Signals: the first SIGINT (Ctrl-C) or SIGTERM ends the run early — no drain; the running
+micro-batch is waited for however long it takes (a batch cut short would leave its windows half
+written), then everything is stopped in the same order and the summary printed; a second one
+interrupts at once (``KeyboardInterrupt``). Spark's own SIGINT handler (cancel every job) is
+replaced while the demo runs. Must be called from the main thread for that (elsewhere signals
+are left alone). A signal sent to the demo's whole process group — by a terminal or by a
+non-interactive parent — reaches the demo only: the Spark JVM and its Python workers run in a
+process group of their own (``pipeline.start_session``).
 """
 
 from __future__ import annotations
@@ -72,9 +78,6 @@ __all__ = ["DemoError", "DemoSettings", "run_demo"]
 
 #: The generator's largest event-time lag behind the clock (must stay under the watermark).
 MAX_LATENESS_MS: Final = 1_000
-#: How long a stop waits for a running micro-batch to finish before stopping the query anyway
-#: (a second Ctrl-C does not wait).
-BATCH_FINISH_TIMEOUT_S: Final = 60.0
 _OWN_SUBDIRS: Final = ("broker", "checkpoint", "parquet")
 
 
@@ -284,7 +287,8 @@ class _Run:
         admin: AdminClient,
     ) -> bool:
         """Sends the end-of-stream marker and waits for the micro-batch that closes the last
-        windows. Returns whether it came (False: timed out or interrupted)."""
+        windows, while micro-batches keep finishing (``drain_timeout_s`` without one gives
+        up). Returns whether it came (False: timed out or interrupted)."""
         s = self.settings
         latest_ms = max(events.max_timestamp_ms, SYSTEM_CLOCK.now_ms())
         marker_ms = latest_ms + (s.window_seconds + s.watermark_seconds + 1) * 1000
@@ -293,15 +297,19 @@ class _Run:
         self.say("draining: the end-of-stream marker closes the last windows ...")
         deadline = time.monotonic() + s.drain_timeout_s
         next_line = time.monotonic() + s.progress_interval_s
+        last_batch = None
         while not self.stop.event.wait(0.25):
             _check_query(query)
             last = query.lastProgress
             if last is not None and _watermark_ms(last) >= target_ms:
                 return True
+            if last is not None and last.batchId != last_batch:  # Spark is making progress
+                last_batch = last.batchId
+                deadline = time.monotonic() + s.drain_timeout_s
             if time.monotonic() >= deadline:
                 self.notes.append(
-                    f"the drain did not finish within {s.drain_timeout_s:g} s: the last windows "
-                    "may not be written"
+                    f"the drain stopped: no micro-batch finished in {s.drain_timeout_s:g} s; the "
+                    "last windows may not be written"
                 )
                 return False
             if time.monotonic() >= next_line:
@@ -311,24 +319,18 @@ class _Run:
         return False
 
     def _stop_query(self, query: StreamingQuery) -> None:
-        """Stops the query between micro-batches when it can (a batch cut short mid-write
-        would leave its windows half written)."""
-        deadline = time.monotonic() + BATCH_FINISH_TIMEOUT_S
+        """Stops the query between micro-batches: waits for the running one however long it
+        takes (a batch cut short mid-write would leave its windows half written); a second
+        signal interrupts the wait (``KeyboardInterrupt`` from ``StopSignal``)."""
         told = False
-        with contextlib.suppress(Exception):
-            while query.isActive and query.status["isTriggerActive"]:
-                if not told:
-                    self.say(
-                        "stopping the query once its running micro-batch is done "
-                        "(Ctrl-C again to stop at once) ..."
-                    )
-                    told = True
-                if time.monotonic() > deadline:
-                    self.notes.append(
-                        "the last micro-batch was cut short: its windows may be partly written"
-                    )
-                    break
-                time.sleep(0.05)
+        while _trigger_active(query):
+            if not told:
+                self.say(
+                    "stopping the query once its running micro-batch is done "
+                    "(Ctrl-C again to stop at once) ..."
+                )
+                told = True
+            time.sleep(0.05)
         query.stop()
 
     def _stop_spark(self, session: SparkSession) -> None:
@@ -358,6 +360,7 @@ class _Run:
             input_rows_per_s=0.0 if last is None else float(last.inputRowsPerSecond or 0),
             processed_rows_per_s=0.0 if last is None else float(last.processedRowsPerSecond or 0),
             windows_written=sink.statistics().windows,
+            batch_running=_trigger_active(query),
             lag=lag,
             watermark=watermark if watermark and not watermark.startswith("1970") else None,
         )
@@ -385,6 +388,14 @@ class _Run:
             lag=lag,
             notes=tuple(self.notes),
         )
+
+
+def _trigger_active(query: StreamingQuery) -> bool:
+    """Whether a micro-batch is running now (False for a query that ended or cannot tell)."""
+    try:
+        return bool(query.isActive and query.status["isTriggerActive"])
+    except Exception:  # the query failed: _check_query reports it
+        return False
 
 
 def _prepare(data_dir: Path) -> None:

@@ -117,6 +117,7 @@ class Progress:
     windows_written: int
     lag: int | None
     watermark: str | None
+    batch_running: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +291,7 @@ def format_progress(p: Progress) -> str:
     lag = "-" if p.lag is None else f"{p.lag:,}"
     watermark = f" | watermark {p.watermark[11:19]}" if p.watermark else ""
     spark = (
-        "first micro-batch running"
+        ("first micro-batch running" if p.batch_running else "starting the query")
         if p.batches == 0
         else f"{_plural(p.batches, 'batch')}, {p.rows_read:,} rows read "
         f"(in {p.input_rows_per_s:,.0f}/s, processed {p.processed_rows_per_s:,.0f}/s)"

@@ -1,1 +1,1 @@
-"""asyncio shells around protocol connections (issue 3)."""
+"""Network helpers below the broker's server: ``sendfile`` (zero-copy file → socket sends)."""

@@ -15,11 +15,20 @@ from typing import Protocol
 
 
 class FileRegion(Protocol):
-    """A range of an open file (``odradek.storage.file_records.FileSlice`` is one)."""
+    """A range of an open file: what a Fetch response's records are above the storage layer
+    (``odradek.storage.file_records.FileSlice`` is one). ``read`` is the copy path for
+    small regions; ``send_file_slice`` the zero-copy one."""
 
-    fd: int
-    position: int
-    length: int
+    @property
+    def fd(self) -> int: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def length(self) -> int: ...
+
+    def read(self) -> bytes:
+        """The region's bytes."""
+        ...
 
 
 async def send_file_slice(transport: asyncio.Transport, region: FileRegion, size: int) -> None:

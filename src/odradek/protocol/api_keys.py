@@ -163,7 +163,7 @@ class VersionRange:
 #: listed at every version kio models.
 IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
     {
-        # Produce v0-v2 are advertised but rejected on use (ADVERTISED_ONLY_VERSIONS).
+        # Produce v0-v2 carry message format v0/v1, up-converted to v2 batches on append.
         ApiKey.PRODUCE: VersionRange(0, 7),
         ApiKey.FETCH: VersionRange(4, 11),
         ApiKey.LIST_OFFSETS: VersionRange(1, 2),
@@ -191,12 +191,11 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
     }
 )
 
-#: Versions that are advertised but answered by closing the connection, as Kafka 4 does
-#: (KAFKA-18659): librdkafka < 2.11.1 stops compressing unless Produce v0 is advertised, and
-#: clients pick the highest common version, so no client sends these in practice.
-ADVERTISED_ONLY_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
-    {ApiKey.PRODUCE: VersionRange(0, 2)}
-)
+#: Versions that would be advertised but answered by closing the connection, as Kafka 4 does
+#: for Produce v0-v2 (KAFKA-18659). None today: odradek serves Produce v0-v2 as Kafka 3 did
+#: (librdkafka < 2.11.1 stops compressing unless Produce v0 is advertised, and an advertised
+#: version that closes the connection is worse than either choice).
+ADVERTISED_ONLY_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType({})
 
 
 def is_implemented(api_key: int, api_version: int) -> bool:
@@ -229,6 +228,8 @@ def is_flexible(api_key: int, api_version: int) -> bool:
     Raises:
         LookupError: if kio has no schema for this API key and version.
     """
+    if api_key == ApiKey.PRODUCE and 0 <= api_version < 3:
+        return False  # kio (after Kafka 4) has no schema for these; they predate KIP-482
     known = schema_versions(api_key)
     if known is None or api_version not in known:
         raise LookupError(f"no schema for api key {api_key} version {api_version}")

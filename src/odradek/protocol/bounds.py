@@ -8,6 +8,12 @@ the same kio schema, and rejects any array count (and any string, bytes or tagge
 larger than the bytes left in the frame. Each array element takes at least one byte, so a
 count that passes bounds kio's reservation by the frame size.
 
+The same walk refuses what kio would let through but no handler can use: a null (length or
+count -1, compact 0) where the schema says the field is not nullable — kio reads it as ``None``
+whatever the schema says — and negative lengths and counts other than -1. Which fields are
+nullable comes from the schema's types (``str | None``, ``tuple[...] | None``), the same types
+kio generates from Kafka's ``nullableVersions``.
+
 This module owns that walk. It builds no objects: it only moves an offset, and the checker
 for each schema is compiled once into closures. The byte forms follow Kafka's protocol guide:
 non-flexible strings have an int16 length, bytes and records an int32 length, arrays an int32
@@ -21,7 +27,8 @@ import functools
 import struct
 from collections.abc import Callable
 from dataclasses import Field, fields
-from typing import Any, Final, TypeAlias
+from types import NoneType, UnionType
+from typing import Any, Final, TypeAlias, Union, get_args, get_origin
 
 from kio.serial._introspect import (
     EntityField,
@@ -93,41 +100,52 @@ def _sized(length: int, offset: int, end: int, what: str) -> int:
     return offset
 
 
-def _legacy_string(buffer: bytes, offset: int, end: int) -> int:
-    if offset + 2 > end:
-        raise ValueError("buffer is exhausted")
-    (length,) = _INT16.unpack_from(buffer, offset)
-    return _sized(length, offset + 2, end, "string")
+def _null_refused(name: str) -> ValueError:
+    return ValueError(f"null {name} where the schema says it is not nullable")
 
 
-def _legacy_bytes(buffer: bytes, offset: int, end: int) -> int:
-    if offset + 4 > end:
-        raise ValueError("buffer is exhausted")
-    (length,) = _INT32.unpack_from(buffer, offset)
-    return _sized(length, offset + 4, end, "bytes")
+def _variable(kafka_type: str, flexible: bool, nullable: bool, name: str) -> Checker:
+    """A string, bytes or records value: a length (or compact ``length + 1``), then bytes."""
+    what = f"{kafka_type} {name}"
+    if flexible:
+
+        def check_compact(buffer: bytes, offset: int, end: int) -> int:
+            length_plus_one, offset = read_uvarint(buffer, offset)
+            if length_plus_one == 0 and not nullable:
+                raise _null_refused(what)
+            return _sized(length_plus_one - 1, offset, end, what)
+
+        return check_compact
+    prefix = _INT16 if kafka_type == "string" else _INT32
+    prefix_size = prefix.size
+
+    def check_legacy(buffer: bytes, offset: int, end: int) -> int:
+        if offset + prefix_size > end:
+            raise ValueError("buffer is exhausted")
+        (length,) = prefix.unpack_from(buffer, offset)
+        if length == -1 and not nullable:
+            raise _null_refused(what)
+        return _sized(length, offset + prefix_size, end, what)
+
+    return check_legacy
 
 
-def _compact_bytes(buffer: bytes, offset: int, end: int) -> int:
-    length_plus_one, offset = read_uvarint(buffer, offset)
-    return _sized(length_plus_one - 1, offset, end, "compact bytes")
-
-
-def _primitive(kafka_type: str, flexible: bool) -> Checker:
+def _primitive(kafka_type: str, flexible: bool, nullable: bool, name: str) -> Checker:
     size = _FIXED_SIZES.get(kafka_type)
     if size is not None:
         return _fixed(size)
-    if kafka_type == "string":
-        return _compact_bytes if flexible else _legacy_string
-    if kafka_type in ("bytes", "records"):
-        return _compact_bytes if flexible else _legacy_bytes
+    if kafka_type in ("string", "bytes", "records"):
+        return _variable(kafka_type, flexible, nullable, name)
     raise TypeError(f"no bounds checker for kafka type {kafka_type!r}")
 
 
-def _array(element: Checker, flexible: bool) -> Checker:
+def _array(element: Checker, flexible: bool, nullable: bool, name: str) -> Checker:
     # Every element takes at least one byte: a larger count cannot be honest, and is exactly
     # what would make kio reserve memory for it.
     def check_compact(buffer: bytes, offset: int, end: int) -> int:
         count_plus_one, offset = read_uvarint(buffer, offset)
+        if count_plus_one == 0 and not nullable:
+            raise _null_refused(f"array {name}")
         if count_plus_one - 1 > end - offset:
             raise ValueError(f"array count {count_plus_one - 1} exceeds the bytes left")
         for _ in range(count_plus_one - 1):
@@ -139,6 +157,8 @@ def _array(element: Checker, flexible: bool) -> Checker:
             raise ValueError("buffer is exhausted")
         (count,) = _INT32.unpack_from(buffer, offset)
         offset += 4
+        if count == -1 and not nullable:
+            raise _null_refused(f"array {name}")
         if count > end - offset or count < -1:
             raise ValueError(f"array count {count} does not fit the {end - offset} bytes left")
         for _ in range(count):
@@ -160,13 +180,15 @@ def _nullable_entity(entity: Checker) -> Checker:
     return check
 
 
-def _fixed_array(element_size: int, flexible: bool) -> Checker:
+def _fixed_array(element_size: int, flexible: bool, nullable: bool, name: str) -> Checker:
     # Elements of one fixed size (int32 arrays, Fetch's partition structs): checked in O(1).
     # A (hypothetical) empty struct still counts as one byte, to keep counts bounded.
     element_size = max(element_size, 1)
 
     def check_compact(buffer: bytes, offset: int, end: int) -> int:
         count_plus_one, offset = read_uvarint(buffer, offset)
+        if count_plus_one == 0 and not nullable:
+            raise _null_refused(f"array {name}")
         if count_plus_one > 1:
             offset += (count_plus_one - 1) * element_size
             if offset > end:
@@ -178,6 +200,8 @@ def _fixed_array(element_size: int, flexible: bool) -> Checker:
             raise ValueError("buffer is exhausted")
         (count,) = _INT32.unpack_from(buffer, offset)
         offset += 4
+        if count == -1 and not nullable:
+            raise _null_refused(f"array {name}")
         if count < -1:
             raise ValueError(f"negative array count {count}")
         if count > 0:
@@ -189,21 +213,39 @@ def _fixed_array(element_size: int, flexible: bool) -> Checker:
     return check_compact if flexible else check_legacy
 
 
+def _is_nullable(annotation: Any) -> bool:
+    """Whether a field's type admits ``None`` at the top (``X | None``), as kio writes it for
+    Kafka's ``nullableVersions``. (kio's ``is_optional`` also answers True for a tuple whose
+    elements are optional, which says nothing about the array itself.)"""
+    return get_origin(annotation) in (UnionType, Union) and NoneType in get_args(annotation)
+
+
+def _element_type(annotation: Any) -> Any:
+    """The element type of ``tuple[X, ...]`` or ``tuple[X, ...] | None``."""
+    if _is_nullable(annotation):
+        (annotation,) = (arg for arg in get_args(annotation) if arg is not NoneType)
+    return get_args(annotation)[0]
+
+
 def _field_checker(field: Field[Any], flexible: bool, tagged: bool) -> Checker:
     field_class = classify_field(field)
+    name = field.name
+    nullable = _is_nullable(field.type)
     if isinstance(field_class, PrimitiveTupleField):
         kafka_type = get_schema_field_type(field)
         size = _FIXED_SIZES.get(kafka_type)
         if size is not None:
-            return _fixed_array(size, flexible)
-        return _array(_primitive(kafka_type, flexible), flexible)
+            return _fixed_array(size, flexible, nullable, name)
+        element_nullable = _is_nullable(_element_type(field.type))
+        element = _primitive(kafka_type, flexible, element_nullable, f"element of {name}")
+        return _array(element, flexible, nullable, name)
     if isinstance(field_class, PrimitiveField):
-        return _primitive(get_schema_field_type(field), flexible)
+        return _primitive(get_schema_field_type(field), flexible, nullable, name)
     if isinstance(field_class, EntityTupleField):
         size = _fixed_entity_size(field_class.type_)
         if size is not None:
-            return _fixed_array(size, flexible)
-        return _array(_entity_checker(field_class.type_), flexible)
+            return _fixed_array(size, flexible, nullable, name)
+        return _array(_entity_checker(field_class.type_), flexible, nullable, name)
     checker = _entity_checker(field_class.type_)
     if not tagged and is_optional(field):
         checker = _nullable_entity(checker)

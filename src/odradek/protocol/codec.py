@@ -8,10 +8,14 @@ package imports kio. The rules it keeps:
   carrying the api key, version and correlation id, so the broker can answer or close;
 - a frame that does not decode raises ``RequestDecodeError`` and nothing else, and before kio
   reads a body, ``bounds.check_request_body`` proves every length and array count in it fits
-  the frame (kio would otherwise reserve memory for a lying count, and abort on failure);
+  the frame (kio would otherwise reserve memory for a lying count, and abort on failure) and
+  that no field the schema calls non-nullable is null: a handler never sees ``None`` where
+  the schema promises a value;
+- the body must end exactly where the frame ends: bytes after it are a malformed request
+  (``RequestDecodeError``), since a client that sends them has framed something else than it
+  meant to;
 - cold responses are encoded with kio (``encode_response``); the hot ones are written with
   ``struct`` (``encode_produce_response``, ``encode_fetch_response``, re-exported here);
-- bytes after a request body are ignored, as Kafka ignores them.
 
 Response frame layout: ``size: int32`` (bytes that follow), response header, body.
 """
@@ -93,6 +97,8 @@ _SIZE = struct.Struct(">i")
 _API_VERSIONS_V0_HEAD = struct.Struct(">iihi")  # size, correlation_id, error_code, count
 _API_VERSION_ENTRY = struct.Struct(">hhh")
 _UNSUPPORTED_VERSION: Final = 35
+_FIRST_KIO_PRODUCE: Final = 3  # kio has no Produce v0-v2 schema (see _without_transactional_id)
+_NULL_STRING: Final = b"\xff\xff"
 
 # Everything kio's native readers raise on malformed input (found by fuzzing the decoder).
 # KeyError is an unknown tagged field: kio rejects those, where Kafka would skip them.
@@ -140,10 +146,33 @@ class _Decoder:
 _decoders: dict[tuple[int, int], _Decoder] = {}
 
 
+def _without_transactional_id(schema: type[RequestPayload]) -> _Decoder:
+    """A decoder for Produce v0-v2 through the v3 schema.
+
+    Kafka 4 dropped Produce v0-v2 and kio (generated from its JSON) has no schema for them,
+    but their body is v3's without the leading nullable ``transactional_id``: a null one
+    (int16 -1) is put in front of the body and the v3 reader reads the rest.
+    """
+    check_v3 = functools.partial(check_request_body, schema)
+    read_v3 = entity_reader(schema)
+
+    def check_body(frame: bytes, offset: int) -> int:
+        return check_v3(_NULL_STRING + frame[offset:], 0) - len(_NULL_STRING) + offset
+
+    def read_body(frame: bytes, offset: int) -> tuple[RequestPayload, int]:
+        body, size = read_v3(_NULL_STRING + frame[offset:], 0)
+        return body, size - len(_NULL_STRING)
+
+    return _Decoder(header_version=1, check_body=check_body, read_body=read_body)
+
+
 def _decoder(api_key: int, api_version: int) -> _Decoder:
     # Loading a kio schema imports a module: do it once per (key, version), on first use.
     key = (api_key, api_version)
     decoder = _decoders.get(key)
+    if decoder is None and api_key == ApiKey.PRODUCE and api_version < _FIRST_KIO_PRODUCE:
+        decoder = _without_transactional_id(load_request_schema(api_key, _FIRST_KIO_PRODUCE))
+        _decoders[key] = decoder
     if decoder is None:
         schema = load_request_schema(api_key, api_version)
         decoder = _Decoder(
@@ -204,7 +233,9 @@ def decode_request(
     header, offset = parse_request_header(frame, decoder.header_version)
     try:
         # Bounds first: kio reserves memory for arrays from their declared counts.
-        decoder.check_body(frame, offset)
+        end = decoder.check_body(frame, offset)
+        if end != len(frame):
+            raise ValueError(f"{len(frame) - end} bytes after the request body")
         body, _size = decoder.read_body(frame, offset)
     except _DECODE_ERRORS as exc:
         raise RequestDecodeError(

@@ -11,12 +11,16 @@ responses out in request order. The rules it keeps:
   lower; every other unsupported or undecodable request, and any bad frame, ends the
   connection (as Kafka does): the event says so and the owner closes the socket.
 
+- a response is matched to its request by the ``RequestReceived`` event itself, never by
+  correlation id alone: a client may reuse a correlation id while a request with it is still
+  in flight (Kafka answers both, in order), so the id cannot tell two requests apart.
+
 Use (the owner is the broker's network shell)::
 
     events = conn.receive_data(data)         # after each read
     ...dispatch RequestReceived to handlers; close on RequestRejected(close_connection=True)
     write(conn.data_to_send())               # answers the connection produced itself
-    write(conn.send_response(correlation_id, response))   # when a handler finishes
+    write(conn.send_response(event, response))   # when the handler of `event` finishes
 
 ``data_to_send`` and ``send_response`` return the parts that became ready: ``bytes`` to write
 and ``RecordsSlot`` gaps to fill with the slot's records (``os.sendfile``), in that order;
@@ -58,10 +62,15 @@ _FRAME_HEAD = struct.Struct(">ii")  # size, correlation_id
 
 
 class RequestReceived(NamedTuple):
-    """A request decoded from the stream; ``expects_response`` is False for acks=0 Produce."""
+    """A request decoded from the stream; ``expects_response`` is False for acks=0 Produce.
+
+    ``sequence`` numbers the requests owing a response on this connection (0, 1, 2, ...; -1
+    for none): it is what ``send_response`` matches a response to.
+    """
 
     request: Request
     expects_response: bool
+    sequence: int = -1
 
     @property
     def header(self) -> RequestHeader:
@@ -136,7 +145,8 @@ class ServerConnection(Generic[R]):
         self._supported = supported
         self._frames = FrameDecoder(max_frame_bytes)
         self._queue: deque[_Pending[R]] = deque()  # in request order
-        self._awaiting: dict[int, deque[_Pending[R]]] = {}  # by correlation id, no response yet
+        self._awaiting: dict[int, _Pending[R]] = {}  # by sequence, no response yet
+        self._next_sequence = 0
         self._ready: list[bytes | RecordsSlot[R]] = []
         self._closed = False
         self._requests_received = 0
@@ -206,15 +216,17 @@ class ServerConnection(Generic[R]):
             pending: _Pending[R] = _Pending(
                 header.correlation_id, header.api_key, header.api_version
             )
+            sequence = self._next_sequence
+            self._next_sequence = sequence + 1
             self._queue.append(pending)
-            self._awaiting.setdefault(header.correlation_id, deque()).append(pending)
-            events.append(RequestReceived(request, expects_response=True))
+            self._awaiting[sequence] = pending
+            events.append(RequestReceived(request, True, sequence))
         return events
 
     def send_response(
-        self, correlation_id: int, response: ResponsePayload | bytes | FetchResponseFrame[R]
+        self, received: RequestReceived, response: ResponsePayload | bytes | FetchResponseFrame[R]
     ) -> list[bytes | RecordsSlot[R]]:
-        """Hands over the response to the earliest request with ``correlation_id`` awaiting one.
+        """Hands over the response to the request that ``received`` announced.
 
         ``response`` is a kio response object of the request's key and version (encoded here
         with the right header), a whole frame from a hot encoder, or a ``FetchResponseFrame``.
@@ -224,19 +236,21 @@ class ServerConnection(Generic[R]):
             missing, and always once the connection is closed).
 
         Raises:
-            ConnectionStateError: no request with ``correlation_id`` awaits a response, or
-                the response does not fit the request (API key, version, correlation id).
+            ConnectionStateError: that request awaits no response (it was answered already,
+                owes none, or came from another connection), or the response does not fit it
+                (API key, version, correlation id).
         """
         if self._closed:
             return []
-        waiting = self._awaiting.get(correlation_id)
-        if not waiting:
-            raise ConnectionStateError(f"no request with correlation id {correlation_id} awaits")
-        pending = waiting[0]
+        sequence = received.sequence
+        pending = self._awaiting.get(sequence)
+        if pending is None or pending.correlation_id != received.request.correlation_id:
+            raise ConnectionStateError(
+                f"request {sequence} (correlation id {received.request.correlation_id}) "
+                "awaits no response"
+            )
         parts = self._encode(pending, response)  # may raise: leave the state untouched
-        waiting.popleft()
-        if not waiting:
-            del self._awaiting[correlation_id]
+        del self._awaiting[sequence]
         pending.parts = parts
         self._release()
         return self._take_ready()

@@ -1,8 +1,9 @@
 """The hot-path Produce response encoder: ``struct`` packing instead of kio's generic writer.
 
-This module owns the bytes of Produce responses v3-v9 (v9 is the first flexible version). The
+This module owns the bytes of Produce responses v0-v9 (v9 is the first flexible version). The
 rule it keeps: for every input, the output equals kio's encoding of the same response, byte
-for byte (tests/protocol/test_produce_response.py checks it with hypothesis).
+for byte (tests/protocol/test_produce_response.py checks it with hypothesis); kio has no
+schema for v0-v2 (Kafka 4 dropped them), which are checked against golden bytes.
 
 Produce response body, by version (Kafka's ``ProduceResponse.json``)::
 
@@ -12,7 +13,7 @@ Produce response body, by version (Kafka's ``ProduceResponse.json``)::
             index: int32
             error_code: int16
             base_offset: int64
-            log_append_time_ms: int64            # -1 unless the topic uses LogAppendTime
+            log_append_time_ms: int64            # v2+; -1 unless the topic uses LogAppendTime
             log_start_offset: int64              # v5+
             record_errors: array of              # v8+ (KIP-467)
                 batch_index: int32
@@ -21,7 +22,7 @@ Produce response body, by version (Kafka's ``ProduceResponse.json``)::
             error_message: nullable string       # v8+
             (tagged fields)                      # v9
         (tagged fields)                          # v9
-    throttle_time_ms: int32
+    throttle_time_ms: int32                      # v1+
     (tagged fields)                              # v9
 
 The frame is ``size: int32`` + response header (v0: correlation id; v1 in v9: + tagged
@@ -46,7 +47,7 @@ from odradek.protocol.wire import (
 )
 
 #: The Produce versions ``encode_produce_response`` writes.
-PRODUCE_RESPONSE_VERSIONS: Final = VersionRange(3, 9)
+PRODUCE_RESPONSE_VERSIONS: Final = VersionRange(0, 9)
 
 _FIRST_FLEXIBLE: Final = 9
 _MIN_VERSION: Final = PRODUCE_RESPONSE_VERSIONS.min_version
@@ -54,6 +55,7 @@ _MAX_VERSION: Final = PRODUCE_RESPONSE_VERSIONS.max_version
 
 _INT32 = struct.Struct(">i")
 _HEADER_V0 = struct.Struct(">ii")  # size, correlation_id
+_PARTITION_V0 = struct.Struct(">ihq")  # no log_append_time_ms before v2
 _PARTITION_V3 = struct.Struct(">ihqq")
 _PARTITION_V5 = struct.Struct(">ihqqq")
 
@@ -113,7 +115,7 @@ def encode_produce_response(
     if api_version >= _FIRST_FLEXIBLE:
         return _encode_flexible(correlation_id, responses, throttle_time_ms)
     with_log_start_offset = api_version >= 5
-    if api_version < 8 and len(responses) == 1 and len(responses[0][1]) == 1:
+    if 3 <= api_version < 8 and len(responses) == 1 and len(responses[0][1]) == 1:
         return _encode_one_partition(
             with_log_start_offset, correlation_id, responses[0], throttle_time_ms
         )
@@ -138,14 +140,17 @@ def encode_produce_response(
                         index, error_code, base_offset, log_append_time_ms, log_start_offset
                     )
                 )
-            else:
+            elif api_version >= 2:
                 append(_PARTITION_V3.pack(index, error_code, base_offset, log_append_time_ms))
+            else:
+                append(_PARTITION_V0.pack(index, error_code, base_offset))
             if with_record_errors:
                 append(_INT32.pack(len(record_errors)))
                 for batch_index, message in record_errors:
                     append(_INT32.pack(batch_index) + nullable_string(message))
                 append(nullable_string(error_message))
-    append(_INT32.pack(throttle_time_ms))
+    if api_version >= 1:
+        append(_INT32.pack(throttle_time_ms))
     parts[0] = _HEADER_V0.pack(sum(map(len, parts)) + 4, correlation_id)
     return b"".join(parts)
 

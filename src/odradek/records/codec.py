@@ -1,14 +1,14 @@
 """The record codec of batch v2: decode a batch into records, build a batch from records.
 
 This module is the one facade clients and tools call (it re-exports the value types of
-``records.record``). The per-record hot loops live behind two
-module-level names, ``_encode_record`` and ``_decode_records``, bound here to the pure-Python
-``records._pyrecords``, except that ``_encode_record`` is the compiled twin from
-``odradek._record_encoder`` (an optional C extension) when it is built: the same bytes, answers
-and errors, about six times faster. Everything else here (batch header, CRC,
+``records.record``). The per-record work is the record format's (``records.record_format``):
+decoding runs its loop with a visitor that builds ``Record`` values; encoding runs
+``_encode_record``, the compiled twin from ``odradek._record_encoder`` (an optional C
+extension) when it is built — the same bytes, answers and errors, about six times faster —
+else the Python ``record_format.encode_record``. Everything else here (batch header, CRC,
 compression, offsets and timestamps) stays in Python: it runs once per batch.
 
-Batch layout: see ``records.batch``; record layout: see ``records._pyrecords``. The records of
+Batch layout: see ``records.batch``; record layout: see ``records.record_format``. The records of
 a compressed batch are compressed together as one payload after the 61-byte header
 (``records.compression``).
 
@@ -32,7 +32,6 @@ from typing import Final
 from odradek._compiled import compiled_attr
 from odradek._types import ReadableBuffer
 from odradek.errors import UnsupportedCompressionTypeError
-from odradek.records import _pyrecords
 from odradek.records.batch import (
     ATTRIBUTES_OFFSET,
     CRC_OFFSET,
@@ -48,9 +47,10 @@ from odradek.records.batch import (
     make_attributes,
     validate_batch,
 )
-from odradek.records.compression import compress, decompress
+from odradek.records.compression import compress
 from odradek.records.crc import crc32c
 from odradek.records.record import Header, Record, SimpleRecord
+from odradek.records.record_format import encode_record, read_batch_records, record_appender
 
 __all__ = [
     "DEFAULT_BATCH_SIZE_BYTES",
@@ -82,9 +82,8 @@ def compiled_encode_record() -> Callable[..., bytes] | None:
     return function
 
 
-# The hot loops (see the module docstring).
-_encode_record = compiled_encode_record() or _pyrecords.encode_record
-_decode_records = _pyrecords.decode_records
+# The per-record encoder (see the module docstring).
+_encode_record = compiled_encode_record() or encode_record
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,35 +126,9 @@ def decode_records(buf: ReadableBuffer, header: BatchHeader, pos: int = 0) -> li
     Raises:
         CorruptRecordError, UnsupportedCompressionTypeError: as ``decode_batch``.
     """
-    start = pos + HEADER_SIZE
-    end = pos + header.size
-    codec = header.compression_bits
-    if codec == CompressionType.NONE:
-        if isinstance(buf, bytes):
-            data = buf
-        else:
-            data = bytes(memoryview(buf)[start:end])
-            start, end = 0, len(data)
-    else:
-        if codec > CompressionType.ZSTD:
-            raise UnsupportedCompressionTypeError(
-                f"batch at position {pos} uses unknown compression codec {codec}"
-            )
-        with memoryview(buf) as view:
-            data = decompress(codec, view[start:end])
-        start, end = 0, len(data)
-    log_append_time = (
-        header.max_timestamp if header.timestamp_type is TimestampType.LOG_APPEND_TIME else None
-    )
-    return _decode_records(
-        data,
-        start,
-        end,
-        count=header.records_count,
-        base_offset=header.base_offset,
-        base_timestamp=header.base_timestamp,
-        log_append_time=log_append_time,
-    )
+    records: list[Record] = []
+    read_batch_records(buf, header, pos, record_appender(records))
+    return records
 
 
 def build_batch(

@@ -24,8 +24,11 @@ when it is built, else the Python one below, which is the reference for its beha
 
 Rules kept (the same as the consumers'): control batches are skipped; records before
 ``min_offset`` or at/after ``end_offset`` are skipped; a batch cut off at the end of the bytes
-stops decoding (``add_batches`` returns the offset to fetch next). Malformed records raise
-``CorruptRecordError``; CRCs are checked when asked.
+stops decoding (``add_batches`` returns the offset to fetch next). Records are decoded by the
+record format's reference loop (``records.record_format``), so malformed records raise its
+errors (``CorruptRecordError``; ``UnsupportedCompressionTypeError`` for codec bits 5–7); the
+compiled builder hands a batch it finds malformed to ``reference_error``, which raises the
+reference's error for it. CRCs are checked when asked.
 """
 
 from __future__ import annotations
@@ -38,21 +41,25 @@ from typing import Any, Protocol
 
 from odradek._compiled import compiled_attr
 from odradek._types import ReadableBuffer
-from odradek.errors import CorruptRecordError
 from odradek.records.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     BatchHeader,
-    CompressionType,
     TimestampType,
     parse_header,
     read_prefix,
     validate_batch,
 )
-from odradek.records.compression import decompress
-from odradek.records.varint import decode_varint, decode_varlong
+from odradek.records.record import Header
+from odradek.records.record_format import RecordVisitor, read_batch_records
 
-__all__ = ["ColumnBuilder", "Columns", "PyColumnBuilder", "columns_builder"]
+__all__ = [
+    "ColumnBuilder",
+    "Columns",
+    "PyColumnBuilder",
+    "columns_builder",
+    "reference_error",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +165,7 @@ class PyColumnBuilder:
                 and header.last_offset >= min_offset
                 and header.base_offset < end_offset
             ):
-                self._add_batch(view, pos, size, header, min_offset, end_offset)
+                self._add_batch(view, pos, header, min_offset, end_offset)
             pos += size
             if next_offset >= end_offset:
                 break
@@ -168,68 +175,50 @@ class PyColumnBuilder:
         self,
         view: memoryview,
         pos: int,
-        size: int,
         header: BatchHeader,
         min_offset: int,
         end_offset: int,
     ) -> None:
-        body = view[pos + HEADER_SIZE : pos + size]
-        if header.compression != CompressionType.NONE:
-            data: bytes = decompress(header.compression, body)
-        else:
-            data = bytes(body)
-        log_append = header.timestamp_type == TimestampType.LOG_APPEND_TIME
-        timestamp_type = 1 if log_append else 0
-        base_offset = header.base_offset
-        base_timestamp = header.base_timestamp
-        pos = 0
-        limit = len(data)
-        for _ in range(header.records_count):
-            try:
-                length, pos = decode_varint(data, pos)
-                record_end = pos + length
-                if length < 0 or record_end > limit:
-                    raise CorruptRecordError(f"record length {length} overruns its batch")
-                pos += 1  # attributes
-                ts_delta, pos = decode_varlong(data, pos)
-                offset_delta, pos = decode_varint(data, pos)
-                key_len, pos = decode_varint(data, pos)
-                key = None if key_len < 0 else data[pos : pos + key_len]
-                pos += max(key_len, 0)
-                value_len, pos = decode_varint(data, pos)
-                value = None if value_len < 0 else data[pos : pos + value_len]
-                pos += max(value_len, 0)
-                count, pos = decode_varint(data, pos)
-                headers: list[tuple[bytes, bytes | None]] = []
-                for _h in range(count):
-                    hk_len, pos = decode_varint(data, pos)
-                    if hk_len < 0:
-                        raise CorruptRecordError("a record header has a null key")
-                    hk = data[pos : pos + hk_len]
-                    pos += hk_len
-                    hv_len, pos = decode_varint(data, pos)
-                    hv = None if hv_len < 0 else data[pos : pos + hv_len]
-                    pos += max(hv_len, 0)
-                    headers.append((hk, hv))
-                if pos != record_end:
-                    raise CorruptRecordError("a record's fields do not fill its length")
-            except (IndexError, ValueError) as error:
-                raise CorruptRecordError(f"malformed record in batch {base_offset}") from error
-            offset = base_offset + offset_delta
-            if offset < min_offset or offset >= end_offset:
-                continue
-            self._offsets.append(offset)
-            self._timestamps.append(
-                header.max_timestamp if log_append else base_timestamp + ts_delta
-            )
-            self._types.append(timestamp_type)
-            self._keys.append(key)
-            self._values.append(value)
-            if self._headers:
-                for hk, hv in headers:
-                    self._header_keys.append(hk)
-                    self._header_values.append(hv)
-                self._header_starts.append(len(self._header_keys))
+        read_batch_records(
+            view,
+            header,
+            pos,
+            self._visitor(1 if header.timestamp_type is TimestampType.LOG_APPEND_TIME else 0),
+            min_offset=min_offset,
+            end_offset=end_offset,
+        )
+
+    def _visitor(self, timestamp_type: int) -> RecordVisitor:
+        """The visitor that appends a record of one batch to the columns."""
+        add_offset = self._offsets.append
+        add_timestamp = self._timestamps.append
+        add_type = self._types.append
+        add_key = self._keys.append
+        add_value = self._values.append
+        include_headers = self._headers
+        header_keys = self._header_keys
+        header_values = self._header_values
+        add_header_start = self._header_starts.append
+
+        def visit(
+            offset: int,
+            timestamp: int,
+            key: bytes | None,
+            value: bytes | None,
+            headers: tuple[Header, ...],
+        ) -> None:
+            add_offset(offset)
+            add_timestamp(timestamp)
+            add_type(timestamp_type)
+            add_key(key)
+            add_value(value)
+            if include_headers:
+                for header_key, header_value in headers:
+                    header_keys.append(header_key.encode())
+                    header_values.append(header_value)
+                add_header_start(len(header_keys))
+
+        return visit
 
     def finish(self) -> Columns:
         key_validity, key_offsets, key_data = _binary(self._keys)
@@ -260,6 +249,19 @@ class PyColumnBuilder:
             header_value_offsets=hv_offsets,
             header_value_data=hv_data,
         )
+
+
+def reference_error(buf: ReadableBuffer, pos: int) -> None:
+    """Raises what the reference raises for the records of the batch at ``pos`` (its header
+    parsed, its CRC not checked), keeping no record. The compiled builder calls it for a batch
+    whose records it finds malformed, so that its errors are the reference's own; it returns
+    only if the reference accepts the batch (the compiled builder then raises a
+    CorruptRecordError of its own, and the tests fail on it)."""
+    read_batch_records(buf, parse_header(buf, pos), pos, _keep_none)
+
+
+def _keep_none(*_record: object) -> None:
+    """A visitor that keeps nothing."""
 
 
 def _le(values: array) -> bytes:  # type: ignore[type-arg]

@@ -45,7 +45,7 @@ class OdradekDataSource(DataSource):
         return StreamReader(parse_source_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return BatchWriter(parse_sink_options(self.options), schema)
+        return BatchWriter(parse_sink_options(self.options), schema, overwrite=overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
         return StreamWriter(parse_sink_options(self.options), schema)

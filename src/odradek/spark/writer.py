@@ -16,6 +16,14 @@ first failure it sees. The task's commit message counts the rows acknowledged pe
 Guarantee: at-least-once, like Spark's Kafka sink. A task that fails after sending some rows,
 a retried task and a micro-batch replayed after a restart send rows again; nothing is staged,
 so ``commit`` and ``abort`` have nothing to publish or undo and only log.
+
+Save modes: a batch write says ``.mode("append")``. Spark (4.x) plans a Python data source's
+batch write as a DataSource V2 table write, which takes Append, and Overwrite (handed to
+``writer`` as ``overwrite=True``, refused here with a message after Spark's Kafka sink's); the
+default ErrorIfExists and Ignore are refused by Spark before the data source is asked
+(``UNSUPPORTED_DATA_SOURCE_SAVE_MODE``). Spark's Kafka sink takes ErrorIfExists only because
+Spark plans it as a V1 source (``spark.sql.sources.useV1SourceList``), which a Python data
+source cannot be. Streaming writes have no save mode: every output mode is accepted.
 """
 
 from __future__ import annotations
@@ -52,7 +60,13 @@ from odradek.spark._rows_to_records import (
 )
 from odradek.spark.options import SinkOptions
 
-__all__ = ["BatchWriter", "StreamWriter", "WriteCommitMessage", "producer_config"]
+__all__ = [
+    "OVERWRITE_REFUSED",
+    "BatchWriter",
+    "StreamWriter",
+    "WriteCommitMessage",
+    "producer_config",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +78,12 @@ PRODUCER_DEFAULTS: Final[Mapping[str, str]] = {
 #: Settle the futures of sent rows once this many are pending (and then each time their number
 #: doubles): failures show early, and a long task does not keep a future per row.
 SETTLE_EVERY: Final = 65_536
+
+#: The message for ``.mode("overwrite")``, after Spark's Kafka sink's.
+OVERWRITE_REFUSED: Final = (
+    "Save mode Overwrite not allowed for odradek: a topic is appended to, never truncated. "
+    "Allowed save mode: Append (.mode('append')), like Spark's Kafka sink."
+)
 
 #: The batch outcome a record's future shares with the rest of its batch: deliveries are
 #: checked per batch, not per row (a per-row ``metadata()`` costs ~1 µs, a quarter of a send).
@@ -298,7 +318,17 @@ def _summary(messages: Sequence[WriterCommitMessage | None]) -> tuple[int, int, 
 
 
 class BatchWriter(_ArrowSink, DataSourceArrowWriter):
-    """``df.write.format("odradek")``: at-least-once (see the module docstring)."""
+    """``df.write.format("odradek")``: at-least-once (see the module docstring).
+
+    Save modes: Append only. Overwrite (``overwrite=True``) is refused here, as Spark's Kafka
+    sink refuses it — a topic is appended to, never truncated. ErrorIfExists (the default) and
+    Ignore never reach a Python data source: Spark refuses them first (module docstring).
+    """
+
+    def __init__(self, options: SinkOptions, schema: StructType, *, overwrite: bool = False):
+        if overwrite:
+            raise ValueError(OVERWRITE_REFUSED)
+        super().__init__(options, schema)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         rows, partitions, tasks = _summary(messages)

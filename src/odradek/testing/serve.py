@@ -12,14 +12,21 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping
+from typing import IO
 
 _SERVING = re.compile(r"serving on 127\.0\.0\.1:(\d+)")
 
 
 def start_serve(
-    data_dir: str, overrides: Mapping[str, str] | None = None, *, log_level: str = "warning"
+    data_dir: str,
+    overrides: Mapping[str, str] | None = None,
+    *,
+    log_level: str = "warning",
+    stderr: int | IO[str] = subprocess.DEVNULL,
 ) -> tuple[subprocess.Popen[str], str]:
     """Starts ``odradek serve`` on ``data_dir``; returns the process and ``host:port``.
+
+    ``stderr`` receives the broker's log (an open file to keep it; discarded by default).
 
     Raises:
         RuntimeError: the broker exited or did not announce itself.
@@ -30,7 +37,7 @@ def start_serve(
         command += ["-o", f"{name}={value}"]
     # The command is our own interpreter running our own CLI, with settings the caller gave.
     process = subprocess.Popen(  # noqa: S603
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        command, stdout=subprocess.PIPE, stderr=stderr, text=True
     )
     assert process.stdout is not None
     match = _SERVING.search(process.stdout.readline())

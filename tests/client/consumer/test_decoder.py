@@ -21,15 +21,7 @@ def test_offset_deltas_of_one_two_and_three_bytes(decoder: Any) -> None:
         [SimpleRecord(1_000 + i % 7, None, v) for i, v in enumerate(values)], base_offset=5
     )
     for fetch_offset in (0, 5 + 8_000, 5 + 2**19):
-        records = decoder(
-            "t",
-            0,
-            batch,
-            fetch_offset,
-            check_crcs=True,
-            key_deserializer=None,
-            value_deserializer=None,
-        )
+        records = decoder("t", 0, batch, fetch_offset, check_crcs=True)
         first = max(0, fetch_offset - 5)
         assert [r.offset for r in records] == list(range(5 + first, 5 + count))
         assert [r.value for r in records] == values[first:]

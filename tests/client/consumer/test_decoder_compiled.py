@@ -35,7 +35,6 @@ from odradek.client.consumer.decoder import (
     decode,
     py_decode,
 )
-from odradek.client.consumer.deserializers import StringDeserializer
 from odradek.client.consumer.record import ConsumerRecord
 from odradek.errors import (
     CorruptRecordError,
@@ -57,15 +56,7 @@ Outcome = tuple[Any, ...]
 def outcome(function: Any, data: bytes, fetch_offset: int, check_crcs: bool) -> Outcome:
     """What ``function`` gives: the records with every field's type, or the error and message."""
     try:
-        records = function(
-            "t",
-            3,
-            data,
-            fetch_offset,
-            check_crcs=check_crcs,
-            key_deserializer=None,
-            value_deserializer=None,
-        )
+        records = function("t", 3, data, fetch_offset, check_crcs=check_crcs)
     except Exception as error:
         return ("error", type(error), str(error))
     assert all(type(record) is ConsumerRecord for record in records)
@@ -90,8 +81,7 @@ def assert_no_decline(data: bytes, fetch_offset: int, check_crcs: bool) -> None:
         (size,) = struct.unpack_from(">i", data, stop + 8)
         assert stop + size + LOG_OVERHEAD > end, f"declined a valid batch at {stop}"
     assert out == py_decode(
-        "t", 3, data, fetch_offset, check_crcs=check_crcs, key_deserializer=None,
-        value_deserializer=None,
+        "t", 3, data, fetch_offset, check_crcs=check_crcs
     )  # fmt: skip
 
 
@@ -133,23 +123,6 @@ def test_same_records_as_the_reference(
     assert result[0] == "ok"
     assert all(record.offset >= fetch_offset for record in result[1])
     assert_no_decline(data, fetch_offset, check_crcs)
-
-
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(specs=_batch_specs)
-def test_same_records_with_deserializers(specs: Sequence[Any]) -> None:
-    """Deserializers run in the reference loop: ``decode`` is ``py_decode`` then."""
-    data, _end = build_fetch(specs)
-    text = StringDeserializer()
-
-    def run(function: Any) -> Outcome:
-        try:
-            return ("ok", function("t", 0, data, 0, check_crcs=True, key_deserializer=text,
-                                   value_deserializer=text))  # fmt: skip
-        except Exception as error:
-            return ("error", type(error), str(error))
-
-    assert run(decode) == run(py_decode)
 
 
 def test_record_fields() -> None:
@@ -344,13 +317,11 @@ def test_random_records_never_crash_and_agree(seed: int) -> None:
 @needs_compiled
 def test_records_are_kept_out_of_the_cyclic_gc() -> None:
     data = build_batch([SimpleRecord(1, b"k", b"v", [("h", b"x")])] * 3)
-    records = decode("t", 0, data, 0, check_crcs=True, key_deserializer=None,
-                     value_deserializer=None)  # fmt: skip
+    records = decode("t", 0, data, 0, check_crcs=True)  # fmt: skip
     assert records
     assert not any(gc.is_tracked(record) for record in records)
     gc.collect()
-    assert records == py_decode("t", 0, data, 0, check_crcs=True, key_deserializer=None,
-                                value_deserializer=None)  # fmt: skip
+    assert records == py_decode("t", 0, data, 0, check_crcs=True)  # fmt: skip
 
 
 @needs_compiled

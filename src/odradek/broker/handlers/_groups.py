@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from odradek.broker.context import BrokerContext
-from odradek.broker.group.runtime import GroupCoordinatorRuntime
+from odradek.broker.ports import GroupsPort
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.builder import has_field, request_value
 
 
-def runtime(ctx: BrokerContext) -> GroupCoordinatorRuntime:
+def runtime(ctx: BrokerContext) -> GroupsPort:
     """The broker's coordinator runtime.
 
     Raises:

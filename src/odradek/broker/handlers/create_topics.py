@@ -40,7 +40,7 @@ from odradek.broker.handlers._admin import (
     topic_uuid,
 )
 from odradek.broker.limits import check_request_partitions
-from odradek.broker.topic_manager import TopicPlan
+from odradek.broker.ports import TopicPlan
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response, request_value

@@ -4,20 +4,19 @@ GROUP_ID_NOT_FOUND, one this broker does not coordinate NOT_COORDINATOR."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import DeleteGroupsResult
 from odradek.broker.handlers._groups import runtime
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
+from odradek.protocol.group_requests import delete_groups_body
 
 API_KEY = ApiKey.DELETE_GROUPS
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body
+    body = delete_groups_body(request)
     group_ids = list(dict.fromkeys(str(group_id) for group_id in body.groups_names))
     codes: dict[str, ErrorCode] = {}
     try:

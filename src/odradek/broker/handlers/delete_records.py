@@ -20,6 +20,7 @@ from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._admin import error_of
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
+from odradek.protocol.admin_requests import delete_records_body
 from odradek.protocol.builder import build_response
 
 API_KEY = ApiKey.DELETE_RECORDS
@@ -28,7 +29,7 @@ HIGH_WATERMARK = -1
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body  # a kio request of any supported version
+    body = delete_records_body(request)
     topics = []
     for topic in body.topics:
         name = str(topic.name)

@@ -15,6 +15,7 @@ from typing import Any
 from odradek.broker.context import BrokerContext
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
+from odradek.protocol.admin_requests import describe_cluster_body
 from odradek.protocol.builder import build_response
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
@@ -30,8 +31,8 @@ OPERATIONS_NOT_REQUESTED = -(2**31)
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body  # a kio request of any supported version
-    endpoint_type = int(getattr(body, "endpoint_type", BROKERS_ENDPOINT_TYPE))
+    body = describe_cluster_body(request)
+    endpoint_type = int(getattr(request.body, "endpoint_type", BROKERS_ENDPOINT_TYPE))  # v1+
     operations = OPERATIONS_NOT_REQUESTED
     if body.include_cluster_authorized_operations:
         operations = sum(1 << operation for operation in CLUSTER_OPERATIONS)

@@ -31,13 +31,14 @@ from odradek.broker.handlers._admin import (
 from odradek.controller.topics import validate_topic_name
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
+from odradek.protocol.admin_requests import describe_configs_body
 from odradek.protocol.builder import build_response
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body  # a kio request of any supported version
+    body = describe_configs_body(request)
     include_synonyms = bool(getattr(body, "include_synonyms", False))
     results = []
     for resource in body.resources:

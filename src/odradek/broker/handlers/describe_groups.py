@@ -15,13 +15,14 @@ from odradek.broker.handlers._groups import runtime
 from odradek.errors import KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
+from odradek.protocol.group_requests import describe_groups_body
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 _NO_AUTHORIZED_OPERATIONS = -(1 << 31)
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body
+    body = describe_groups_body(request)
     group_ids = [str(group_id) for group_id in body.groups]
     described: dict[str, DescribedGroup] = {}
     try:

@@ -11,11 +11,11 @@ the server sends with ``os.sendfile``; records are empty, never null.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any
 
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
 from odradek.errors import ErrorCode, OffsetOutOfRangeError
+from odradek.net.sendfile import FileRegion
 from odradek.protocol import (
     ApiKey,
     FetchableTopicResponse,
@@ -24,65 +24,64 @@ from odradek.protocol import (
     Request,
     encode_fetch_response,
 )
-from odradek.protocol.builder import request_value
-from odradek.storage.file_records import FileSlice
+from odradek.protocol.requests import duration_ms, fetch_body
 
 API_KEY = ApiKey.FETCH
-_MAX_INT32 = 2**31 - 1
 READ_COMMITTED = 1
 
 
 def handle(
     ctx: BrokerContext, request: Request
-) -> FetchResponseFrame[FileSlice] | Awaitable[FetchResponseFrame[FileSlice]]:
-    body: Any = request.body  # a kio request of any supported version
+) -> FetchResponseFrame[FileRegion] | Awaitable[FetchResponseFrame[FileRegion]]:
+    body = fetch_body(request)
     responses, total = _read(ctx, request)
-    max_wait_ms = int(request_value(body.max_wait))
-    if total >= int(body.min_bytes) or max_wait_ms <= 0 or _has_errors(responses):
+    max_wait_ms = duration_ms(body.max_wait)
+    if total >= body.min_bytes or max_wait_ms <= 0 or _has_errors(responses):
         return _frame(request, responses)
     return _long_poll(ctx, request, max_wait_ms)
 
 
 async def _long_poll(
     ctx: BrokerContext, request: Request, max_wait_ms: int
-) -> FetchResponseFrame[FileSlice]:
+) -> FetchResponseFrame[FileRegion]:
     deadline = ctx.clock.monotonic_ms() + max_wait_ms
+    body = fetch_body(request)
     partitions = [
-        TopicPartition(str(topic.topic), int(p.partition))
-        for topic in _body(request).topics
+        TopicPartition(str(topic.topic), p.partition)
+        for topic in body.topics
         for p in topic.partitions
     ]
     while True:
         remaining = deadline - ctx.clock.monotonic_ms()
         woken = await ctx.purgatory.wait(partitions, remaining)
         responses, total = _read(ctx, request)
-        if not woken or total >= int(_body(request).min_bytes) or _has_errors(responses):
+        if not woken or total >= body.min_bytes or _has_errors(responses):
             return _frame(request, responses)
 
 
 def _frame(
-    request: Request, responses: list[FetchableTopicResponse[FileSlice]]
-) -> FetchResponseFrame[FileSlice]:
+    request: Request, responses: list[FetchableTopicResponse[FileRegion]]
+) -> FetchResponseFrame[FileRegion]:
     return encode_fetch_response(request.api_version, request.correlation_id, responses)
 
 
-def _has_errors(responses: list[FetchableTopicResponse[FileSlice]]) -> bool:
+def _has_errors(responses: list[FetchableTopicResponse[FileRegion]]) -> bool:
     return any(p.error_code for topic in responses for p in topic.partitions)
 
 
 def _read(
     ctx: BrokerContext, request: Request
-) -> tuple[list[FetchableTopicResponse[FileSlice]], int]:
-    body: Any = request.body  # a kio request of any supported version
-    remaining = int(getattr(body, "max_bytes", _MAX_INT32))
-    read_committed = int(getattr(body, "isolation_level", 0)) == READ_COMMITTED
+) -> tuple[list[FetchableTopicResponse[FileRegion]], int]:
+    body = fetch_body(request)
+    remaining = body.max_bytes
+    read_committed = body.isolation_level == READ_COMMITTED
     total = 0
-    responses: list[FetchableTopicResponse[FileSlice]] = []
+    responses: list[FetchableTopicResponse[FileRegion]] = []
     for topic in body.topics:
         name = str(topic.topic)
-        partitions: list[FetchPartitionData[FileSlice]] = []
+        partitions: list[FetchPartitionData[FileRegion]] = []
         for fetch_partition in topic.partitions:
-            index = int(fetch_partition.partition)
+            index = fetch_partition.partition
             partition = ctx.replicas.get(TopicPartition(name, index))
             if partition is None:
                 partitions.append(FetchPartitionData(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
@@ -90,8 +89,8 @@ def _read(
             aborted = () if read_committed else None
             try:
                 info = partition.read(
-                    int(fetch_partition.fetch_offset),
-                    min(int(fetch_partition.partition_max_bytes), max(remaining, 0)),
+                    fetch_partition.fetch_offset,
+                    min(fetch_partition.partition_max_bytes, max(remaining, 0)),
                     min_one_message=total == 0,
                 )
             except OffsetOutOfRangeError:
@@ -125,7 +124,3 @@ def _read(
             )
         responses.append(FetchableTopicResponse(name, partitions))
     return responses, total
-
-
-def _body(request: Request) -> Any:
-    return request.body  # a kio request of any supported version

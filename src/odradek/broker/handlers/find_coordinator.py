@@ -11,19 +11,18 @@ in ApiVersions.)
 
 from __future__ import annotations
 
-from typing import Any
-
 from odradek.broker.context import BrokerContext
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
+from odradek.protocol.group_requests import find_coordinator_body
 
 API_KEY = ApiKey.FIND_COORDINATOR
 GROUP_KEY_TYPE = 0
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body
+    body = find_coordinator_body(request)
     key_type = int(getattr(body, "key_type", GROUP_KEY_TYPE))
     error_code, message = _find(ctx, str(body.key), key_type)
     found = error_code is ErrorCode.NONE

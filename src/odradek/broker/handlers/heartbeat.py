@@ -5,19 +5,18 @@ Versions: v3 adds ``group.instance.id``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._groups import optional, runtime
 from odradek.errors import KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
+from odradek.protocol.group_requests import heartbeat_body
 
 API_KEY = ApiKey.HEARTBEAT
 
 
 async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body
+    body = heartbeat_body(request)
     try:
         result = await runtime(ctx).run(
             str(body.group_id),

@@ -18,7 +18,7 @@ supported yet); any other resource type INVALID_REQUEST.
 from __future__ import annotations
 
 import enum
-from typing import Any
+from collections.abc import Sequence
 
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._admin import (
@@ -31,6 +31,7 @@ from odradek.broker.handlers._admin import (
 from odradek.controller.topics import validate_topic_name
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
+from odradek.protocol.admin_requests import AlterableConfigRequest, incremental_alter_configs_body
 from odradek.protocol.builder import build_response
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
@@ -46,7 +47,7 @@ class OpType(enum.IntEnum):
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body  # a kio request of any supported version
+    body = incremental_alter_configs_body(request)
     validate_only = bool(body.validate_only)
     keys = [(int(r.resource_type), str(r.resource_name)) for r in body.resources]
     repeated = duplicates(f"{kind}/{name}" for kind, name in keys)
@@ -77,7 +78,12 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
 
 
 def _alter(
-    ctx: BrokerContext, resource_type: int, name: str, configs: Any, *, validate_only: bool
+    ctx: BrokerContext,
+    resource_type: int,
+    name: str,
+    configs: Sequence[AlterableConfigRequest],
+    *,
+    validate_only: bool,
 ) -> None:
     """Applies one resource's operations.
 

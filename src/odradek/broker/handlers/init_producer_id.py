@@ -22,6 +22,7 @@ from typing import Any
 from odradek.broker.context import BrokerContext
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
+from odradek.protocol.admin_requests import init_producer_id_body
 from odradek.protocol.builder import build_response
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
@@ -34,7 +35,7 @@ _producer_ids = itertools.count(random.randrange(2**31))
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body  # a kio request of any supported version
+    body = init_producer_id_body(request)
     fields: dict[str, Any] = {"throttle_time": 0, "error_code": ErrorCode.NONE}
     if body.transactional_id is not None:
         logger.warning(

@@ -8,20 +8,19 @@ never asked for.
 
 from __future__ import annotations
 
-from typing import Any
-
 from odradek.broker.context import CLIENT_HOST, BrokerContext
 from odradek.broker.group.results import JoinGroupResult
 from odradek.broker.handlers._groups import optional, runtime
 from odradek.errors import KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response, request_value
+from odradek.protocol.group_requests import join_group_body
 
 API_KEY = ApiKey.JOIN_GROUP
 
 
 async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body
+    body = join_group_body(request)
     session_timeout_ms = int(request_value(body.session_timeout))
     member_id = str(body.member_id)
     try:

@@ -14,22 +14,24 @@ from odradek.broker.handlers._groups import runtime
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response, has_field
+from odradek.protocol.group_requests import leave_group_body
 
 API_KEY = ApiKey.LEAVE_GROUP
 
 
 async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body
-    batched = has_field(body, "members")
+    body = leave_group_body(request)
+    by_version: Any = request.body  # members (v3+) or one member_id (v0-v2)
+    batched = has_field(by_version, "members")
     if batched:
         members = [
             LeavingMember(
                 str(m.member_id), None if m.group_instance_id is None else str(m.group_instance_id)
             )
-            for m in body.members
+            for m in by_version.members
         ]
     else:
-        members = [LeavingMember(str(body.member_id))]
+        members = [LeavingMember(str(by_version.member_id))]
     try:
         result = await runtime(ctx).run(
             str(body.group_id),

@@ -13,6 +13,7 @@ from odradek.broker.context import BrokerContext
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
+from odradek.protocol.requests import list_offsets_body
 
 API_KEY = ApiKey.LIST_OFFSETS
 
@@ -22,11 +23,10 @@ EARLIEST_TIMESTAMP = -2
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     topics = []
-    for topic in _body(request).topics:
+    for topic in list_offsets_body(request).topics:
         name = str(topic.name)
         partitions = [
-            _list_offset(ctx, name, int(p.partition_index), int(p.timestamp))
-            for p in topic.partitions
+            _list_offset(ctx, name, p.partition_index, p.timestamp) for p in topic.partitions
         ]
         topics.append({"name": name, "partitions": partitions})
     return build_response(API_KEY, request.api_version, {"throttle_time": 0, "topics": topics})
@@ -43,8 +43,8 @@ def _list_offset(ctx: BrokerContext, topic: str, index: int, timestamp: int) -> 
     elif timestamp < 0:
         return {"partition_index": index, "error_code": ErrorCode.INVALID_REQUEST}
     else:
-        found = partition.log.offset_for_timestamp(timestamp)
-        if found is None or found.offset >= partition.high_watermark:
+        found = partition.offset_for_timestamp(timestamp)
+        if found is None:  # no record at or after it below the high watermark
             offset, found_timestamp = -1, -1
         else:
             offset, found_timestamp = found.offset, found.timestamp
@@ -55,7 +55,3 @@ def _list_offset(ctx: BrokerContext, topic: str, index: int, timestamp: int) -> 
         "offset": offset,
         "old_style_offsets": [offset],
     }
-
-
-def _body(request: Request) -> Any:
-    return request.body  # a kio request of any supported version

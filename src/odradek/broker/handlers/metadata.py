@@ -14,18 +14,18 @@ from odradek.broker.context import BrokerContext
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
+from odradek.protocol.requests import metadata_allows_auto_create, metadata_body
 
 API_KEY = ApiKey.METADATA
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body  # a kio request of any supported version
-    requested = body.topics
+    requested = metadata_body(request).topics
     if requested is None or (request.api_version == 0 and not requested):
         names = ctx.topics.topic_names()
     else:
         names = [str(topic.name) for topic in requested]
-    allow_create = bool(getattr(body, "allow_auto_topic_creation", True))
+    allow_create = metadata_allows_auto_create(request)
     topics = [_describe(ctx, name, allow_create) for name in names]
     brokers = [{"node_id": ctx.broker_id, "host": ctx.host, "port": ctx.port, "rack": None}]
     return build_response(

@@ -8,8 +8,6 @@ unknown group only). A coordinator error is every partition's error.
 
 from __future__ import annotations
 
-from typing import Any
-
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import OffsetCommitPartition
@@ -18,12 +16,13 @@ from odradek.broker.handlers._topics import by_topic
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response, request_value
+from odradek.protocol.group_requests import offset_commit_body
 
 API_KEY = ApiKey.OFFSET_COMMIT
 
 
 async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body
+    body = offset_commit_body(request)
     partitions = [
         OffsetCommitPartition(
             str(topic.name),

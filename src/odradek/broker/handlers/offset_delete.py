@@ -3,8 +3,6 @@ unless the group is Empty)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import OffsetDeleteResult
@@ -13,12 +11,13 @@ from odradek.broker.handlers._topics import by_topic
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
+from odradek.protocol.group_requests import offset_delete_body
 
 API_KEY = ApiKey.OFFSET_DELETE
 
 
 async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body
+    body = offset_delete_body(request)
     partitions = [
         TopicPartition(str(topic.name), int(p.partition_index))
         for topic in body.topics

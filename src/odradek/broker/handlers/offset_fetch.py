@@ -8,8 +8,6 @@ group-level error; v5 adds the leader epoch.
 
 from __future__ import annotations
 
-from typing import Any
-
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import FetchedOffset
@@ -18,12 +16,13 @@ from odradek.broker.handlers._topics import by_topic
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
+from odradek.protocol.group_requests import offset_fetch_body
 
 API_KEY = ApiKey.OFFSET_FETCH
 
 
 async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body
+    body = offset_fetch_body(request)
     requested = (
         None
         if body.topics is None

@@ -6,20 +6,19 @@ group's, and echoed).
 
 from __future__ import annotations
 
-from typing import Any
-
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import SyncGroupResult
 from odradek.broker.handlers._groups import optional, runtime
 from odradek.errors import KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
+from odradek.protocol.group_requests import sync_group_body
 
 API_KEY = ApiKey.SYNC_GROUP
 
 
 async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body: Any = request.body
+    body = sync_group_body(request)
     assignments = {str(a.member_id): bytes(a.assignment) for a in body.assignments}
     try:
         result = await runtime(ctx).run(

@@ -23,11 +23,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
+from odradek.client.closeable import Closeable
 from odradek.client.cluster import Metadata, MetadataUpdater
 from odradek.client.config import CONSUMER, ClientConfig
 from odradek.client.consumer.config import ConsumerSettings
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 CommitCallback = Callable[[Mapping[TopicPartition, OffsetAndMetadata], BaseException | None], None]
 
 
-class Consumer:
+class Consumer(Closeable):
     """A Kafka consumer (see the module docstring).
 
     Args:
@@ -392,17 +392,6 @@ class Consumer:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("the consumer is closed")
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         group = self._settings.group_id

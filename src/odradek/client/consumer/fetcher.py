@@ -441,8 +441,6 @@ class Fetcher:
                     completed.data,
                     completed.fetch_offset,
                     check_crcs=check_crcs,
-                    key_deserializer=None,
-                    value_deserializer=None,
                 )
             except Exception as error:
                 completed.error = error

@@ -35,11 +35,11 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from types import TracebackType
-from typing import Any, Final, Self, overload
+from typing import Any, Final, overload
 
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
+from odradek.client.closeable import Closeable
 from odradek.client.cluster import Cluster, Metadata, MetadataUpdater, PartitionMetadata
 from odradek.client.config import PRODUCER, ClientConfig
 from odradek.client.network import NetworkClient
@@ -140,7 +140,7 @@ class _ClusterView:
         return available
 
 
-class Producer:
+class Producer(Closeable):
     """A Kafka producer (see the module docstring).
 
     Args:
@@ -636,17 +636,6 @@ class Producer:
     @property
     def closed(self) -> bool:
         return self._closed
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

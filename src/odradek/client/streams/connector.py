@@ -42,11 +42,12 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
-from types import MappingProxyType, TracebackType
-from typing import Any, Final, Self
+from types import MappingProxyType
+from typing import Any, Final
 
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
+from odradek.client.closeable import Closeable
 from odradek.client.config import ClientConfig
 from odradek.client.consumer import Consumer, ConsumerRecord, OffsetAndMetadata
 from odradek.client.streams.config import CONSUMER_CONNECTOR, ConnectorSettings
@@ -63,7 +64,7 @@ log = logging.getLogger(__name__)
 _POLL_MS: Final = 50
 
 
-class ConsumerConnector:
+class ConsumerConnector(Closeable):
     """Message streams over a consumer group (see the module docstring).
 
     Args:
@@ -396,15 +397,8 @@ class ConsumerConnector:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """``shutdown`` (what ``with connector:`` calls on the way out)."""
         self.shutdown()
 
     def __repr__(self) -> str:

@@ -29,7 +29,7 @@ original offset delta) and the CRC32C. A batch whose records all go disappears â
 caller asks to keep it (the last batch of a cleaned segment, see ``Cleaner``): then it stays as
 a header with no records and no compression, as Kafka keeps empty batches.
 
-Record layout (see ``records._pyrecords``; varints are zigzag)::
+Record layout (see ``records.record_format``; varints are zigzag)::
 
     length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
     keyLength varint, key | valueLength varint, value | headerCount varint, headers

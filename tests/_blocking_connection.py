@@ -1,6 +1,7 @@
-"""A minimal blocking Kafka connection: one request at a time over one TCP socket.
+"""A minimal blocking Kafka connection for tests: one request at a time over one TCP socket.
 
-For tools (the ``odradek topics`` command) until the real client exists. It owns a socket,
+Tests use it to send a broker exact requests (a Produce or Fetch of a given version and
+fields) without the client's batching and retries in between. It owns a socket,
 frames requests with ``protocol.client_codec``, reads each response frame whole and decodes it
 to a plain mapping. It learns the broker's API versions once (ApiVersions, retried lower when
 the broker answers UNSUPPORTED_VERSION, KIP-511) and picks the highest version both sides
@@ -25,37 +26,19 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Final, Self
 
+from odradek.client.network import parse_bootstrap_servers
 from odradek.errors import ErrorCode, KafkaError, ProtocolError, error_for_code
 from odradek.protocol.api_keys import ApiKey, VersionRange
 from odradek.protocol.client_codec import decode_response, encode_request
 from odradek.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 
-__all__ = ["DEFAULT_TIMEOUT_S", "BlockingConnection", "parse_bootstrap_servers"]
+__all__ = ["DEFAULT_TIMEOUT_S", "BlockingConnection"]
 
 DEFAULT_TIMEOUT_S: Final = 30.0
 #: The ApiVersions versions this helper can send (v3 adds the client software fields).
 API_VERSIONS_VERSIONS: Final = VersionRange(0, 3)
 CLIENT_SOFTWARE_NAME: Final = "odradek"
 _SIZE = struct.Struct(">i")
-
-
-def parse_bootstrap_servers(text: str) -> list[tuple[str, int]]:
-    """``host:port[,host:port...]`` (IPv6 hosts in brackets) to a list of addresses.
-
-    Raises:
-        ValueError: an entry without a host or a port, or a port outside 1..65535; the
-            message names the entry.
-    """
-    addresses = []
-    for entry in (part.strip() for part in text.split(",")):
-        host, sep, port_text = entry.rpartition(":")
-        host = host.strip()
-        if host.startswith("[") and host.endswith("]"):
-            host = host[1:-1]
-        if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise ValueError(f"expected HOST:PORT, got {entry!r}")
-        addresses.append((host, int(port_text)))
-    return addresses
 
 
 class BlockingConnection:

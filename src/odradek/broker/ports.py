@@ -1,0 +1,297 @@
+"""The broker as handlers see it: narrow ``typing.Protocol`` ports of its services.
+
+Handlers get a ``BrokerContext`` whose services are typed by these ports, never by the
+concrete classes (``ReplicaManager``, ``Partition``, ``TopicManager``, ``FetchPurgatory``,
+``GroupCoordinatorRuntime``), so a handler is tested with in-memory fakes and never sees a
+storage type. The rules it keeps:
+
+- a port lists what handlers call, with the concrete class's signature; the concrete classes
+  satisfy the ports structurally (mypy checks it where ``BrokerApp`` builds the context);
+- results are ports too (``AppendResult``, ``ReadResult``, ``TimestampOffset``, ...): the
+  storage values (``AppendInfo``, ``LogReadInfo``, ``TimestampAndOffset``) satisfy them, and
+  records travel as ``odradek.net.sendfile.FileRegion``, the socket shell's type;
+- nothing here imports ``odradek.storage`` (import-linter: handlers ↛ storage).
+
+Grow a port when a handler needs more, in the same change that uses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from odradek._types import TopicPartition
+from odradek.broker.group.coordinator import GroupCoordinator
+from odradek.broker.group.results import ListGroupsResult, Outcome
+from odradek.broker.limits import MutationQuota
+from odradek.errors import ErrorCode
+from odradek.net.sendfile import FileRegion
+
+__all__ = [
+    "AppendResult",
+    "GroupsPort",
+    "PartitionDescription",
+    "PartitionPort",
+    "PurgatoryPort",
+    "ReadResult",
+    "ReplicasPort",
+    "TimestampOffset",
+    "TopicConfigDescription",
+    "TopicIds",
+    "TopicsPort",
+]
+
+R = TypeVar("R")
+
+# ----------------------------------------------------------------- partitions
+
+
+class AppendResult(Protocol):
+    """What an append did, as Produce answers it."""
+
+    @property
+    def first_offset(self) -> int: ...
+    @property
+    def log_append_time_ms(self) -> int: ...
+
+
+class ReadResult(Protocol):
+    """What a read found: the records to send (``None``: none) and the log start offset."""
+
+    @property
+    def records(self) -> FileRegion | None: ...
+    @property
+    def log_start_offset(self) -> int: ...
+
+
+class TimestampOffset(Protocol):
+    """The first record at or after a timestamp (ListOffsets)."""
+
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+
+
+class PartitionPort(Protocol):
+    """A partition this broker leads (``odradek.broker.partition.Partition``)."""
+
+    @property
+    def topic_partition(self) -> TopicPartition: ...
+    @property
+    def high_watermark(self) -> int: ...
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+    @property
+    def leader_epoch(self) -> int: ...
+
+    def append_as_leader(self, data: bytes | bytearray, required_acks: int) -> AppendResult:
+        """Validates and appends one producer batch.
+
+        Raises:
+            KafkaError: INVALID_REQUIRED_ACKS, NOT_ENOUGH_REPLICAS, or the batch's
+                validation error (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, ...).
+        """
+        ...
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        min_one_message: bool = True,
+        committed_only: bool = True,
+    ) -> ReadResult:
+        """Reads up to the high watermark (or the log end offset for followers).
+
+        Raises:
+            OffsetOutOfRangeError: ``fetch_offset`` outside [log start offset, LEO].
+        """
+        ...
+
+    def delete_records_before(self, offset: int) -> int:
+        """Moves the log start offset (-1: to the high watermark); returns the new one.
+
+        Raises:
+            OffsetOutOfRangeError: ``offset`` is past the high watermark.
+        """
+        ...
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None:
+        """The first record whose timestamp is at or after ``timestamp_ms``, or ``None``."""
+        ...
+
+
+class ReplicasPort(Protocol):
+    """The partitions this broker holds (``odradek.broker.replica_manager.ReplicaManager``)."""
+
+    def get(self, topic_partition: TopicPartition) -> PartitionPort | None: ...
+
+
+class PurgatoryPort(Protocol):
+    """Where fetches wait for data (``odradek.broker.purgatory.FetchPurgatory``)."""
+
+    def notify(self, topic_partition: TopicPartition) -> None: ...
+
+    async def wait(self, partitions: Iterable[TopicPartition], timeout_ms: int) -> bool: ...
+
+
+# ----------------------------------------------------------------- topics
+
+
+class PartitionDescription(Protocol):
+    """A partition as Metadata describes it."""
+
+    @property
+    def partition(self) -> int: ...
+    @property
+    def leader(self) -> int: ...
+    @property
+    def leader_epoch(self) -> int: ...
+    @property
+    def replicas(self) -> Sequence[int]: ...
+    @property
+    def isr(self) -> Sequence[int]: ...
+
+
+class TopicConfigDescription(Protocol):
+    """One topic config as DescribeConfigs reports it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> str: ...
+    @property
+    def is_default(self) -> bool: ...
+
+
+class TopicIds(Protocol):
+    """Topic ids as the metadata store keeps them (22 characters of URL-safe base64)."""
+
+    def topic_id(self, topic: str) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPlan:
+    """A checked topic change: partitions to add to ``topic`` (all of them for a new topic,
+    whose ``configs`` are stored with it)."""
+
+    topic: str
+    new_topic: bool
+    #: partition → replicas of the partitions to add only.
+    assignment: Mapping[int, Sequence[int]]
+    configs: Mapping[str, str]
+
+    @property
+    def first_partition(self) -> int:
+        return min(self.assignment)
+
+
+class TopicsPort(Protocol):
+    """Topic lookups and changes (``odradek.broker.topic_manager.TopicManager``).
+
+    The changes raise ``KafkaError`` with the code the admin APIs answer (see
+    ``TopicManager``); handlers map them with ``handlers._admin.error_of``.
+    """
+
+    @property
+    def metadata(self) -> TopicIds: ...
+
+    def exists(self, topic: str) -> bool: ...
+    def topic_names(self) -> list[str]: ...
+    def is_internal(self, topic: str) -> bool: ...
+    def describe(self, topic: str) -> Sequence[PartitionDescription]: ...
+    def topic_config_entries(self, topic: str) -> Sequence[TopicConfigDescription]: ...
+    def maybe_auto_create(self, topic: str) -> bool: ...
+
+    def create_topic(
+        self,
+        topic: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        *,
+        assignment: Mapping[int, Sequence[int]] | None = None,
+        configs: Mapping[str, str] | None = None,
+        validate_only: bool = False,
+    ) -> None: ...
+
+    def delete_topic(self, topic: str) -> None: ...
+
+    def create_partitions(
+        self,
+        topic: str,
+        total_count: int,
+        *,
+        assignment: Sequence[Sequence[int]] | None = None,
+        validate_only: bool = False,
+    ) -> None: ...
+
+    def alter_topic_configs(
+        self,
+        topic: str,
+        set_configs: Mapping[str, str],
+        delete_configs: Sequence[str] = (),
+        *,
+        validate_only: bool = False,
+    ) -> None: ...
+
+    # Changes off the event loop (CreateTopics, CreatePartitions, DeleteTopics), bounded by
+    # ``broker.limits`` before they start; see ``TopicManager``.
+
+    @property
+    def quota(self) -> MutationQuota: ...
+
+    def partition_count(self, topic: str) -> int: ...
+    def is_busy(self, topic: str) -> bool: ...
+
+    def plan_topic(
+        self,
+        topic: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        *,
+        assignment: Mapping[int, Sequence[int]] | None = None,
+        configs: Mapping[str, str] | None = None,
+    ) -> TopicPlan: ...
+
+    def plan_partitions(
+        self, topic: str, total_count: int, *, assignment: Sequence[Sequence[int]] | None = None
+    ) -> TopicPlan: ...
+
+    def start_create(self, plan: TopicPlan) -> asyncio.Task[None]: ...
+    def start_delete(self, topic: str) -> asyncio.Task[None]: ...
+    def keep(self, work: Coroutine[object, object, None]) -> asyncio.Task[None]: ...
+    async def wait_idle(self, topic: str) -> None: ...
+
+
+# ----------------------------------------------------------------- groups
+
+
+class GroupsPort(Protocol):
+    """The group coordinator runtime (``odradek.broker.group.runtime``).
+
+    ``run`` and ``run_each`` raise ``KafkaError`` (NOT_COORDINATOR,
+    COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE) that group handlers put in their
+    responses.
+    """
+
+    def ensure_offsets_topic(self) -> bool: ...
+    def is_coordinator_for(self, group_id: str) -> bool: ...
+
+    async def run(
+        self, group_id: str, operation: Callable[[GroupCoordinator, int], Outcome[R]]
+    ) -> R: ...
+
+    def run_each(
+        self,
+        group_ids: Sequence[str],
+        operation: Callable[[GroupCoordinator, int, list[str]], Outcome[R]],
+    ) -> tuple[list[tuple[list[str], R]], dict[str, ErrorCode]]: ...
+
+    def list_groups(
+        self, states_filter: Sequence[str] = (), types_filter: Sequence[str] = ()
+    ) -> ListGroupsResult: ...

@@ -1,0 +1,181 @@
+"""Typed, read-only views of the hot request bodies: Produce, Fetch, ListOffsets, Metadata.
+
+The codec hands handlers kio's request object of whatever version arrived; its class differs
+per version, so ``Request.body`` is untyped. This module owns the typed side of that
+boundary: one ``Protocol`` per request (and per nested entity) listing exactly the fields the
+broker reads, with the types it reads them as, and one accessor per API that returns the body
+as its view. The rules it keeps:
+
+- a view lists only fields that every decoded version of its API has (``IMPLEMENTED_VERSIONS``
+  minus ``ADVERTISED_ONLY_VERSIONS``), so a handler reads them without ``getattr`` defaults;
+  tests/protocol/test_requests.py checks each view against kio's class of every such version;
+- the accessors hand back ``Request.body`` itself (no copy, no conversion, no check: the
+  router dispatches by API key), as C-level attribute getters: the hot path pays ~30 ns;
+- integers are ``int`` (kio's ``i16``/``i32``/``i64`` are subclasses), strings ``str``,
+  durations ``datetime.timedelta`` (``duration_ms`` turns them into milliseconds).
+
+Any field not listed here is still on the object; reading it goes through ``Request.body``
+(the decode boundary, typed ``Any`` in the handlers that need it).
+"""
+
+from __future__ import annotations
+
+import datetime
+import operator
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from odradek.protocol.codec import Request
+
+__all__ = [
+    "FetchPartitionRequest",
+    "FetchRequestBody",
+    "FetchTopicRequest",
+    "ListOffsetsPartitionRequest",
+    "ListOffsetsRequestBody",
+    "ListOffsetsTopicRequest",
+    "MetadataRequestBody",
+    "MetadataTopicRequest",
+    "ProducePartitionData",
+    "ProduceRequestBody",
+    "ProduceTopicData",
+    "duration_ms",
+    "fetch_body",
+    "list_offsets_body",
+    "metadata_allows_auto_create",
+    "metadata_body",
+    "produce_body",
+]
+
+_ONE_MS = datetime.timedelta(milliseconds=1)
+
+
+# ----------------------------------------------------------------- Produce (v3+)
+
+
+class ProducePartitionData(Protocol):
+    """One partition's records: exactly one v2 record batch for a well-behaved producer."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def records(self) -> bytes | None: ...
+
+
+class ProduceTopicData(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partition_data(self) -> Sequence[ProducePartitionData]: ...
+
+
+class ProduceRequestBody(Protocol):
+    @property
+    def transactional_id(self) -> str | None: ...
+    @property
+    def acks(self) -> int: ...
+    @property
+    def timeout(self) -> datetime.timedelta: ...
+    @property
+    def topic_data(self) -> Sequence[ProduceTopicData]: ...
+
+
+# ----------------------------------------------------------------- Fetch (v4+)
+
+
+class FetchPartitionRequest(Protocol):
+    @property
+    def partition(self) -> int: ...
+    @property
+    def fetch_offset(self) -> int: ...
+    @property
+    def partition_max_bytes(self) -> int: ...
+
+
+class FetchTopicRequest(Protocol):
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[FetchPartitionRequest]: ...
+
+
+class FetchRequestBody(Protocol):
+    @property
+    def replica_id(self) -> int: ...
+    @property
+    def max_wait(self) -> datetime.timedelta: ...
+    @property
+    def min_bytes(self) -> int: ...
+    @property
+    def max_bytes(self) -> int: ...
+    @property
+    def isolation_level(self) -> int: ...
+    @property
+    def topics(self) -> Sequence[FetchTopicRequest]: ...
+
+
+# ----------------------------------------------------------------- ListOffsets (v1+)
+
+
+class ListOffsetsPartitionRequest(Protocol):
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def timestamp(self) -> int: ...
+
+
+class ListOffsetsTopicRequest(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[ListOffsetsPartitionRequest]: ...
+
+
+class ListOffsetsRequestBody(Protocol):
+    @property
+    def replica_id(self) -> int: ...
+    @property
+    def topics(self) -> Sequence[ListOffsetsTopicRequest]: ...
+
+
+# ----------------------------------------------------------------- Metadata (v0+)
+
+
+class MetadataTopicRequest(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class MetadataRequestBody(Protocol):
+    """``topics`` is null (v1+) for every topic; v0 says so with an empty array.
+    ``allow_auto_topic_creation`` exists from v4: read it with ``metadata_allows_auto_create``.
+    """
+
+    @property
+    def topics(self) -> Sequence[MetadataTopicRequest] | None: ...
+
+
+# ----------------------------------------------------------------- accessors
+
+
+# The accessors are C-level attribute getters typed as the views: no Python frame, no check
+# on the hot path. The router only hands a handler requests of its own API key.
+
+#: The body of a Produce request as its view.
+produce_body: Callable[[Request], ProduceRequestBody] = operator.attrgetter("body")
+#: The body of a Fetch request as its view.
+fetch_body: Callable[[Request], FetchRequestBody] = operator.attrgetter("body")
+#: The body of a ListOffsets request as its view.
+list_offsets_body: Callable[[Request], ListOffsetsRequestBody] = operator.attrgetter("body")
+#: The body of a Metadata request as its view.
+metadata_body: Callable[[Request], MetadataRequestBody] = operator.attrgetter("body")
+
+
+def metadata_allows_auto_create(request: Request) -> bool:
+    """Metadata's ``allow_auto_topic_creation`` (v4+); older versions always allow it."""
+    return bool(getattr(request.body, "allow_auto_topic_creation", True))
+
+
+def duration_ms(value: datetime.timedelta) -> int:
+    """A request duration (``timeout``, ``max_wait``) in whole milliseconds."""
+    return int(value / _ONE_MS)

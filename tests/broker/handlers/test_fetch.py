@@ -1,0 +1,207 @@
+"""Fetch without sockets: the handler over in-memory partitions (tests/broker/fakes.py).
+
+Reads from the fetch offset up to the high watermark, within ``partition_max_bytes`` and the
+response's ``max_bytes`` (the first partition with data always gets a whole batch, KIP-74);
+answers at once when ``min_bytes`` is met or a partition failed, otherwise waits in the
+purgatory and reads again when woken; records travel as regions, spliced in by the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import importlib
+import inspect
+from typing import Any
+
+from kio.serial import entity_reader
+from kio.static.primitive import i32Timedelta
+from tests.broker.fakes import FakePartition, FakePurgatory, context, request
+
+from odradek._clock import MockClock
+from odradek._types import TopicPartition
+from odradek.broker.handlers import fetch
+from odradek.errors import ErrorCode
+from odradek.protocol import FetchResponseFrame, RecordsSlot, response_class
+from odradek.records.codec import SimpleRecord, build_batch
+
+VERSION = 11
+TP = TopicPartition("t", 0)
+TP1 = TopicPartition("t", 1)
+
+
+def batch(base_offset: int, count: int = 1, value_bytes: int = 10) -> bytes:
+    return build_batch(
+        [SimpleRecord(1_000, None, b"x" * value_bytes) for _ in range(count)],
+        base_offset=base_offset,
+    )
+
+
+def filled(tp: TopicPartition, batches: int, **kwargs: Any) -> FakePartition:
+    partition = FakePartition(tp, **kwargs)
+    for index in range(batches):
+        partition.append_as_leader(batch(index), 1)
+    partition.appends.clear()
+    return partition
+
+
+def fetch_request(
+    offsets: dict[TopicPartition, int],
+    *,
+    min_bytes: int = 1,
+    max_wait_ms: int = 500,
+    max_bytes: int = 1 << 20,
+    partition_max_bytes: int = 1 << 20,
+) -> Any:
+    m = importlib.import_module(f"kio.schema.fetch.v{VERSION}.request")
+    topics: dict[str, list[Any]] = {}
+    for tp, offset in offsets.items():
+        topics.setdefault(tp.topic, []).append(
+            m.FetchPartition(
+                partition=tp.partition,
+                fetch_offset=offset,
+                partition_max_bytes=partition_max_bytes,
+            )
+        )
+    return request(
+        m.FetchRequest(
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=max_wait_ms)),
+            min_bytes=min_bytes,
+            max_bytes=max_bytes,
+            topics=tuple(
+                m.FetchTopic(topic=name, partitions=tuple(parts)) for name, parts in topics.items()
+            ),
+            forgotten_topics_data=(),
+        )
+    )
+
+
+def decoded(frame: Any) -> dict[TopicPartition, Any]:
+    """The response as a client reads it: framing with each slot's records spliced in."""
+    assert isinstance(frame, FetchResponseFrame)
+    wire = b"".join(
+        part.records.read() if isinstance(part, RecordsSlot) else part for part in frame.parts
+    )
+    assert len(wire) == frame.size
+    response_type: Any = response_class(1, VERSION)
+    _, header_size = entity_reader(response_type.__header_schema__)(wire[4:], 0)
+    response, _ = entity_reader(response_type)(wire[4:], header_size)
+    return {
+        TopicPartition(str(topic.topic), int(p.partition_index)): p
+        for topic in response.responses
+        for p in topic.partitions
+    }
+
+
+def test_data_at_hand_is_answered_at_once_up_to_the_high_watermark() -> None:
+    partition = filled(TP, 3)
+    partition.committed = False
+    partition.append_as_leader(batch(3), 1)  # above the high watermark: not yet visible
+
+    result = fetch.handle(context(partition), fetch_request({TP: 1}))
+
+    answer = decoded(result)[TP]
+    assert answer.error_code == ErrorCode.NONE
+    assert answer.high_watermark == 3
+    assert answer.records == batch(1) + batch(2)
+
+
+def test_unknown_and_out_of_range_partitions_answer_at_once_with_their_errors() -> None:
+    partition = filled(TP, 2, log_start_offset=0)
+    ctx = context(partition)
+
+    result = fetch.handle(ctx, fetch_request({TP: 7, TopicPartition("t", 4): 0}, min_bytes=1 << 20))
+
+    answers = decoded(result)  # not awaitable: an error ends the wait
+    assert answers[TP].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert (answers[TP].high_watermark, answers[TP].log_start_offset) == (2, 0)
+    assert answers[TopicPartition("t", 4)].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_the_response_budget_is_shared_and_only_the_first_partition_may_exceed_it() -> None:
+    first = filled(TP, 1)
+    second = filled(TP1, 1)
+    size = len(batch(0))
+
+    result = fetch.handle(context(first, second), fetch_request({TP: 0, TP1: 0}, max_bytes=10))
+
+    answers = decoded(result)
+    assert answers[TP].records == batch(0)  # whole, although larger than max_bytes
+    assert answers[TP1].records in (b"", None)
+    assert first.reads == [(0, 10, True)]
+    assert second.reads == [(0, 0, False)]  # 10 - size < 0: nothing left, no minimum
+    assert size > 10
+
+
+def test_partition_max_bytes_caps_each_read() -> None:
+    partition = filled(TP, 1)
+
+    fetch.handle(context(partition), fetch_request({TP: 0}, partition_max_bytes=5))
+
+    assert partition.reads == [(0, 5, True)]
+
+
+def test_too_little_data_waits_in_the_purgatory_and_reads_again_when_woken() -> None:
+    partition = filled(TP, 1)
+    purgatory = FakePurgatory()
+    clock = MockClock()
+
+    def producer_appends() -> None:
+        partition.append_as_leader(batch(1, value_bytes=200), 1)
+        purgatory.notify(TP)
+
+    purgatory.on_wait.append(producer_appends)
+    ctx = context(partition, purgatory=purgatory, clock=clock)
+
+    pending = fetch.handle(ctx, fetch_request({TP: 1}, min_bytes=100, max_wait_ms=500))
+
+    assert inspect.isawaitable(pending)
+    answer = decoded(asyncio.run(_awaited(pending)))[TP]
+    assert purgatory.waits == [([TP], 500)]
+    assert answer.records == batch(1, value_bytes=200)
+
+
+def test_a_wait_without_news_answers_what_there_is() -> None:
+    partition = filled(TP, 1)
+    purgatory = FakePurgatory()
+    ctx = context(partition, purgatory=purgatory)
+
+    pending = fetch.handle(ctx, fetch_request({TP: 1}, min_bytes=100, max_wait_ms=300))
+
+    answer = decoded(asyncio.run(_awaited(pending)))[TP]
+    assert len(purgatory.waits) == 1
+    assert answer.error_code == ErrorCode.NONE
+    assert answer.records in (b"", None)
+
+
+def test_no_wait_when_max_wait_is_zero() -> None:
+    partition = filled(TP, 1)
+
+    result = fetch.handle(context(partition), fetch_request({TP: 1}, max_wait_ms=0))
+
+    assert not inspect.isawaitable(result)
+    assert decoded(result)[TP].records in (b"", None)
+
+
+async def _awaited(pending: Any) -> Any:
+    return await pending
+
+
+def test_each_wait_gets_what_is_left_of_max_wait() -> None:
+    partition = filled(TP, 1)
+    purgatory = FakePurgatory()
+    clock = MockClock()
+
+    def small_append() -> None:  # wakes the fetch, but min_bytes is still not met
+        clock.advance(200)
+        partition.append_as_leader(batch(1), 1)
+        purgatory.notify(TP)
+
+    purgatory.on_wait.append(small_append)
+    ctx = context(partition, purgatory=purgatory, clock=clock)
+
+    pending = fetch.handle(ctx, fetch_request({TP: 1}, min_bytes=1000, max_wait_ms=500))
+    answer = decoded(asyncio.run(_awaited(pending)))[TP]
+
+    assert purgatory.waits == [([TP], 500), ([TP], 300)]
+    assert answer.records == batch(1)  # the second wait timed out: what there is

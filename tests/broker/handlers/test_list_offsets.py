@@ -1,0 +1,68 @@
+"""ListOffsets without sockets: latest is the high watermark, earliest the log start offset,
+a timestamp the first batch at or after it (-1 when none is committed yet), other negative
+timestamps INVALID_REQUEST, unknown partitions UNKNOWN_TOPIC_OR_PARTITION."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from tests.broker.fakes import FakePartition, context, request
+
+from odradek._types import TopicPartition
+from odradek.broker.handlers import list_offsets
+from odradek.errors import ErrorCode
+from odradek.records.codec import SimpleRecord, build_batch
+
+TP = TopicPartition("t", 0)
+
+
+def list_request(version: int, queries: list[tuple[int, int]]) -> Any:
+    m = importlib.import_module(f"kio.schema.list_offsets.v{version}.request")
+    fields: dict[str, Any] = {"replica_id": -1}
+    if version >= 2:
+        fields["isolation_level"] = 0
+    return request(
+        m.ListOffsetsRequest(
+            topics=(
+                m.ListOffsetsTopic(
+                    name="t",
+                    partitions=tuple(
+                        m.ListOffsetsPartition(partition_index=p, timestamp=t) for p, t in queries
+                    ),
+                ),
+            ),
+            **fields,
+        )
+    )
+
+
+def answers(response: Any) -> list[tuple[int, int, int, int]]:
+    return [
+        (int(p.partition_index), int(p.error_code), int(p.timestamp), int(p.offset))
+        for topic in response.topics
+        for p in topic.partitions
+    ]
+
+
+def test_earliest_latest_and_by_timestamp() -> None:
+    partition = FakePartition(TP)
+    for timestamp in (100, 200, 300):
+        partition.append_as_leader(build_batch([SimpleRecord(timestamp, None, b"v")]), 1)
+    partition.delete_records_before(1)
+    partition.committed = False
+    partition.append_as_leader(build_batch([SimpleRecord(400, None, b"v")]), 1)  # above HW
+
+    for version in (1, 2):
+        response = list_offsets.handle(
+            context(partition),
+            list_request(version, [(0, -1), (0, -2), (0, 150), (0, 350), (0, -3), (3, -1)]),
+        )
+        assert answers(response) == [
+            (0, ErrorCode.NONE, -1, 3),  # latest: the high watermark, not the log end offset
+            (0, ErrorCode.NONE, -1, 1),  # earliest: the log start offset
+            (0, ErrorCode.NONE, 200, 1),
+            (0, ErrorCode.NONE, -1, -1),  # only the uncommitted batch is that late
+            (0, ErrorCode.INVALID_REQUEST, -1, -1),
+            (3, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1),
+        ], version

@@ -1,0 +1,92 @@
+"""The fetch purgatory on an event loop, without sockets: an append to a watched partition
+wakes every fetch watching it (and only those), a fetch without news times out, and no
+watcher outlives its fetch."""
+
+from __future__ import annotations
+
+import asyncio
+
+from odradek._types import TopicPartition
+from odradek.broker.purgatory import FetchPurgatory
+
+A = TopicPartition("a", 0)
+B = TopicPartition("b", 0)
+#: Long enough never to pass while a test runs: the tests end by notification.
+NEVER_MS = 600_000
+#: How long a test waits for a wake-up before it fails (instead of hanging).
+DEADLINE_S = 10.0
+
+
+async def _until_watched(purgatory: FetchPurgatory, count: int) -> None:
+    """Lets the waiting tasks run until ``count`` partitions are watched."""
+    for _ in range(100):
+        if purgatory.watched() == count:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"{purgatory.watched()} partitions watched, expected {count}")
+
+
+def test_notify_wakes_the_fetches_watching_that_partition_only() -> None:
+    async def scenario() -> tuple[bool, bool, bool, int]:
+        purgatory = FetchPurgatory()
+        on_a = asyncio.ensure_future(purgatory.wait([A], NEVER_MS))
+        on_a_or_b = asyncio.ensure_future(purgatory.wait([A, B], NEVER_MS))
+        on_b = asyncio.ensure_future(purgatory.wait([B], NEVER_MS))
+        await _until_watched(purgatory, 2)
+
+        purgatory.notify(A)
+        woken_a, woken_both = await asyncio.wait_for(asyncio.gather(on_a, on_a_or_b), DEADLINE_S)
+        still_waiting = not on_b.done()
+        watched_after = purgatory.watched()  # B is still watched by on_b
+        purgatory.notify(B)
+        return (
+            woken_a,
+            woken_both,
+            still_waiting and await asyncio.wait_for(on_b, DEADLINE_S),
+            watched_after,
+        )
+
+    woken_a, woken_both, b_woken_later, watched_after = asyncio.run(scenario())
+
+    assert (woken_a, woken_both, b_woken_later) == (True, True, True)
+    assert watched_after == 1
+
+
+def test_a_fetch_without_news_times_out_and_leaves_no_watcher() -> None:
+    async def scenario() -> tuple[bool, int]:
+        purgatory = FetchPurgatory()
+        woken = await purgatory.wait([A, B], 1)
+        return woken, purgatory.watched()
+
+    assert asyncio.run(scenario()) == (False, 0)
+
+
+def test_no_time_to_wait_returns_at_once_without_watching() -> None:
+    async def scenario() -> tuple[bool, int]:
+        purgatory = FetchPurgatory()
+        task = asyncio.ensure_future(purgatory.wait([A], 0))
+        await asyncio.sleep(0)
+        return task.done() and task.result(), purgatory.watched()
+
+    assert asyncio.run(scenario()) == (False, 0)
+
+
+def test_notify_before_anyone_waits_is_not_remembered() -> None:
+    async def scenario() -> bool:
+        purgatory = FetchPurgatory()
+        purgatory.notify(A)
+        return await purgatory.wait([A], 1)
+
+    assert asyncio.run(scenario()) is False
+
+
+def test_a_cancelled_fetch_stops_watching() -> None:
+    async def scenario() -> int:
+        purgatory = FetchPurgatory()
+        task = asyncio.ensure_future(purgatory.wait([A, B], NEVER_MS))
+        await _until_watched(purgatory, 2)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return purgatory.watched()
+
+    assert asyncio.run(scenario()) == 0
