@@ -1,14 +1,13 @@
-"""A large topic is created, and deleted, while another client's Produce and Metadata requests
-keep being answered (the log creation runs off the event loop), and Metadata never lists a
-partition whose log directory does not exist (a topic is published once all its logs exist).
-
-``LARGE_TOPIC_PARTITIONS`` is 2,000 while every partition holds ~5 file descriptors (the
-default ``ulimit -n`` here is 20,000); it goes to 10,000 once segment descriptors are opened
-lazily.
+"""A 10,000-partition topic is created, and deleted, while another client's Produce and
+Metadata requests keep being answered (the log creation runs off the event loop), and Metadata
+never lists a partition whose log directory does not exist (a topic is published once all its
+logs exist). In between, the broker holds the 10,000 partitions with few file descriptors (an
+idle partition holds none) and restarts with every partition and its data in place.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,12 @@ from odradek.records.codec import build_batch
 from odradek.records.record import SimpleRecord
 
 #: Partitions of the large topic (see the module docstring).
-LARGE_TOPIC_PARTITIONS = 2_000
+LARGE_TOPIC_PARTITIONS = 10_000
+#: Every this many partitions, one gets a record before the restart and is read after it.
+SAMPLE_EVERY = 500
+#: Descriptors the whole test process may hold with the large topic in place: far below one
+#: per partition (before segment files were opened lazily, each partition held about five).
+MAX_OPEN_FDS = 1_000
 #: Probes that must be answered while the change is under way: a broker whose event loop
 #: were held by the change would answer at most the one sent before it.
 MIN_PROBES_DURING_CHANGE = 5
@@ -93,10 +97,62 @@ def in_background(
     return thread, finished, responses
 
 
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def produce_samples(wire: Wire) -> None:
+    """One record into every ``SAMPLE_EVERY``-th partition of the large topic."""
+    batch = build_batch([SimpleRecord(1_700_000_000_000, None, b"sample")])
+    partition_data = [
+        {"index": index, "records": batch}
+        for index in range(0, LARGE_TOPIC_PARTITIONS, SAMPLE_EVERY)
+    ]
+    produced = wire.request(
+        ApiKey.PRODUCE,
+        3,
+        {
+            "transactional_id": None,
+            "acks": 1,
+            "timeout": 10_000,
+            "topic_data": [{"name": TOPIC, "partition_data": partition_data}],
+        },
+    )
+    [topic] = produced["responses"]
+    assert [p["error_code"] for p in topic["partition_responses"]] == [0] * len(partition_data)
+
+
+def sample_log_end_offsets(wire: Wire) -> list[int]:
+    """The log end offset of every sampled partition, by ListOffsets(latest)."""
+    listed = wire.request(
+        ApiKey.LIST_OFFSETS,
+        1,
+        {
+            "replica_id": -1,
+            "topics": [
+                {
+                    "name": TOPIC,
+                    "partitions": [
+                        {"partition_index": index, "timestamp": -1}
+                        for index in range(0, LARGE_TOPIC_PARTITIONS, SAMPLE_EVERY)
+                    ],
+                }
+            ],
+        },
+    )
+    [topic] = listed["topics"]
+    assert [p["error_code"] for p in topic["partitions"]] == [0] * len(topic["partitions"])
+    return [p["offset"] for p in topic["partitions"]]
+
+
 @pytest.mark.slow
-def test_large_topic_is_created_and_deleted_while_others_are_served() -> None:
+def test_large_topic_is_created_held_restarted_and_deleted_while_others_are_served(
+    tmp_path: Path,
+) -> None:
     config = {"max.partitions.per.request": str(max(10_000, LARGE_TOPIC_PARTITIONS))}
-    with Broker(config=config) as broker:
+    data_dir = str(tmp_path / "broker")
+    samples = len(range(0, LARGE_TOPIC_PARTITIONS, SAMPLE_EVERY))
+    with Broker(data_dir, config=config) as broker:
         admin = Wire(broker.port, client_id="admin", timeout_s=600)
         probe = Probe(broker)
         try:
@@ -126,6 +182,20 @@ def test_large_topic_is_created_and_deleted_while_others_are_served() -> None:
             probe.round()
             assert probe.listed <= {0, LARGE_TOPIC_PARTITIONS}  # all at once, never part
             assert admin.partitions_of(TOPIC) == list(range(LARGE_TOPIC_PARTITIONS))
+            produce_samples(admin)
+            assert sample_log_end_offsets(admin) == [1] * samples
+            assert open_fds() <= MAX_OPEN_FDS
+        finally:
+            admin.close()
+            probe.wire.close()
+
+    with Broker(data_dir, config=config) as broker:  # the restart: a clean shutdown before it
+        admin = Wire(broker.port, client_id="admin", timeout_s=600)
+        probe = Probe(broker)
+        try:
+            assert admin.partitions_of(TOPIC) == list(range(LARGE_TOPIC_PARTITIONS))
+            assert sample_log_end_offsets(admin) == [1] * samples
+            assert open_fds() <= MAX_OPEN_FDS
 
             delete = {"topic_names": [TOPIC], "timeout": 600_000}
             thread, deleted, responses = in_background(admin, ApiKey.DELETE_TOPICS, 1, delete)
