@@ -113,7 +113,11 @@ def test_creations_under_way_count_and_deleted_partitions_are_given_back(
 
 def test_the_topics_of_one_request_are_stored_in_one_write(broker: Broker, wire: Wire) -> None:
     store = broker.app.store
-    assert store is not None
+    controller = broker.app.controller
+    assert store is not None and controller is not None
+    # The controller election writes /controller_epoch on its own thread after the start:
+    # measure once it is done.
+    wait_for(lambda: controller.active, "the controller election")
     before = store.statistics().file_writes
 
     assert wire.create_topics({f"many-{i}": 2 for i in range(20)}) == {
