@@ -114,7 +114,8 @@ def test_creations_under_way_count_and_deleted_partitions_are_given_back(
 def test_the_topics_of_one_request_are_stored_in_one_write(broker: Broker, wire: Wire) -> None:
     store = broker.app.store
     controller = broker.app.controller
-    assert store is not None and controller is not None
+    assert store is not None
+    assert controller is not None
     # The controller election writes /controller_epoch on its own thread after the start:
     # measure once it is done.
     wait_for(lambda: controller.active, "the controller election")
