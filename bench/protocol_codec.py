@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import io
 import struct
 import time
 from collections.abc import Callable
@@ -36,10 +35,10 @@ from kio.schema.produce.v7.response import PartitionProduceResponse as KioPartit
 from kio.schema.produce.v7.response import ProduceResponse as KioProduceResponse
 from kio.schema.produce.v7.response import TopicProduceResponse as KioTopicProduceResponse
 from kio.schema.types import BrokerId
-from kio.serial import entity_writer
 from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
 
 from odradek.protocol.bounds import check_request_body
+from odradek.protocol.client_codec import encode_request_body
 from odradek.protocol.codec import (
     FetchableTopicResponse,
     FetchPartitionData,
@@ -76,19 +75,7 @@ def measure(fn: Callable[[], object], number: int, repeat: int = 5) -> float:
 
 
 def request_frame(body: Any, correlation_id: int = 1) -> bytes:
-    header_type = body.__header_schema__
-    buffer = io.BytesIO()
-    entity_writer(header_type)(
-        buffer,
-        header_type(
-            request_api_key=body.__api_key__,
-            request_api_version=body.__version__,
-            correlation_id=correlation_id,
-            client_id="rdkafka",
-        ),
-    )
-    entity_writer(type(body))(buffer, body)
-    return buffer.getvalue()
+    return encode_request_body(body, correlation_id, "rdkafka")
 
 
 def produce_request(partitions: int, records_bytes: int) -> ProduceRequest:

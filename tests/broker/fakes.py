@@ -9,12 +9,9 @@ at the high watermark, out-of-range reads raising) with bytes in memory: a read 
 from __future__ import annotations
 
 import asyncio
-import io
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-from kio.serial import entity_writer
 
 from odradek._clock import MockClock
 from odradek._types import TopicPartition
@@ -22,6 +19,7 @@ from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.protocol import Request, decode_request
+from odradek.protocol.client_codec import encode_request_body
 from odradek.records.batch import parse_header
 
 
@@ -235,16 +233,4 @@ def context(
 
 def request(body: Any, correlation_id: int = 1) -> Request:
     """``body`` (a kio request object) encoded and decoded as the broker receives it."""
-    header_type = body.__header_schema__
-    buffer = io.BytesIO()
-    entity_writer(header_type)(
-        buffer,
-        header_type(
-            request_api_key=body.__api_key__,
-            request_api_version=body.__version__,
-            correlation_id=correlation_id,
-            client_id="fake",
-        ),
-    )
-    entity_writer(type(body))(buffer, body)
-    return decode_request(buffer.getvalue())
+    return decode_request(encode_request_body(body, correlation_id, "fake"))

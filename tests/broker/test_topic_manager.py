@@ -1,6 +1,7 @@
 """The topic manager over a real local metadata store (in a temporary directory) and an
-in-memory replica manager, without sockets: what it writes to the store, which partitions it
-asks the replica manager to lead, the admin errors, and the rebuild from the store."""
+in-memory replica manager and log manager, without sockets: what it writes to the store, which
+partitions it asks the replica manager to lead and which logs it makes, the admin errors, and
+the rebuild from the store."""
 
 from __future__ import annotations
 
@@ -26,10 +27,37 @@ class Led:
 
 
 @dataclass
+class FakeLogs:
+    """The log manager's part the topic manager uses: which logs exist."""
+
+    logs: set[TopicPartition] = field(default_factory=set)
+    checkpoints: int = 0
+
+    def get_or_create_log(self, topic_partition: TopicPartition, config: object = None) -> None:
+        self.logs.add(topic_partition)
+
+    def delete_log(self, topic_partition: TopicPartition, *, checkpoint: bool = True) -> bool:
+        existed = topic_partition in self.logs
+        self.logs.discard(topic_partition)
+        return existed
+
+    def checkpoint_logs(self) -> None:
+        self.checkpoints += 1
+
+
+@dataclass
 class FakeReplicas:
     led: dict[TopicPartition, Led] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
     reconfigured: list[str] = field(default_factory=list)
+    log_manager: FakeLogs = field(default_factory=FakeLogs)
+
+    def detach_topic(self, topic: str) -> list[TopicPartition]:
+        self.removed.append(topic)
+        doomed = [tp for tp in self.led if tp.topic == topic]
+        for tp in doomed:
+            del self.led[tp]
+        return doomed
 
     def become_leader(
         self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int = 0

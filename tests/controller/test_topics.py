@@ -483,3 +483,45 @@ def test_assignment_errors() -> None:
 def test_validate_assignment(assignment: dict[int, list[int]], error: type[Exception]) -> None:
     with pytest.raises(error):
         validate_assignment(assignment)
+
+
+def test_create_partition_states_writes_each_first_state(
+    store: LocalMetadataStore, metadata: ClusterMetadata
+) -> None:
+    metadata.create_topic("t", {p: [0] for p in range(5)})
+    metadata.set_partition_state("t", 4, leader=0, leader_epoch=3, isr=[0], controller_epoch=1)
+
+    with store.batched():
+        metadata.create_partition_states("t", [0, 1, 2, 4], leader=0, isr=[0], controller_epoch=2)
+
+    for partition in (0, 1, 2, 4):
+        state = metadata.partition_state("t", partition)
+        assert state is not None
+        assert (state.leader, state.leader_epoch, state.isr, state.controller_epoch) == (
+            0,
+            0,
+            (0,),
+            2,
+        )
+    assert metadata.partition_state("t", 3) is None
+    with pytest.raises(UnknownTopicOrPartitionError, match=r"\[5\]"):
+        metadata.create_partition_states("t", [5], leader=0, isr=[0], controller_epoch=1)
+
+
+def test_remove_partitions_undoes_add_partitions(
+    store: LocalMetadataStore, metadata: ClusterMetadata
+) -> None:
+    metadata.create_topic("t", {0: [0], 1: [0]})
+    metadata.add_partitions("t", {2: [0], 3: [0]})
+    metadata.create_partition_states("t", [0, 1, 2, 3], leader=0, isr=[0], controller_epoch=1)
+
+    metadata.remove_partitions("t", 2)
+
+    assert metadata.assignment("t") == {0: [0], 1: [0]}
+    assert metadata.partition_state("t", 1) is not None
+    assert not store.exists("/brokers/topics/t/partitions/2")
+    assert not store.exists("/brokers/topics/t/partitions/3")
+    metadata.remove_partitions("t", 2)  # nothing more to remove
+    assert metadata.assignment("t") == {0: [0], 1: [0]}
+    with pytest.raises(UnknownTopicOrPartitionError):
+        metadata.remove_partitions("missing", 0)

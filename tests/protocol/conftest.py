@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from kio.serial import entity_writer
 from kio.static.primitive import Records, i64Timedelta
 
+from odradek.protocol.client_codec import encode_request_body
+
 # kio registers strategies for its primitive types but not for Records (raw record bytes).
 st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
 # kio's native reader keeps int64 durations as timedelta microseconds and rejects larger ones
@@ -29,19 +31,7 @@ FrameBuilder = Callable[..., bytes]
 
 def kio_request_frame(body: Any, correlation_id: int = 1, client_id: str | None = "test") -> bytes:
     """A request frame payload (no size prefix) as kio encodes it, header included."""
-    header_type = body.__header_schema__
-    buffer = io.BytesIO()
-    entity_writer(header_type)(
-        buffer,
-        header_type(
-            request_api_key=body.__api_key__,
-            request_api_version=body.__version__,
-            correlation_id=correlation_id,
-            client_id=client_id,
-        ),
-    )
-    entity_writer(type(body))(buffer, body)
-    return buffer.getvalue()
+    return encode_request_body(body, correlation_id, client_id)
 
 
 def kio_response_frame(response: Any, correlation_id: int) -> bytes:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime
 import importlib
-import io
 import types
 import typing
 from collections.abc import Sequence
@@ -13,11 +12,11 @@ from typing import Any
 
 import pytest
 from kio.index import load_request_schema
-from kio.serial import entity_writer
 from kio.static.primitive import i32Timedelta
 
 from odradek.protocol import ApiKey, admin_requests, decode_request, group_requests
 from odradek.protocol.api_keys import IMPLEMENTED_VERSIONS, is_implemented
+from odradek.protocol.client_codec import encode_request_body
 from odradek.protocol.requests import (
     FetchRequestBody,
     ListOffsetsRequestBody,
@@ -141,19 +140,7 @@ def test_the_checker_notices_a_field_a_version_lacks() -> None:
 
 
 def _frame(body: Any, correlation_id: int = 7) -> bytes:
-    header_type = body.__header_schema__
-    buffer = io.BytesIO()
-    entity_writer(header_type)(
-        buffer,
-        header_type(
-            request_api_key=body.__api_key__,
-            request_api_version=body.__version__,
-            correlation_id=correlation_id,
-            client_id="views",
-        ),
-    )
-    entity_writer(type(body))(buffer, body)
-    return buffer.getvalue()
+    return encode_request_body(body, correlation_id, "views")
 
 
 def _ms(value: int) -> i32Timedelta:

@@ -223,7 +223,12 @@ class BrokerApp:
             groups=self.groups,
         )
         self.server = BrokerServer(
-            self.ctx, router, listener.host, listener.port, config.socket_request_max_bytes
+            self.ctx,
+            router,
+            listener.host,
+            listener.port,
+            config.socket_request_max_bytes,
+            limits=config.limits,
         )
         await self.server.start()
         if advertised.port == 0 or advertised == listener:
@@ -314,6 +319,8 @@ class BrokerApp:
             await asyncio.to_thread(self.controller.stop)
         if self.groups is not None:
             await self.groups.stop()  # answers requests waiting in JoinGroup/SyncGroup
+        if self.topics is not None:
+            await self.topics.stop()  # topic changes under way stop; startup finishes them
         if self.server is not None:
             await self.server.stop()
         if self.log_manager is not None:

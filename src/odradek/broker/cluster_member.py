@@ -122,7 +122,10 @@ class ClusterMember:
             return ErrorCode.STALE_CONTROLLER_EPOCH  # an older leader epoch: ignored
         replicas = [int(replica) for replica in state.replicas]
         leader = int(state.leader)
-        self.topics.note_topic(tp.topic)
+        # Known before its log opens (the log's config reads the topic's overrides).
+        assignment = {p.partition: p.replicas for p in self.cache.partitions(tp.topic)}
+        assignment[tp.partition] = tuple(replicas)
+        self.topics.note_topic(tp.topic, assignment)
         if leader == self.broker_id:
             self.replicas.become_leader(tp, replicas, leader_epoch)
             if tp.topic == OFFSETS_TOPIC and self.groups is not None:
@@ -182,9 +185,10 @@ class ClusterMember:
     def _update_cache(self, states: list[PartitionMetadata]) -> None:
         for topic in self.cache.update_partitions(states):
             self.topics.forget_topic(topic)
-        for state in states:
-            if state.leader >= 0:
-                self.topics.note_topic(state.topic)
+        for topic in sorted({state.topic for state in states}):
+            if self.cache.has_topic(topic):
+                partitions = self.cache.partitions(topic)
+                self.topics.note_topic(topic, {p.partition: p.replicas for p in partitions})
 
     # --- topic requests --------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.broker.group.config import GroupConfig
+from odradek.broker.limits import BrokerLimits, parse_overrides, render_overrides
 from odradek.errors import ConfigError
 from odradek.storage.cleaner.config import BROKER_NAMES as CLEANER_BROKER_NAMES
 from odradek.storage.cleaner.config import CleanerConfig
@@ -202,6 +203,7 @@ class BrokerConfig:
     log_config: LogConfig
     group_config: GroupConfig = field(default_factory=GroupConfig)
     cleaner_config: CleanerConfig = field(default_factory=CleanerConfig)
+    limits: BrokerLimits = field(default_factory=BrokerLimits)
     originals: tuple[tuple[str, str], ...] = ()
     zookeeper_session_timeout_ms: int = 18_000
     #: ``None``: the session timeout (Kafka's default).
@@ -281,6 +283,7 @@ class BrokerConfig:
             offsets_topic_replication_factor=get("offsets.topic.replication.factor"),
             group_initial_rebalance_delay_ms=get("group.initial.rebalance.delay.ms"),
             group_config=_group_config(get),
+            limits=_limits(get),
             log_config=_log_config(originals),
             cleaner_config=CleanerConfig.from_broker_settings(
                 {name: value for name, value in originals.items() if name in _CLEANER_SETTINGS}
@@ -326,6 +329,11 @@ def _group_config(get: Callable[[str], Any]) -> GroupConfig:
             )
         }
     )
+
+
+def _limits(get: Callable[[str], Any]) -> BrokerLimits:
+    """The admission limits (see ``broker.limits``)."""
+    return BrokerLimits(**{name.replace(".", "_"): get(name) for name in _LIMIT_SETTINGS})
 
 
 # --- the settings table ----------------------------------------------------------------------
@@ -467,6 +475,40 @@ _SETTINGS: dict[str, _Setting] = {
     "offsets.retention.check.interval.ms": _int_setting(600_000, 1, _MAX_LONG),
     "offset.metadata.max.bytes": _int_setting(4_096, 0),
 }
+
+
+def _rate(name: str, raw: str) -> float | None:
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise _invalid(name, raw, "expected a number") from None
+    if not value > 0:
+        raise _invalid(name, raw, "must be positive")
+    return value
+
+
+def _overrides(name: str, raw: str) -> tuple[tuple[str, int], ...]:
+    return parse_overrides(raw)
+
+
+#: The admission limits (``broker.limits``), by name; a field of BrokerLimits each.
+_LIMIT_SETTINGS: dict[str, _Setting] = {
+    "max.connections": _int_setting(_MAX_INT, 0),
+    "max.connections.per.ip": _int_setting(_MAX_INT, 0),
+    "max.connections.per.ip.overrides": _Setting(_overrides, render_overrides, ""),
+    "connections.max.idle.ms": _int_setting(600_000, -1, _MAX_LONG),
+    "queued.max.requests": _int_setting(500, 1),
+    "queued.max.request.bytes": _int_setting(-1, -1, _MAX_LONG),
+    "max.partitions": _int_setting(_MAX_INT, 1),
+    "max.broker.partitions": _int_setting(100_000, 1),
+    "max.partitions.per.request": _int_setting(10_000, 1),
+    "controller.mutation.rate": _Setting(_rate, _text, None),
+    "controller.quota.window.num": _int_setting(11, 1),
+    "controller.quota.window.size.seconds": _int_setting(1, 1),
+}
+_SETTINGS.update(_LIMIT_SETTINGS)
 
 
 # --- log.* settings: parsed here for the message, validated by LogConfig --------------------

@@ -17,13 +17,16 @@ Grow a port when a handler needs more, in the same change that uses it.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from odradek._types import TopicPartition
 from odradek.broker.group.coordinator import GroupCoordinator
 from odradek.broker.group.results import ListGroupsResult, Outcome
+from odradek.broker.limits import MutationQuota
 from odradek.broker.metadata_cache import LiveBroker, MetadataCache
 from odradek.controller.cluster import ClusterController
 from odradek.errors import ErrorCode
@@ -180,6 +183,22 @@ class TopicIds(Protocol):
     def topic_id(self, topic: str) -> str | None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class TopicPlan:
+    """A checked topic change: partitions to add to ``topic`` (all of them for a new topic,
+    whose ``configs`` are stored with it)."""
+
+    topic: str
+    new_topic: bool
+    #: partition → replicas of the partitions to add only.
+    assignment: Mapping[int, Sequence[int]]
+    configs: Mapping[str, str]
+
+    @property
+    def first_partition(self) -> int:
+        return min(self.assignment)
+
+
 class TopicsPort(Protocol):
     """Topic lookups and changes (``odradek.broker.topic_manager.TopicManager``).
 
@@ -227,6 +246,34 @@ class TopicsPort(Protocol):
         *,
         validate_only: bool = False,
     ) -> None: ...
+
+    # Changes off the event loop (CreateTopics, CreatePartitions, DeleteTopics), bounded by
+    # ``broker.limits`` before they start; see ``TopicManager``.
+
+    @property
+    def quota(self) -> MutationQuota: ...
+
+    def partition_count(self, topic: str) -> int: ...
+    def is_busy(self, topic: str) -> bool: ...
+
+    def plan_topic(
+        self,
+        topic: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        *,
+        assignment: Mapping[int, Sequence[int]] | None = None,
+        configs: Mapping[str, str] | None = None,
+    ) -> TopicPlan: ...
+
+    def plan_partitions(
+        self, topic: str, total_count: int, *, assignment: Sequence[Sequence[int]] | None = None
+    ) -> TopicPlan: ...
+
+    def start_create(self, plan: TopicPlan) -> asyncio.Task[None]: ...
+    def start_delete(self, topic: str) -> asyncio.Task[None]: ...
+    def keep(self, work: Coroutine[object, object, None]) -> asyncio.Task[None]: ...
+    async def wait_idle(self, topic: str) -> None: ...
 
 
 # ----------------------------------------------------------------- groups

@@ -95,11 +95,18 @@ class ReplicaManager:
             if topic_partition.topic == topic:
                 partition.log.update_config(config)
 
-    def remove_topic(self, topic: str) -> int:
-        """Stops serving a topic's partitions and deletes their logs; returns how many."""
+    def detach_topic(self, topic: str) -> list[TopicPartition]:
+        """Stops serving a topic's partitions (their logs stay: the caller deletes them, on
+        another thread if it likes, with ``log_manager.delete_log``); returns them."""
         doomed = [tp for tp in self._partitions if tp.topic == topic]
         for topic_partition in doomed:
             del self._partitions[topic_partition]
+        return doomed
+
+    def remove_topic(self, topic: str) -> int:
+        """Stops serving a topic's partitions and deletes their logs; returns how many."""
+        doomed = self.detach_topic(topic)
+        for topic_partition in doomed:
             self.log_manager.delete_log(topic_partition)
         if doomed:
             logger.info("deleted %d partitions of topic %s", len(doomed), topic)

@@ -11,6 +11,13 @@ with ``os.sendfile`` once the transport's buffer has drained (see ``odradek.net.
 Bad input never crashes the broker: a rejected frame closes that connection only; a handler
 that raises (other than by design) is logged and its connection closed.
 
+Admission (``broker.limits``): a connection over ``max.connections`` or
+``max.connections.per.ip`` is closed as soon as it is accepted; one with nothing read, written
+or in flight for ``connections.max.idle.ms`` is closed by a periodic sweep; a connection with
+``queued.max.requests`` requests awaiting their response, or any connection adding to more
+than ``queued.max.request.bytes`` of such requests over the broker, is not read from until
+they are answered (backpressure: TCP holds the client back).
+
 Shutdown (``stop``): stop accepting, let requests in flight finish (bounded by a grace
 period), then close the connections.
 """
@@ -20,12 +27,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import ipaddress
 import logging
 from collections import deque
 from collections.abc import Awaitable
 from typing import cast
 
+from odradek.broker.connection_quotas import ConnectionQuotas, IdleConnections
 from odradek.broker.context import CLIENT_HOST, BrokerContext
+from odradek.broker.limits import BrokerLimits, is_ip_address
 from odradek.broker.router import Response, Router
 from odradek.errors import ConnectionStateError, KafkaError
 from odradek.net.sendfile import FileRegion, send_file_slice
@@ -41,14 +51,14 @@ logger = logging.getLogger(__name__)
 
 #: Slices smaller than this are copied into the write buffer; larger ones use sendfile.
 SENDFILE_MIN_BYTES = 64 * 1024
-#: Stop reading from a client with this many requests in flight (backpressure).
-MAX_IN_FLIGHT = 1000
 #: Requests one connection gets handled per turn of the event loop; the rest of what one read
 #: brought wait for the next turn, behind the other connections (Kafka's network threads go
 #: further: one request per connection until it is answered). Small enough that a turn over
 #: hundreds of pipelining connections stays short, large enough that a client's pipelined
 #: requests still share one read and one write.
 MAX_REQUESTS_PER_TURN = 8
+#: At most one refused-connection log line per this many ms (a flood logs a count).
+REFUSAL_LOG_INTERVAL_MS = 1000
 
 Part = bytes | RecordsSlot[FileRegion]
 
@@ -61,22 +71,42 @@ class BrokerServer:
         router: the handlers.
         host, port: where to listen (port 0 picks a free port; ``port`` then tells it).
         max_frame_bytes: ``socket.request.max.bytes``.
+        limits: the connection limits (default: Kafka's, none of which bounds anything but
+            the idle time and the queued requests per connection).
     """
 
     def __init__(
-        self, ctx: BrokerContext, router: Router, host: str, port: int, max_frame_bytes: int
+        self,
+        ctx: BrokerContext,
+        router: Router,
+        host: str,
+        port: int,
+        max_frame_bytes: int,
+        limits: BrokerLimits | None = None,
     ) -> None:
         self.ctx = ctx
         self.router = router
         self.host = host
         self.port = port
         self.max_frame_bytes = max_frame_bytes
+        self.limits = limits or BrokerLimits()
+        self.queued_max_requests = self.limits.queued_max_requests
+        self.quotas = ConnectionQuotas(self.limits)
         self._server: asyncio.Server | None = None
         self._connections: set[KafkaProtocol] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._queued_bytes = 0
+        self._paused_for_bytes: set[KafkaProtocol] = set()
+        self._refusals_unlogged = 0
+        self._refusal_logged_ms: int | None = None
         self.stopping = False
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        self.quotas = ConnectionQuotas(self.limits, await self._resolve_overrides())
+        if self.limits.connections_max_idle_ms > 0:
+            idle = IdleConnections(self.limits.connections_max_idle_ms)
+            self._sweeper = loop.create_task(self._close_idle(idle))
         self._server = await loop.create_server(
             lambda: KafkaProtocol(self), self.host, self.port, reuse_address=True
         )
@@ -88,6 +118,8 @@ class BrokerServer:
     async def stop(self, grace_seconds: float = 10.0) -> None:
         """Stops accepting, waits for requests in flight, closes every connection."""
         self.stopping = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         if self._server is not None:
             await self._stop_accepting(self._server)
             self._server.close()
@@ -120,7 +152,94 @@ class BrokerServer:
             await asyncio.sleep(0)
 
     def statistics(self) -> dict[str, int]:
-        return {"connections": len(self._connections)}
+        quotas = self.quotas.statistics()
+        return {
+            "connections": len(self._connections),
+            "refused_total": quotas.refused_total,
+            "refused_per_ip": quotas.refused_per_ip,
+            "queued_request_bytes": self._queued_bytes,
+        }
+
+    # ----------------------------------------------------------------- admission
+
+    async def _resolve_overrides(self) -> dict[str, int]:
+        """``max.connections.per.ip.overrides`` by client address (host names resolved)."""
+        resolved: dict[str, int] = {}
+        loop = asyncio.get_running_loop()
+        for host, limit in self.limits.max_connections_per_ip_overrides:
+            if is_ip_address(host):
+                resolved[str(ipaddress.ip_address(host))] = limit
+                continue
+            try:
+                infos = await loop.getaddrinfo(host, None)
+            except OSError as error:
+                logger.warning(
+                    "max.connections.per.ip.overrides: cannot resolve %s: %s", host, error
+                )
+                continue
+            for info in infos:
+                resolved[str(info[4][0])] = limit
+        return resolved
+
+    def admit(self, address: str) -> bool:
+        """Counts a new connection from ``address``; False (logged, at most once a second
+        with the count since) when a limit refuses it."""
+        refusal = self.quotas.admit(address)
+        if refusal is None:
+            return True
+        now_ms = self.ctx.clock.monotonic_ms()
+        self._refusals_unlogged += 1
+        last = self._refusal_logged_ms
+        if last is None or now_ms - last >= REFUSAL_LOG_INTERVAL_MS:
+            logger.info(
+                "refused %d connection(s), the last from %s: %s",
+                self._refusals_unlogged,
+                address,
+                refusal,
+            )
+            self._refusals_unlogged = 0
+            self._refusal_logged_ms = now_ms
+        return False
+
+    async def _close_idle(self, idle: IdleConnections) -> None:
+        """Closes connections idle for ``connections.max.idle.ms``, sweeping periodically."""
+        interval = idle.sweep_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            connections = {id(c): c for c in self._connections}
+            for key in idle.sweep(
+                ((key, c.activity(), c.busy) for key, c in connections.items()),
+                self.ctx.clock.monotonic_ms(),
+            ):
+                connection = connections[key]  # type: ignore[index]
+                logger.info(
+                    "closing connection from %s: idle for connections.max.idle.ms=%d",
+                    connection.peer,
+                    idle.idle_ms,
+                )
+                connection.close(after_writes=True)
+
+    def hold_request_bytes(
+        self, connection: KafkaProtocol, task: asyncio.Task[None], size: int
+    ) -> None:
+        """Counts a request awaiting its response against ``queued.max.request.bytes`` until
+        ``task`` (its handling) is done."""
+        if self.limits.queued_max_request_bytes < 0:
+            return
+        self._queued_bytes += size
+        task.add_done_callback(lambda _: self._release_request_bytes(size))
+
+    def _release_request_bytes(self, size: int) -> None:
+        self._queued_bytes -= size
+        if self._paused_for_bytes and not self.over_request_bytes:
+            paused, self._paused_for_bytes = self._paused_for_bytes, set()
+            for connection in paused:
+                connection.maybe_resume_reading()
+
+    @property
+    def over_request_bytes(self) -> bool:
+        bound = self.limits.queued_max_request_bytes
+        return 0 < bound <= self._queued_bytes
 
 
 class KafkaProtocol(asyncio.Protocol):
@@ -147,6 +266,8 @@ class KafkaProtocol(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()  # (each call of which costs a getpid)
         self.peer = "?"
         self.client_host = ""
+        self.address = ""
+        self._admitted = False
 
     # ----------------------------------------------------------------- asyncio callbacks
 
@@ -160,11 +281,20 @@ class KafkaProtocol(asyncio.Protocol):
             # Accepted while the server stops: nobody would ever close it.
             self.transport.abort()
             return
+        self.address = str(peer[0]) if peer else ""
+        if not self.server.admit(self.address):
+            self.transport.abort()
+            return
+        self._admitted = True
         self.server._connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
+        if self._admitted:
+            self._admitted = False
+            self.server.quotas.release(self.address)
         self.server._connections.discard(self)
+        self.server._paused_for_bytes.discard(self)
         for task in list(self._pending_tasks):
             task.cancel()
         if self._writer is not None:
@@ -224,18 +354,36 @@ class KafkaProtocol(asyncio.Protocol):
         self._update_reading()
 
     def _update_reading(self) -> None:
-        """Stops reading while requests wait their turn or too many await responses; reads
-        again once both have gone down."""
+        """Stops reading while requests wait their turn, too many await a response
+        (``queued.max.requests``) or the broker holds too many request bytes
+        (``queued.max.request.bytes``); reads again once the turn is over, the requests
+        awaiting a response have fallen to half the bound and the bytes under theirs."""
         transport = self.transport
         if transport is None or self._closing:
             return
+        server = self.server
         if self._reading_paused:
-            if not self._backlog and self.conn.in_flight < MAX_IN_FLIGHT // 2:
+            if self._backlog:
+                return
+            if server.over_request_bytes:
+                server._paused_for_bytes.add(self)  # resumed by the server when bytes fall
+                return
+            if self.conn.in_flight < max(1, server.queued_max_requests // 2):
                 self._reading_paused = False
                 transport.resume_reading()
-        elif self._backlog or self.conn.in_flight >= MAX_IN_FLIGHT:
+        elif (
+            self._backlog
+            or self.conn.in_flight >= server.queued_max_requests
+            or server.over_request_bytes
+        ):
             self._reading_paused = True
             transport.pause_reading()
+            if server.over_request_bytes:
+                server._paused_for_bytes.add(self)
+
+    def maybe_resume_reading(self) -> None:
+        """Called by the server when its queued request bytes fell under the bound."""
+        self._update_reading()
 
     # ----------------------------------------------------------------- requests
 
@@ -251,6 +399,7 @@ class KafkaProtocol(asyncio.Protocol):
             task = asyncio.ensure_future(self._finish(result, event))
             self._pending_tasks.add(task)
             task.add_done_callback(self._pending_tasks.discard)
+            self.server.hold_request_bytes(self, task, event.frame_size)
             return True
         if event.expects_response:
             try:
@@ -339,6 +488,17 @@ class KafkaProtocol(asyncio.Protocol):
     @property
     def busy(self) -> bool:
         return bool(self._pending_tasks) or self._writer is not None or bool(self._backlog)
+
+    def activity(self) -> tuple[int, int, int, int]:
+        """What changes whenever the connection reads or writes (for the idle sweep)."""
+        stats = self.conn.statistics()
+        buffered = self.transport.get_write_buffer_size() if self.transport else 0
+        return (
+            stats.requests_received + stats.requests_without_response,
+            stats.responses_sent,
+            stats.buffered_bytes,
+            buffered,
+        )
 
     def close(self, *, after_writes: bool = False) -> None:
         if self._closing or self.transport is None:

@@ -644,6 +644,76 @@ class ClusterMetadata:
             zk_version = 0
         return PartitionState(leader, leader_epoch, tuple(isr), controller_epoch, zk_version)
 
+    def create_partition_states(
+        self,
+        topic: str,
+        partitions: Sequence[int],
+        *,
+        leader: int,
+        isr: Sequence[int],
+        controller_epoch: int,
+    ) -> None:
+        """Writes the first state (leader epoch 0) of many partitions of one topic, reading
+        the topic's assignment once (``set_partition_state`` reads it per partition, which
+        makes a topic of N partitions cost N² to set up). Wrap the call in the store's
+        ``batched`` to persist them in one write.
+
+        Raises:
+            UnknownTopicOrPartitionError: no such topic, or a partition it does not have.
+        """
+        assigned = self.assignment(topic)
+        missing = sorted(set(partitions) - assigned.keys())
+        if missing:
+            raise UnknownTopicOrPartitionError(
+                f"topic {topic!r} has no partition(s) {missing[:10]}"
+            )
+        data = _encode(
+            {
+                "controller_epoch": controller_epoch,
+                "leader": leader,
+                "version": _PARTITION_STATE_VERSION,
+                "leader_epoch": 0,
+                "isr": list(isr),
+            }
+        )
+        for partition in partitions:
+            path = _state_path(topic, partition)
+            try:
+                self.store.set(path, data)
+            except NoNodeError:
+                self.store.create(path, data, make_parents=True)
+
+    def remove_partitions(self, topic: str, keep: int) -> None:
+        """Shrinks ``topic`` back to its first ``keep`` partitions, with their states (undoes
+        an ``add_partitions`` whose logs could not be created; Kafka never shrinks a topic
+        otherwise).
+
+        Raises:
+            UnknownTopicOrPartitionError: no such topic.
+        """
+        for _ in range(_CAS_ATTEMPTS):
+            document, version = self._read_topic(topic)
+            current = _parse_partitions(document, topic)
+            kept = {p: r for p, r in current.items() if p < keep}
+            if len(kept) == len(current):
+                return
+            document = dict(document, partitions=_partitions_json(kept))
+            try:
+                self.store.set(_topic_path(topic), _encode(document), version)
+            except BadVersionError:
+                continue
+            except NoNodeError:
+                raise _unknown_topic(topic) from None
+            for partition in sorted(set(current) - set(kept)):
+                with contextlib.suppress(NoNodeError):
+                    self.store.delete(
+                        join_path(_topic_path(topic), "partitions", str(partition)),
+                        recursive=True,
+                    )
+            logger.info("topic %s is back to %d partitions", topic, len(kept))
+            return
+        raise BadVersionError(f"topic {topic!r} kept changing while removing partitions")
+
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         """The partition's leader and ISR, or ``None`` if none was written (no leader elected
         yet, or no such partition)."""

@@ -40,7 +40,7 @@ from odradek.protocol.header import request_header_version, response_header_vers
 from odradek.protocol.inter_broker import load_request_schema, load_response_schema
 from odradek.protocol.wire import nullable_string, read_uvarint
 
-__all__ = ["decode_response", "encode_request"]
+__all__ = ["decode_response", "encode_request", "encode_request_body"]
 
 _SIZE = struct.Struct(">i")
 _HEADER_FIXED = struct.Struct(">hhi")
@@ -76,18 +76,23 @@ def encode_request(
         LookupError: kio has no schema for this API key and version.
         KeyError: ``fields`` lacks a field the version requires and that has no default.
     """
-    header_version = request_header_version(api_key, api_version)
     body = build_entity(load_request_schema(api_key, api_version), fields)
+    payload = encode_request_body(body, correlation_id, client_id)
+    return _SIZE.pack(len(payload)) + payload
+
+
+def encode_request_body(body: Any, correlation_id: int, client_id: str | None) -> bytes:
+    """A request frame's payload (header and body, no size prefix) for ``body``, a kio
+    request object of any version kio models: what ``decode_request`` takes."""
+    api_key, api_version = body.__api_key__, body.__version__
+    header_version = request_header_version(api_key, api_version)
     buffer = io.BytesIO()
-    buffer.write(b"\x00\x00\x00\x00")
     buffer.write(_HEADER_FIXED.pack(api_key, api_version, correlation_id))
     if header_version >= 1:
         buffer.write(nullable_string(client_id))
     if header_version == 2:
         buffer.write(b"\x00")  # no tagged fields
     entity_writer(type(body))(buffer, body)
-    with buffer.getbuffer() as view:
-        _SIZE.pack_into(view, 0, len(view) - 4)
     return buffer.getvalue()
 
 

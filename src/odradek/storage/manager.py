@@ -272,10 +272,11 @@ class LogManager:
         counts = self._logs_in_dir
         return min(self.log_dirs, key=lambda directory: counts[directory])
 
-    def delete_log(self, topic_partition: TopicPartition) -> bool:
+    def delete_log(self, topic_partition: TopicPartition, *, checkpoint: bool = True) -> bool:
         """Removes a partition's log: its directory is renamed ``...-delete`` at once (so a
         crash cannot bring it back) and removed in the background. Returns whether it
-        existed."""
+        existed. ``checkpoint=False`` leaves the checkpoint files to the caller (deleting a
+        topic's N logs would otherwise rewrite them N times: call ``checkpoint_logs`` once)."""
         with self._lock:
             log = self._logs.pop(topic_partition, None)
             directory = self._log_dir_of.pop(topic_partition, None)
@@ -289,7 +290,8 @@ class LogManager:
         fsync_directory(directory)
         log.moved_to(doomed)
         self._scheduler.schedule(f"delete log {topic_partition}", log.delete)
-        self.checkpoint_logs()
+        if checkpoint:
+            self.checkpoint_logs()
         return True
 
     # ----------------------------------------------------------------- periodic work

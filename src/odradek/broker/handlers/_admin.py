@@ -1,5 +1,6 @@
 """Helpers the admin API handlers share: an exception → (error code, message) mapping,
-duplicate detection, and Kafka's config resource and config type codes.
+duplicate detection, Kafka's config resource and config type codes, and the wait for topic
+changes that run off the event loop (``await_changes``) and the controller mutation quota.
 
 Not a handler (no ``API_KEY``): the router never sees this module.
 
@@ -10,14 +11,20 @@ result; an unexpected exception is logged and answered UNKNOWN_SERVER_ERROR, nev
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import enum
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from odradek.errors import ConfigError, ErrorCode, KafkaError
+from odradek.protocol import Request
+
+if TYPE_CHECKING:
+    from odradek.broker.context import BrokerContext
 
 logger = logging.getLogger(__name__)
 
@@ -108,3 +115,49 @@ def topic_uuid(text: str | None) -> uuid.UUID:
     if text is None:
         return uuid.UUID(int=0)
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+
+
+async def await_changes(
+    changes: Mapping[str, Awaitable[None]], timeout_ms: int
+) -> dict[str, tuple[int, str | None]]:
+    """Waits for the changes of a request (topic name → its work under way) up to the
+    request's ``timeout_ms``, and returns each one's (error code, message): NONE, the error
+    that undid it, or REQUEST_TIMED_OUT for one still under way (it goes on; a later Metadata
+    shows it once done, as in Kafka)."""
+    tasks = {name: asyncio.ensure_future(change) for name, change in changes.items()}
+    if tasks:
+        await asyncio.wait(tasks.values(), timeout=max(timeout_ms, 0) / 1000)
+    outcomes: dict[str, tuple[int, str | None]] = {}
+    for name, task in tasks.items():
+        if not task.done():
+            outcomes[name] = (
+                int(ErrorCode.REQUEST_TIMED_OUT),
+                f"not done within the request's timeout of {timeout_ms} ms; it goes on",
+            )
+        elif task.cancelled():
+            outcomes[name] = (int(ErrorCode.REQUEST_TIMED_OUT), "cancelled: the broker stops")
+        elif (error := task.exception()) is not None:
+            outcomes[name] = error_of(error, what=f"topic {name!r}")  # type: ignore[arg-type]
+        else:
+            outcomes[name] = (int(ErrorCode.NONE), None)
+    return outcomes
+
+
+def quota_throttle_ms(ctx: BrokerContext, request: Request) -> int:
+    """How long the request's client must wait before its next topic change
+    (``controller.mutation.rate``, KIP-599); 0 when it may go on."""
+    return ctx.topics.quota.throttle_time_ms(
+        request.header.client_id or "", ctx.clock.monotonic_ms()
+    )
+
+
+def record_mutations(ctx: BrokerContext, request: Request, partitions: int) -> None:
+    """Charges ``partitions`` created or deleted to the request's client."""
+    ctx.topics.quota.record(request.header.client_id or "", partitions, ctx.clock.monotonic_ms())
+
+
+def throttled_error(throttle_ms: int) -> tuple[int, str]:
+    return (
+        int(ErrorCode.THROTTLING_QUOTA_EXCEEDED),
+        f"controller.mutation.rate exceeded; retry in {throttle_ms} ms",
+    )

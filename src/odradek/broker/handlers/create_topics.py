@@ -8,9 +8,18 @@ brokers) excludes both, as in Kafka (INVALID_REQUEST otherwise). Configs are val
 answers INVALID_REQUEST and creates nothing for that name. One topic's failure never affects
 another's result.
 
-Creation is synchronous on a single node, so ``timeout`` is not waited on. Results of v5+
-(partition count, replication factor, configs, topic id) are filled in for created topics so
-the handler is ready when newer versions are advertised.
+Bounded work, checked before anything starts: a request asking for more than
+``max.partitions.per.request`` partitions, all topics together, answers POLICY_VIOLATION for
+every topic (as Kafka's controller does past 10,000); a topic that would pass
+``max.partitions`` / ``max.broker.partitions`` answers POLICY_VIOLATION; a client over its
+``controller.mutation.rate`` THROTTLING_QUOTA_EXCEEDED from v6 (older versions are admitted
+and told the throttle time, as Kafka does).
+
+The logs are made off the event loop (``TopicManager.start_create``): the response comes when
+every topic is created, or when ``timeout`` passes — then the topics not done yet answer
+REQUEST_TIMED_OUT and are created all the same. A timeout ≤ 0 answers at once, as Kafka does.
+Results of v5+ (partition count, replication factor, configs, topic id) are filled in for
+created topics so the handler is ready when newer versions are advertised.
 """
 
 from __future__ import annotations
@@ -23,15 +32,23 @@ from odradek.broker.context import BrokerContext
 from odradek.broker.handlers import _cluster_admin
 from odradek.broker.handlers._admin import (
     ConfigSource,
+    await_changes,
     duplicates,
     error_of,
+    quota_throttle_ms,
+    record_mutations,
+    throttled_error,
     topic_uuid,
 )
+from odradek.broker.limits import check_request_partitions
+from odradek.broker.ports import TopicPlan
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
-from odradek.protocol.builder import build_response
+from odradek.protocol.builder import build_response, request_value
 
 API_KEY = ApiKey.CREATE_TOPICS
+#: The first version that may answer THROTTLING_QUOTA_EXCEEDED (KIP-599).
+QUOTA_ERROR_VERSION = 6
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
@@ -41,33 +58,94 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[
     validate_only = bool(body.validate_only)
     names = [str(topic.name) for topic in body.topics]
     repeated = duplicates(names)
-    results: list[dict[str, Any]] = []
-    answered: set[str] = set()
+    outcomes: dict[str, tuple[int, str | None]] = {}
+    order: list[str] = []
+    wanted: list[Any] = []
     for topic in body.topics:
         name = str(topic.name)
-        if name in answered:
+        if name in outcomes or name in order:
             continue
-        answered.add(name)
+        order.append(name)
         if name in repeated:
-            results.append(
-                _failure(
-                    name,
-                    ErrorCode.INVALID_REQUEST,
-                    f"topic {name!r} appears more than once in the request",
-                )
-            )
+            message = f"topic {name!r} appears more than once in the request"
+            outcomes[name] = (int(ErrorCode.INVALID_REQUEST), message)
+        else:
+            wanted.append(topic)
+    try:
+        check_request_partitions(sum(_requested(ctx, t) for t in wanted), ctx.config.limits)
+    except KafkaError as error:  # the whole request, before anything else is looked at
+        for topic in wanted:
+            outcomes[str(topic.name)] = (int(error.error_code), str(error))
+        return _response(ctx, request, order, outcomes, set(), 0)
+    throttle_ms = 0 if validate_only else quota_throttle_ms(ctx, request)
+    refuse = throttle_ms > 0 and request.api_version >= QUOTA_ERROR_VERSION
+    changes: dict[str, Awaitable[None]] = {}
+    for topic in wanted:
+        name = str(topic.name)
+        if refuse:
+            outcomes[name] = throttled_error(throttle_ms)
             continue
         try:
-            _create(ctx, topic, validate_only=validate_only)
+            plan = _plan(ctx, topic)
         except Exception as error:
-            code, message = error_of(error, what=f"CreateTopics of topic {name!r}")
-            results.append(_failure(name, code, message))
+            outcomes[name] = error_of(error, what=f"CreateTopics of topic {name!r}")
             continue
-        results.append(_success(ctx, name, validate_only=validate_only))
-    return build_response(API_KEY, request.api_version, {"throttle_time": 0, "topics": results})
+        if validate_only:
+            outcomes[name] = (int(ErrorCode.NONE), None)
+            continue
+        changes[name] = ctx.topics.start_create(plan)
+        record_mutations(ctx, request, len(plan.assignment))
+    timeout_ms = int(request_value(body.timeout))
+    if not changes or timeout_ms <= 0:
+        outcomes.update(dict.fromkeys(changes, (int(ErrorCode.NONE), None)))
+        return _response(ctx, request, order, outcomes, set(), throttle_ms)
+    return _finish(ctx, request, order, outcomes, changes, timeout_ms, throttle_ms)
 
 
-def _create(ctx: BrokerContext, topic: Any, *, validate_only: bool) -> None:
+async def _finish(
+    ctx: BrokerContext,
+    request: Request,
+    order: list[str],
+    outcomes: dict[str, tuple[int, str | None]],
+    changes: dict[str, Awaitable[None]],
+    timeout_ms: int,
+    throttle_ms: int,
+) -> ResponsePayload:
+    done = await await_changes(changes, timeout_ms)
+    outcomes.update(done)
+    created = {name for name, (code, _) in done.items() if code == ErrorCode.NONE}
+    return _response(ctx, request, order, outcomes, created, throttle_ms)
+
+
+def _response(
+    ctx: BrokerContext,
+    request: Request,
+    order: list[str],
+    outcomes: dict[str, tuple[int, str | None]],
+    created: set[str],
+    throttle_ms: int,
+) -> ResponsePayload:
+    results = []
+    for name in order:
+        code, message = outcomes[name]
+        if code != ErrorCode.NONE:
+            results.append(_failure(name, code, message or ""))
+        else:
+            results.append(_success(ctx, name, describe=name in created))
+    return build_response(
+        API_KEY, request.api_version, {"throttle_time": throttle_ms, "topics": results}
+    )
+
+
+def _requested(ctx: BrokerContext, topic: Any) -> int:
+    """How many partitions ``topic`` asks for (the default for -1)."""
+    if topic.assignments:
+        return len(topic.assignments)
+    count = int(topic.num_partitions)
+    return ctx.config.num_partitions if count == -1 else max(count, 0)
+
+
+def _plan(ctx: BrokerContext, topic: Any) -> TopicPlan:
     num_partitions = int(topic.num_partitions)
     replication_factor = int(topic.replication_factor)
     assignment: dict[int, list[int]] | None = None
@@ -99,13 +177,12 @@ def _create(ctx: BrokerContext, topic: Any, *, validate_only: bool) -> None:
                 f"null value for config {config_name!r}", code=ErrorCode.INVALID_CONFIG
             )
         configs[config_name] = str(config.value)
-    ctx.topics.create_topic(
+    return ctx.topics.plan_topic(
         str(topic.name),
         num_partitions,
         replication_factor,
         assignment=assignment,
         configs=configs,
-        validate_only=validate_only,
     )
 
 
@@ -122,10 +199,10 @@ def _failure(name: str, code: int, message: str) -> dict[str, Any]:
     }
 
 
-def _success(ctx: BrokerContext, name: str, *, validate_only: bool) -> dict[str, Any]:
+def _success(ctx: BrokerContext, name: str, *, describe: bool) -> dict[str, Any]:
     result = _failure(name, ErrorCode.NONE, "")
     result["error_message"] = None
-    if validate_only:  # Kafka describes the would-be topic; its shape is not at hand here
+    if not describe:  # validate_only or not waited for: Kafka describes the would-be topic
         return result
     try:
         partitions = ctx.topics.describe(name)

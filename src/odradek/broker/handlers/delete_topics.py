@@ -3,8 +3,13 @@
 A missing topic answers UNKNOWN_TOPIC_OR_PARTITION, ``delete.topic.enable=false``
 TOPIC_DELETION_DISABLED, a name given twice INVALID_REQUEST (and that name is not deleted).
 v6 may name a topic by its id instead (KIP-516): an id no topic has answers UNKNOWN_TOPIC_ID.
-Deletion is synchronous here: a partition's directory is renamed ``...-delete`` at once and
-removed in the background, so ``timeout`` is not waited on.
+
+A deleted topic leaves Metadata at once; its logs are renamed ``...-delete`` and its metadata
+removed off the event loop (``TopicManager.start_delete``), and the response comes when that is
+done or ``timeout`` passes (REQUEST_TIMED_OUT; the deletion goes on). A topic whose creation or
+growth is under way is deleted once that is done. Deleted partitions count against the
+client's ``controller.mutation.rate`` (KIP-599; refused with THROTTLING_QUOTA_EXCEEDED from
+v5, told the throttle time before).
 """
 
 from __future__ import annotations
@@ -15,12 +20,22 @@ from typing import Any
 
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers import _cluster_admin
-from odradek.broker.handlers._admin import duplicates, error_of, topic_uuid
+from odradek.broker.handlers._admin import (
+    await_changes,
+    duplicates,
+    error_of,
+    quota_throttle_ms,
+    record_mutations,
+    throttled_error,
+    topic_uuid,
+)
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
-from odradek.protocol.builder import build_response, has_field
+from odradek.protocol.builder import build_response, has_field, request_value
 
 API_KEY = ApiKey.DELETE_TOPICS
+#: The first version that may answer THROTTLING_QUOTA_EXCEEDED (KIP-599).
+QUOTA_ERROR_VERSION = 5
 
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -42,35 +57,74 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[
             for topic in body.topics
         ]
     repeated = duplicates(name for name, _ in requested if name is not None)
+    throttle_ms = quota_throttle_ms(ctx, request)
+    refuse = throttle_ms > 0 and request.api_version >= QUOTA_ERROR_VERSION
     answered: set[str] = set()
-    responses = []
+    entries: list[tuple[str | None, uuid.UUID]] = []
+    outcomes: dict[str, tuple[int, str | None]] = {}
+    changes: dict[str, Awaitable[None]] = {}
     for name, topic_id in requested:
         if name is None:
-            responses.append(
-                _result(
-                    None,
-                    topic_id,
-                    ErrorCode.UNKNOWN_TOPIC_ID,
-                    f"no topic has the id {topic_id}",
-                )
-            )
+            entries.append((None, topic_id))
             continue
         if name in answered:
             continue
         answered.add(name)
+        entries.append((name, topic_id))
         if name in repeated:
             message = f"topic {name!r} appears more than once in the request"
-            responses.append(_result(name, topic_id, ErrorCode.INVALID_REQUEST, message))
-            continue
-        try:
-            ctx.topics.delete_topic(name)
-        except Exception as error:
-            code, message = error_of(error, what=f"DeleteTopics of topic {name!r}")
-            responses.append(_result(name, topic_id, code, message))
-            continue
-        responses.append(_result(name, topic_id, ErrorCode.NONE, None))
+            outcomes[name] = (int(ErrorCode.INVALID_REQUEST), message)
+        elif refuse:
+            outcomes[name] = throttled_error(throttle_ms)
+        elif ctx.topics.is_busy(name):
+            changes[name] = ctx.topics.keep(_after_current(ctx, request, name))
+        else:
+            try:
+                record_mutations(ctx, request, ctx.topics.partition_count(name))
+                changes[name] = ctx.topics.start_delete(name)
+            except Exception as error:
+                outcomes[name] = error_of(error, what=f"DeleteTopics of topic {name!r}")
+    timeout_ms = int(request_value(body.timeout))
+    if not changes or timeout_ms <= 0:  # Kafka answers a timeout ≤ 0 at once
+        outcomes.update(dict.fromkeys(changes, (int(ErrorCode.NONE), None)))
+        return _response(request, entries, outcomes, throttle_ms)
+    return _finish(request, entries, outcomes, changes, timeout_ms, throttle_ms)
+
+
+async def _after_current(ctx: BrokerContext, request: Request, name: str) -> None:
+    await ctx.topics.wait_idle(name)
+    record_mutations(ctx, request, ctx.topics.partition_count(name))
+    await ctx.topics.start_delete(name)
+
+
+async def _finish(
+    request: Request,
+    entries: list[tuple[str | None, uuid.UUID]],
+    outcomes: dict[str, tuple[int, str | None]],
+    changes: dict[str, Awaitable[None]],
+    timeout_ms: int,
+    throttle_ms: int,
+) -> ResponsePayload:
+    outcomes.update(await await_changes(changes, timeout_ms))
+    return _response(request, entries, outcomes, throttle_ms)
+
+
+def _response(
+    request: Request,
+    entries: list[tuple[str | None, uuid.UUID]],
+    outcomes: dict[str, tuple[int, str | None]],
+    throttle_ms: int,
+) -> ResponsePayload:
+    responses = []
+    for name, topic_id in entries:
+        message: str | None
+        if name is None:
+            code, message = int(ErrorCode.UNKNOWN_TOPIC_ID), f"no topic has the id {topic_id}"
+        else:
+            code, message = outcomes[name]
+        responses.append(_result(name, topic_id, code, message))
     return build_response(
-        API_KEY, request.api_version, {"throttle_time": 0, "responses": responses}
+        API_KEY, request.api_version, {"throttle_time": throttle_ms, "responses": responses}
     )
 
 
