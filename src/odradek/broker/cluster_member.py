@@ -103,6 +103,17 @@ class ClusterMember:
             return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": []}
         errors = []
         states = []
+        # Each topic is known (with its partitions) before its logs open: a log's config
+        # reads the topic's overrides. Once per topic: a request may carry 1,000 partitions.
+        assignments: dict[str, dict[int, tuple[int, ...]]] = {}
+        for state in body.ungrouped_partition_states:
+            topic = str(state.topic_name)
+            if topic not in assignments:
+                assignments[topic] = {p.partition: p.replicas for p in self.cache.partitions(topic)}
+            replicas = tuple(int(replica) for replica in state.replicas)
+            assignments[topic][int(state.partition_index)] = replicas
+        for topic, assignment in assignments.items():
+            self.topics.note_topic(topic, assignment)
         for state in body.ungrouped_partition_states:
             tp = TopicPartition(str(state.topic_name), int(state.partition_index))
             code = self._become(tp, state)
@@ -122,10 +133,6 @@ class ClusterMember:
             return ErrorCode.STALE_CONTROLLER_EPOCH  # an older leader epoch: ignored
         replicas = [int(replica) for replica in state.replicas]
         leader = int(state.leader)
-        # Known before its log opens (the log's config reads the topic's overrides).
-        assignment = {p.partition: p.replicas for p in self.cache.partitions(tp.topic)}
-        assignment[tp.partition] = tuple(replicas)
-        self.topics.note_topic(tp.topic, assignment)
         if leader == self.broker_id:
             self.replicas.become_leader(tp, replicas, leader_epoch)
             if tp.topic == OFFSETS_TOPIC and self.groups is not None:
