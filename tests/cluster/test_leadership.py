@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer as ConfluentConsumer
+from confluent_kafka import ElectionType
 from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
+from confluent_kafka.admin import AdminClient as ConfluentAdmin
 
 from odradek.client import AdminClient, NewTopic, TopicPartition
 from odradek.client.consumer import Consumer
@@ -491,3 +493,33 @@ def test_a_producer_auto_creates_a_topic_on_the_controller(cluster: Cluster) -> 
     states = _states(cluster, "automatic")
     assert len(states) == 1  # num.partitions 1, default.replication.factor 1
     assert len(_assignment(cluster, "automatic")[0]) == 1
+
+
+def test_leader_elections_on_request_through_confluent_kafka(cluster: Cluster) -> None:
+    _create(cluster, 0, "homing", 3, 3)
+    preferred = {p: replicas[0] for p, replicas in _assignment(cluster, "homing").items()}
+    controller = cluster.controller_id()
+    victim = next(b for b in cluster.brokers if b != controller)
+    partitions = [ConfluentTopicPartition("homing", p) for p in range(3)]
+    admin = ConfluentAdmin({"bootstrap.servers": cluster.brokers[controller or 0].address})
+
+    def elect(kind: ElectionType) -> dict[int, int]:
+        results = admin.elect_leaders(kind, partitions).result(30)
+        return {tp.partition: 0 if error is None else error.code() for tp, error in results.items()}
+
+    # Every preferred replica leads: nothing to do.
+    assert elect(ElectionType.PREFERRED) == dict.fromkeys(range(3), ErrorCode.ELECTION_NOT_NEEDED)
+    assert cluster.terminate(victim) == 0  # controlled shutdown: its leadership moves away
+    cluster.restart(victim)
+    away = sorted(p for p, leader in preferred.items() if leader == victim)
+    assert away
+    # Back, but out of the ISR (it rejoins by catching up: replication, the next step), so
+    # its partitions cannot go home yet; the others need nothing; every leader is live.
+    expected = {
+        p: ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if p in away else ErrorCode.ELECTION_NOT_NEEDED
+        for p in range(3)
+    }
+    assert elect(ElectionType.PREFERRED) == expected
+    assert elect(ElectionType.UNCLEAN) == dict.fromkeys(range(3), ErrorCode.ELECTION_NOT_NEEDED)
+    states = _states(cluster, "homing")
+    assert all(states[p]["leader"] != victim for p in away)

@@ -10,6 +10,7 @@ from odradek._types import TopicPartition
 from odradek.controller.leaders import NO_LEADER, LeaderAndIsr
 from odradek.controller.partition_states import (
     PartitionRecord,
+    elect_leader_on_request,
     leader_counts,
     new_partition_state,
     offline_replicas,
@@ -17,6 +18,7 @@ from odradek.controller.partition_states import (
     on_brokers_started,
     on_controlled_shutdown,
 )
+from odradek.errors import ErrorCode
 
 A0 = TopicPartition("a", 0)
 A1 = TopicPartition("a", 1)
@@ -123,3 +125,22 @@ def test_failure_handling_never_elects_a_dead_or_out_of_sync_broker(
     for tp, record in partitions.items():
         if record.state.leader in live and set(record.state.isr) <= live:
             assert tp not in changes
+
+
+def test_elections_on_request() -> None:
+    home = _record((1, 2, 3), 2, 5, (1, 2, 3))  # preferred replica 1, live and in sync
+    assert elect_leader_on_request(0, home, {1, 2, 3}) == LeaderAndIsr(1, 6, (1, 2, 3))
+    at_home = _record((1, 2), 1, 0, (1, 2))
+    assert elect_leader_on_request(0, at_home, {1, 2})[0] == ErrorCode.ELECTION_NOT_NEEDED
+    out_of_sync = _record((1, 2), 2, 3, (2,))
+    assert elect_leader_on_request(0, out_of_sync, {1, 2})[0] == (
+        ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+    )
+    # Unclean: only without a live leader, from any live replica.
+    assert elect_leader_on_request(1, at_home, {1, 2})[0] == ErrorCode.ELECTION_NOT_NEEDED
+    offline = _record((1, 2), NO_LEADER, 3, (1,))
+    assert elect_leader_on_request(1, offline, {2}) == LeaderAndIsr(2, 4, (2,), unclean=True)
+    assert elect_leader_on_request(1, offline, set())[0] == (
+        ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+    )
+    assert elect_leader_on_request(7, home, {1})[0] == ErrorCode.INVALID_REQUEST

@@ -38,6 +38,7 @@ from odradek.broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -105,6 +106,7 @@ HANDLER_MODULES = (
     update_metadata,
     stop_replica,
     controlled_shutdown,
+    elect_leaders,
 )
 
 

@@ -46,6 +46,7 @@ from odradek.controller.election import ControllerEpoch
 from odradek.controller.leaders import LeaderAndIsr
 from odradek.controller.partition_states import (
     PartitionRecord,
+    elect_leader_on_request,
     new_partition_state,
     offline_replicas,
     on_brokers_failed,
@@ -212,6 +213,15 @@ class ClusterController:
         is the partitions it still leads (those without another live ISR member)."""
         return self._submit(lambda: self._controlled_shutdown(broker_id))
 
+    def elect_leaders(
+        self, election_type: int, partitions: Sequence[TopicPartition] | None
+    ) -> concurrent.futures.Future[dict[TopicPartition, tuple[ErrorCode, str | None]]]:
+        """ElectLeaders: moves leadership to the preferred replica (type 0) or elects an
+        unclean leader for partitions without a live one (type 1); ``None``: every
+        partition. Per partition: NONE, ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
+        ELIGIBLE_LEADERS_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION."""
+        return self._submit(lambda: self._elect_leaders(election_type, partitions))
+
     def leader_counts(self) -> concurrent.futures.Future[dict[int, int]]:
         def count() -> dict[int, int]:
             counts = dict.fromkeys(self._brokers, 0)
@@ -293,6 +303,36 @@ class ClusterController:
             len(remaining),
         )
         return remaining
+
+    def _elect_leaders(
+        self, election_type: int, partitions: Sequence[TopicPartition] | None
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+        live = set(self._brokers) - self._shutting_down
+        wanted = sorted(self._partitions) if partitions is None else list(partitions)
+        results: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
+        changes: dict[TopicPartition, LeaderAndIsr] = {}
+        for tp in wanted:
+            record = self._partitions.get(tp)
+            if record is None:
+                results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {tp}")
+                continue
+            decision = elect_leader_on_request(election_type, record, live)
+            if isinstance(decision, LeaderAndIsr):
+                changes[tp] = decision
+                results[tp] = (ErrorCode.NONE, None)
+            else:
+                results[tp] = decision
+        self._write_states(changes)
+        self._send_leader_and_isr(list(changes), live)
+        self._send_update_metadata(list(changes))
+        if changes:
+            logger.info(
+                "controller %d: %d leaders elected on request (type %d)",
+                self.broker_id,
+                len(changes),
+                election_type,
+            )
+        return results
 
     def _create_topics(
         self, requests: Sequence[TopicRequest], validate_only: bool

@@ -18,6 +18,8 @@ Rules (Kafka's ``PartitionStateMachine`` / ``ReplicaStateMachine``, ZooKeeper er
 - A broker starts: every offline partition that can elect a leader now does.
 - Controlled shutdown: every partition the stopping broker leads moves to another live ISR
   member (it stays where it is when there is none); it leaves the ISR of the others.
+- ElectLeaders (KIP-460): type 0 moves leadership to the preferred replica when it is live
+  and in sync; type 1 (unclean) elects a leader only for a partition without a live one.
 """
 
 from __future__ import annotations
@@ -31,8 +33,14 @@ from odradek.controller.leaders import (
     LeaderAndIsr,
     elect_controlled_shutdown_leader,
     elect_offline_partition_leader,
+    elect_preferred_replica_leader,
     initial_leader_and_isr,
 )
+from odradek.errors import ErrorCode
+
+#: ElectLeaders' election types.
+PREFERRED_ELECTION = 0
+UNCLEAN_ELECTION = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,3 +152,31 @@ def leader_counts(
         if record.state.leader in counts:
             counts[record.state.leader] += 1
     return counts
+
+
+def elect_leader_on_request(
+    election_type: int, record: PartitionRecord, live: Collection[int]
+) -> LeaderAndIsr | tuple[ErrorCode, str]:
+    """An ElectLeaders decision for one partition: its new state, or the error to answer."""
+    state = record.state
+    if election_type == PREFERRED_ELECTION:
+        preferred = record.replicas[0] if record.replicas else NO_LEADER
+        if state.leader == preferred:
+            return ErrorCode.ELECTION_NOT_NEEDED, "the preferred replica leads already"
+        elected = elect_preferred_replica_leader(record.replicas, state, live)
+        if elected is None:
+            return (
+                ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                f"preferred replica {preferred} is not live and in sync",
+            )
+        return elected
+    if election_type == UNCLEAN_ELECTION:
+        if state.leader != NO_LEADER and state.leader in live:
+            return ErrorCode.ELECTION_NOT_NEEDED, "the partition has a live leader"
+        unclean = elect_offline_partition_leader(
+            record.replicas, state, live, unclean_leader_election_enable=True
+        )
+        if unclean is None:
+            return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, "no replica is live"
+        return unclean
+    return ErrorCode.INVALID_REQUEST, f"unknown election type {election_type}"

@@ -194,6 +194,7 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.STOP_REPLICA: VersionRange(0, 0),
         ApiKey.UPDATE_METADATA: VersionRange(4, 4),
         ApiKey.CONTROLLED_SHUTDOWN: VersionRange(1, 1),
+        ApiKey.ELECT_LEADERS: VersionRange(0, 1),
     }
 )
 
