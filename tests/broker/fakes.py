@@ -72,6 +72,8 @@ class FakePartition:
     leader_epoch: int = 0
     committed: bool = True
     fail_with: KafkaError | None = None
+    #: False: a follower (in a cluster another broker leads it).
+    is_leader: bool = True
     appends: list[tuple[bytes, int]] = field(default_factory=list)
     reads: list[tuple[int, int, bool]] = field(default_factory=list)
 

@@ -29,8 +29,10 @@ def test_advertises_the_implemented_versions_of_the_handled_keys_only() -> None:
     def noop(ctx: BrokerContext, req: Request) -> None:
         return None
 
-    # LEADER_AND_ISR has a handler but no implemented versions: not advertised.
-    router = Router({ApiKey.FETCH: noop, ApiKey.METADATA: noop, ApiKey.LEADER_AND_ISR: noop})
+    # ALTER_PARTITION_REASSIGNMENTS has a handler but no implemented versions: not advertised.
+    router = Router(
+        {ApiKey.FETCH: noop, ApiKey.METADATA: noop, ApiKey.ALTER_PARTITION_REASSIGNMENTS: noop}
+    )
 
     assert router.supported_versions == {
         ApiKey.FETCH: IMPLEMENTED_VERSIONS[ApiKey.FETCH],
@@ -38,7 +40,7 @@ def test_advertises_the_implemented_versions_of_the_handled_keys_only() -> None:
     }
     assert list(router.supported_versions) == sorted(router.supported_versions)
     assert router.handler(ApiKey.FETCH) is noop
-    assert router.handler(ApiKey.LEADER_AND_ISR) is None
+    assert router.handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS) is None
     assert router.handler(ApiKey.PRODUCE) is None
     assert router.handler(999) is None
 

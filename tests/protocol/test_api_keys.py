@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from kio.index import load_request_schema, load_response_schema
 from kio.schema.index import api_key_map
 
 from odradek.protocol.api_keys import (
@@ -17,6 +16,7 @@ from odradek.protocol.api_keys import (
     is_implemented,
     schema_versions,
 )
+from odradek.protocol.inter_broker import load_request_schema, load_response_schema
 
 WIRE_NOTES_FLOOR = {
     ApiKey.PRODUCE: (0, 7),

@@ -13,7 +13,6 @@ from typing import Any, get_args, get_origin
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kio.index import load_request_schema
 from kio.schema.delete_records.v2.request import DeleteRecordsRequest
 from kio.schema.describe_groups.v0.request import DescribeGroupsRequest
 from kio.schema.fetch.v11.request import FetchRequest
@@ -25,6 +24,7 @@ from kio.serial import entity_reader, entity_writer
 
 from odradek.protocol.api_keys import IMPLEMENTED_VERSIONS, is_implemented, schema_versions
 from odradek.protocol.bounds import check_request_body
+from odradek.protocol.inter_broker import load_request_schema
 
 # replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id, session_epoch
 FETCH_V11_HEAD = "ffffffff 000001f4 00000001 00100000 00 00000000 ffffffff"

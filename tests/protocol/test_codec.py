@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kio.index import load_request_schema, load_response_schema
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsRequestV3
@@ -39,6 +38,7 @@ from odradek.protocol.header import (
     request_header_version,
     response_header_version,
 )
+from odradek.protocol.inter_broker import load_request_schema, load_response_schema
 
 IMPLEMENTED = [
     (key, version)

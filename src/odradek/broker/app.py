@@ -23,11 +23,13 @@ import asyncio
 import logging
 
 from odradek._clock import SYSTEM_CLOCK, Clock
+from odradek.broker.cluster_member import ClusterMember
 from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
     api_versions,
+    controlled_shutdown,
     create_partitions,
     create_topics,
     delete_groups,
@@ -36,12 +38,14 @@ from odradek.broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
     incremental_alter_configs,
     init_producer_id,
     join_group,
+    leader_and_isr,
     leave_group,
     list_groups,
     list_offsets,
@@ -50,14 +54,19 @@ from odradek.broker.handlers import (
     offset_delete,
     offset_fetch,
     produce,
+    stop_replica,
     sync_group,
+    update_metadata,
 )
 from odradek.broker.purgatory import FetchPurgatory
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.router import Router
 from odradek.broker.server import BrokerServer
 from odradek.broker.topic_manager import TopicManager
+from odradek.controller.brokers import LiveBrokers
+from odradek.controller.cluster import ClusterController, ControllerSettings
 from odradek.controller.controller import Controller
+from odradek.controller.election import ControllerEpoch
 from odradek.controller.local import LocalMetadataStore
 from odradek.controller.store import MetadataStore, join_path
 from odradek.controller.topics import BROKER_IDS_PATH, ClusterMetadata, Endpoint
@@ -93,6 +102,11 @@ HANDLER_MODULES = (
     list_groups,
     delete_groups,
     offset_delete,
+    leader_and_isr,
+    update_metadata,
+    stop_replica,
+    controlled_shutdown,
+    elect_leaders,
 )
 
 
@@ -112,6 +126,8 @@ class BrokerApp:
         self.ctx: BrokerContext | None = None
         self.topics: TopicManager | None = None
         self.groups: GroupCoordinatorRuntime | None = None
+        self.cluster: ClusterMember | None = None
+        self.live_brokers: LiveBrokers | None = None
 
     def _log_config_for(self, topic: str) -> LogConfig:
         assert self.topics is not None
@@ -184,7 +200,9 @@ class BrokerApp:
         topics = TopicManager(config, metadata_store, replicas)
         self.topics = topics
         self.log_manager.startup()
-        topics.startup()
+        clustered = config.zookeeper_connect is not None
+        # In a cluster the controller's LeaderAndIsr requests say which partitions to serve.
+        topics.startup(serve=not clustered)
         purgatory = FetchPurgatory()
         self.groups = GroupCoordinatorRuntime(
             config, topics, replicas, self.clock, purgatory=purgatory
@@ -225,8 +243,11 @@ class BrokerApp:
             )
         except NodeExistsError:
             raise NodeExistsError(_already_registered(config.broker_id)) from None
-        self.controller = Controller(self.store, config.broker_id, clock=self.clock)
-        self.controller.start()
+        if clustered:
+            self._start_cluster(metadata_store, cluster_id, replicas)
+        else:
+            self.controller = Controller(self.store, config.broker_id, clock=self.clock)
+            self.controller.start()
         logger.info(
             "broker %d of cluster %s serving on %s:%d",
             config.broker_id,
@@ -235,7 +256,67 @@ class BrokerApp:
             self.ctx.port,
         )
 
+    def _start_cluster(
+        self, metadata: ClusterMetadata, cluster_id: str, replicas: ReplicaManager
+    ) -> None:
+        """The controller election with the cluster controller hanging off it, the live
+        brokers watch, and this broker's side of the cluster (``ClusterMember``)."""
+        config = self.config
+        assert self.store is not None
+        assert self.ctx is not None
+        assert self.topics is not None
+        topics = self.topics
+        # The controller shell needs the Controller and the Controller its callbacks.
+        shell: list[ClusterController] = []
+
+        def elected(epoch: ControllerEpoch) -> None:
+            shell[0].on_elected(epoch)
+
+        def resigned() -> None:
+            shell[0].on_resigned()
+
+        def brokers_changed(added: list[int], removed: list[int]) -> None:
+            shell[0].on_brokers_changed(added, removed)
+
+        controller = Controller(
+            self.store,
+            config.broker_id,
+            on_elected=elected,
+            on_resigned=resigned,
+            clock=self.clock,
+        )
+        live = LiveBrokers(metadata, on_change=brokers_changed)
+        settings = ControllerSettings(
+            listener_name=config.listeners[0].name,
+            num_partitions=config.num_partitions,
+            default_replication_factor=config.default_replication_factor,
+            unclean_leader_election_enable=False,
+            delete_topic_enable=config.delete_topic_enable,
+            validate_configs=topics.validate_configs,
+        )
+        shell.append(ClusterController(controller, metadata, live, settings))
+        self.cluster = ClusterMember(
+            config.broker_id,
+            replicas,
+            topics,
+            shell[0],
+            cluster_id,
+            offsets_topic=(
+                config.offsets_topic_num_partitions,
+                config.offsets_topic_replication_factor,
+            ),
+        )
+        self.cluster.groups = self.groups
+        self.ctx.cluster = self.cluster
+        self.controller = controller
+        self.live_brokers = live
+        live.start()
+        controller.start()
+
     async def stop(self) -> None:
+        if self.cluster is not None and self.fatal_error is None:
+            # Leadership moves to other ISR members before this broker stops serving.
+            await self.cluster.controlled_shutdown()
         if self.controller is not None:
             await asyncio.to_thread(self.controller.stop)
         if self.groups is not None:

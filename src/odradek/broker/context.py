@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from odradek._clock import Clock
-from odradek.broker.ports import GroupsPort, PurgatoryPort, ReplicasPort, TopicsPort
+from odradek.broker.ports import ClusterPort, GroupsPort, PurgatoryPort, ReplicasPort, TopicsPort
 
 if TYPE_CHECKING:
     from odradek.broker.config import BrokerConfig
@@ -33,6 +33,8 @@ class BrokerContext:
     supported_versions: dict[ApiKey, VersionRange] = field(default_factory=dict)
     #: The group coordinator (None: this broker runs none).
     groups: GroupsPort | None = None
+    #: This broker's part in a ZooKeeper cluster (None: a single broker, no zookeeper.connect).
+    cluster: ClusterPort | None = None
 
 
 #: The address of the client whose request is being handled (``/127.0.0.1`` as Kafka

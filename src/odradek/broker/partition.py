@@ -46,7 +46,13 @@ class Partition:
         self.replicas = list(replicas)
         self.isr = [broker_id]
         self.leader_epoch = leader_epoch
+        #: The leader's broker id: this broker unless a controller made it a follower.
+        self.leader_id = broker_id
         self.high_watermark = log.log_end_offset
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.broker_id
 
     @property
     def log_end_offset(self) -> int:

@@ -18,19 +18,23 @@ Grow a port when a handler needs more, in the same change that uses it.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from odradek._types import TopicPartition
 from odradek.broker.group.coordinator import GroupCoordinator
 from odradek.broker.group.results import ListGroupsResult, Outcome
 from odradek.broker.limits import MutationQuota
+from odradek.broker.metadata_cache import LiveBroker, MetadataCache
+from odradek.controller.cluster import ClusterController
 from odradek.errors import ErrorCode
 from odradek.net.sendfile import FileRegion
 
 __all__ = [
     "AppendResult",
+    "ClusterPort",
     "GroupsPort",
     "PartitionDescription",
     "PartitionPort",
@@ -88,6 +92,10 @@ class PartitionPort(Protocol):
     def log_end_offset(self) -> int: ...
     @property
     def leader_epoch(self) -> int: ...
+    @property
+    def is_leader(self) -> bool:
+        """False on a follower (a cluster's controller made another broker the leader)."""
+        ...
 
     def append_as_leader(self, data: bytes | bytearray, required_acks: int) -> AppendResult:
         """Validates and appends one producer batch.
@@ -295,3 +303,43 @@ class GroupsPort(Protocol):
     def list_groups(
         self, states_filter: Sequence[str] = (), types_filter: Sequence[str] = ()
     ) -> ListGroupsResult: ...
+
+
+# ----------------------------------------------------------------- cluster
+
+
+class ClusterPort(Protocol):
+    """This broker's part in a ZooKeeper cluster (``odradek.broker.cluster_member``): the
+    metadata cache the controller feeds, the controller's requests, and the topic requests
+    forwarded to the controller."""
+
+    @property
+    def cache(self) -> MetadataCache: ...
+    @property
+    def is_controller(self) -> bool: ...
+    @property
+    def controller(self) -> ClusterController: ...
+
+    def leader_and_isr(self, body: Any) -> dict[str, Any]: ...
+    def update_metadata(self, body: Any) -> dict[str, Any]: ...
+    def stop_replica(self, body: Any) -> dict[str, Any]: ...
+
+    async def run_on_controller(self, start: Callable[[], concurrent.futures.Future[R]]) -> R:
+        """Runs work on this broker's controller thread and waits for its result."""
+        ...
+
+    async def forward(
+        self, api_key: int, api_version: int, fields: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Sends a request to the controller; its answer's fields (NotControllerError)."""
+        ...
+
+    def request_topic(
+        self, topic: str, partitions: int, replication_factor: int, configs: dict[str, str]
+    ) -> None:
+        """Asks the controller to create a topic, without waiting."""
+        ...
+
+    def coordinator_for(self, group_id: str) -> LiveBroker | None:
+        """The leader of the group's ``__consumer_offsets`` partition (None: none yet)."""
+        ...

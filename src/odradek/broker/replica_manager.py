@@ -67,7 +67,26 @@ class ReplicaManager:
         else:
             partition.leader_epoch = leader_epoch
             partition.replicas = list(replicas)
+        partition.leader_id = self.broker_id
         return partition
+
+    def become_follower(
+        self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int, leader: int
+    ) -> Partition:
+        """Makes this broker a follower of ``leader`` (-1: none), creating the log when
+        missing. (Followers do not fetch from the leader yet: replication is the next step.)"""
+        partition = self.become_leader(topic_partition, replicas, leader_epoch)
+        partition.leader_id = leader
+        return partition
+
+    def remove_partition(self, topic_partition: TopicPartition, *, delete: bool) -> bool:
+        """Stops serving a partition, deleting its log with ``delete``; whether it was here."""
+        partition = self._partitions.pop(topic_partition, None)
+        if partition is None:
+            return False
+        if delete:
+            self.log_manager.delete_log(topic_partition)
+        return True
 
     def update_topic_config(self, topic: str) -> None:
         """Re-reads a topic's log configuration into its partitions' logs."""

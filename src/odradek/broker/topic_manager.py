@@ -137,16 +137,19 @@ class TopicManager:
 
     # ----------------------------------------------------------------- start-up, stop
 
-    def startup(self) -> None:
+    def startup(self, *, serve: bool = True) -> None:
         """Serves every partition the store assigns to this broker (creating the logs a
-        creation interrupted by a stop or a crash had not made yet)."""
+        creation interrupted by a stop or a crash had not made yet). In a cluster ``serve`` is
+        false: the controller writes the partition states and its LeaderAndIsr requests say
+        which partitions this broker leads or follows."""
         topics = sorted(self.metadata.topics())
         with self.metadata.store.batched():
             for topic in topics:
                 assignment = self.metadata.assignment(topic)
-                self._write_states(topic, assignment, only_missing=True)
-                for index, replicas in sorted(assignment.items()):
-                    self._serve_partition(topic, index, replicas)
+                if serve:
+                    self._write_states(topic, assignment, only_missing=True)
+                    for index, replicas in sorted(assignment.items()):
+                        self._serve_partition(topic, index, replicas)
                 self._assignments[topic] = assignment
                 self._known.add(topic)
                 self._totals.published += len(assignment)
@@ -195,6 +198,19 @@ class TopicManager:
     def exists(self, topic: str) -> bool:
         """Whether ``topic`` is published (a topic being created is not, yet)."""
         return topic in self._known
+
+    def note_topic(self, topic: str, assignment: Mapping[int, Sequence[int]]) -> None:
+        """Records a topic and its partitions as the cluster controller published them."""
+        if topic not in self._known:
+            self._known.add(topic)
+            self._log_configs.pop(topic, None)
+        self._assignments[topic] = {index: list(replicas) for index, replicas in assignment.items()}
+
+    def forget_topic(self, topic: str) -> None:
+        """Forgets a topic the cluster controller deleted."""
+        self._known.discard(topic)
+        self._assignments.pop(topic, None)
+        self._log_configs.pop(topic, None)
 
     def topic_names(self) -> list[str]:
         return sorted(self._known)
@@ -778,6 +794,11 @@ class TopicManager:
             raise InvalidReplicaAssignmentError(
                 f"unknown broker(s) {unknown} in the replica assignment; live: {sorted(live)}"
             )
+
+    def validate_configs(self, overrides: Mapping[str, str]) -> None:
+        """Raises KafkaError (INVALID_CONFIG) for topic config overrides the broker refuses
+        (the cluster controller's check before it creates a topic)."""
+        self._validate_configs(overrides)
 
     def _validate_configs(self, overrides: Mapping[str, str]) -> LogConfig:
         try:

@@ -123,6 +123,10 @@ class Controller:
         if self.active:
             self._resign("stopping")
 
+    def submit(self, event: Callable[[], None]) -> None:
+        """Runs ``event`` on the controller thread, after the events queued before it."""
+        self._events.put(event)
+
     # --- state -----------------------------------------------------------------------------
 
     @property

@@ -752,6 +752,26 @@ class ClusterMetadata:
         return document, version
 
 
+def partition_state_path(topic: str, partition: int) -> str:
+    """``/brokers/topics/<topic>/partitions/<partition>/state``."""
+    return _state_path(topic, partition)
+
+
+def encode_partition_state(
+    leader: int, leader_epoch: int, isr: Sequence[int], controller_epoch: int
+) -> bytes:
+    """A partition state node's data (Kafka's JSON)."""
+    return _encode(
+        {
+            "controller_epoch": controller_epoch,
+            "leader": leader,
+            "version": _PARTITION_STATE_VERSION,
+            "leader_epoch": leader_epoch,
+            "isr": list(isr),
+        }
+    )
+
+
 def _encode(document: Mapping[str, Any]) -> bytes:
     return json.dumps(document, separators=(",", ":")).encode("utf-8")
 

@@ -17,8 +17,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from kio.index import load_request_schema
 from kio.schema.index import api_key_map, schema_name_map
+
+from odradek.protocol import inter_broker
 
 
 class ApiKey(enum.IntEnum):
@@ -188,6 +189,12 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 2),
         ApiKey.DELETE_GROUPS: VersionRange(0, 1),
         ApiKey.OFFSET_DELETE: VersionRange(0, 0),
+        # The controller's requests to brokers (protocol/inter_broker.py).
+        ApiKey.LEADER_AND_ISR: VersionRange(1, 1),
+        ApiKey.STOP_REPLICA: VersionRange(0, 0),
+        ApiKey.UPDATE_METADATA: VersionRange(4, 4),
+        ApiKey.CONTROLLED_SHUTDOWN: VersionRange(1, 1),
+        ApiKey.ELECT_LEADERS: VersionRange(0, 1),
     }
 )
 
@@ -212,6 +219,9 @@ def is_implemented(api_key: int, api_version: int) -> bool:
 
 def schema_versions(api_key: int) -> VersionRange | None:
     """The versions kio has a schema for, or ``None`` if kio does not model the API."""
+    declared = inter_broker.VERSIONS.get(api_key)
+    if declared is not None:
+        return VersionRange(declared, declared)
     name = api_key_map.get(api_key)
     if name is None:
         return None
@@ -233,7 +243,7 @@ def is_flexible(api_key: int, api_version: int) -> bool:
     known = schema_versions(api_key)
     if known is None or api_version not in known:
         raise LookupError(f"no schema for api key {api_key} version {api_version}")
-    return bool(load_request_schema(api_key, api_version).__flexible__)
+    return bool(inter_broker.load_request_schema(api_key, api_version).__flexible__)
 
 
 def flexible_versions(api_key: int) -> VersionRange | None:

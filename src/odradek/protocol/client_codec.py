@@ -28,7 +28,6 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
@@ -38,6 +37,7 @@ from odradek.protocol.api_keys import ApiKey, is_flexible
 from odradek.protocol.bounds import check_request_body
 from odradek.protocol.builder import build_entity, request_value
 from odradek.protocol.header import request_header_version, response_header_version
+from odradek.protocol.inter_broker import load_request_schema, load_response_schema
 from odradek.protocol.wire import nullable_string, read_uvarint
 
 __all__ = ["decode_response", "encode_request", "encode_request_body"]
@@ -158,3 +158,9 @@ def _value(value: Any) -> Any:
     if isinstance(value, int):
         return int(value)  # kio's int subtypes (i8, i32, ...) as plain ints
     return value
+
+
+def entity_fields(entity: Any) -> dict[str, Any]:
+    """A decoded kio request or response as the plain mapping ``encode_request`` takes (how a
+    broker forwards a request it received to the controller)."""
+    return _plain(entity)

@@ -29,7 +29,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, NamedTuple, TypeAlias
 
-from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 from kio.static.protocol import RequestPayload, ResponsePayload
@@ -59,6 +58,7 @@ from odradek.protocol.header import (
     peek_request_header,
     request_header_version,
 )
+from odradek.protocol.inter_broker import load_request_schema, load_response_schema
 from odradek.protocol.produce_response import (
     PRODUCE_RESPONSE_VERSIONS,
     BatchIndexAndErrorMessage,

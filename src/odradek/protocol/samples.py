@@ -28,7 +28,6 @@ from dataclasses import Field, dataclass
 from types import NoneType, UnionType
 from typing import Any, Final, Union, get_args, get_origin
 
-from kio.index import load_request_schema
 from kio.serial._introspect import (
     EntityField,
     EntityTupleField,
@@ -40,6 +39,7 @@ from kio.serial._introspect import (
 )
 
 from odradek.protocol.header import request_header_version
+from odradek.protocol.inter_broker import load_request_schema
 from odradek.protocol.wire import nullable_string, uvarint
 
 __all__ = ["RequestSampler", "SampleNames"]

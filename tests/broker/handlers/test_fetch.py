@@ -205,3 +205,14 @@ def test_each_wait_gets_what_is_left_of_max_wait() -> None:
 
     assert purgatory.waits == [([TP], 500), ([TP], 300)]
     assert answer.records == batch(1)  # the second wait timed out: what there is
+
+
+def test_a_follower_answers_not_leader_or_follower_at_once() -> None:
+    follower = filled(TP, 2, log_start_offset=0)
+    follower.is_leader = False  # in a cluster, another broker leads it
+    ctx = context(follower)
+
+    result = fetch.handle(ctx, fetch_request({TP: 0}, min_bytes=1 << 20))
+
+    assert decoded(result)[TP].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert follower.reads == []

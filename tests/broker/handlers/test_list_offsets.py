@@ -77,3 +77,12 @@ def test_earliest_latest_and_by_timestamp() -> None:
             (0, ErrorCode.INVALID_REQUEST, -1, -1),
             (3, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1),
         ], version
+
+
+def test_a_follower_answers_not_leader_or_follower() -> None:
+    follower = FakePartition(TP, is_leader=False)  # in a cluster, another broker leads it
+    for version in (1, 2):
+        response = list_offsets.handle(context(follower), list_request(version, [(0, -1)]))
+        assert answers(response, version) == [(0, ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1)], (
+            version
+        )

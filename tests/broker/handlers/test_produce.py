@@ -150,3 +150,12 @@ def test_unknown_topic_is_answered_without_touching_the_topics() -> None:
 
     assert result[("new", 0)][0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert topics.created == []  # Produce never auto-creates (Metadata does)
+
+
+def test_a_follower_answers_not_leader_or_follower_and_appends_nothing() -> None:
+    follower = FakePartition(TP, is_leader=False)  # in a cluster, another broker leads it
+
+    result = answers(produce.handle(context(follower), produce_request(1, {("t", 0): batch()})))
+
+    assert result[("t", 0)][0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert follower.appends == []

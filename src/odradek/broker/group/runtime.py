@@ -191,8 +191,31 @@ class GroupCoordinatorRuntime:
             if index in self._shards:
                 continue
             partition = self._replicas.get(TopicPartition(OFFSETS_TOPIC, index))
-            if partition is not None:
+            if partition is not None and partition.is_leader:
                 self._become_leader(index, partition)
+
+    def take_partition(self, index: int) -> None:
+        """This broker became the leader of ``__consumer_offsets`` partition ``index``
+        (cluster mode): load its groups."""
+        partition = self._replicas.get(TopicPartition(OFFSETS_TOPIC, index))
+        if self._stopped or partition is None or not partition.is_leader:
+            return
+        shard = self._shards.get(index)
+        if shard is not None and shard.partition is partition:
+            return
+        if shard is not None:
+            self.release_partition(index)
+        self._become_leader(index, partition)
+
+    def release_partition(self, index: int) -> None:
+        """This broker stopped leading ``__consumer_offsets`` partition ``index``: its groups
+        answer NOT_COORDINATOR from now on."""
+        shard = self._shards.pop(index, None)
+        if shard is None:
+            return
+        self._release_shard(shard)
+        if shard.load_task is not None:
+            shard.load_task.cancel()
 
     def _become_leader(self, index: int, partition: Partition) -> None:
         shard = _Shard(index, partition, GroupCoordinator(self._group_config))

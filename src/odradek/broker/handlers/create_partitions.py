@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from odradek.broker.context import BrokerContext
+from odradek.broker.handlers import _cluster_admin
 from odradek.broker.handlers._admin import (
     await_changes,
     duplicates,
@@ -43,6 +44,8 @@ QUOTA_ERROR_VERSION = 3
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
+    if ctx.cluster is not None:  # the controller decides (handlers/_cluster_admin.py)
+        return _cluster_admin.run(ctx.cluster, request)
     body: Any = request.body  # a kio request of any supported version
     validate_only = bool(body.validate_only)
     repeated = duplicates(str(topic.name) for topic in body.topics)

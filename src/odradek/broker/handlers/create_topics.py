@@ -29,6 +29,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from odradek.broker.context import BrokerContext
+from odradek.broker.handlers import _cluster_admin
 from odradek.broker.handlers._admin import (
     ConfigSource,
     await_changes,
@@ -51,6 +52,8 @@ QUOTA_ERROR_VERSION = 6
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
+    if ctx.cluster is not None:  # the controller decides (handlers/_cluster_admin.py)
+        return _cluster_admin.run(ctx.cluster, request)
     body: Any = request.body  # a kio request of any supported version
     validate_only = bool(body.validate_only)
     names = [str(topic.name) for topic in body.topics]

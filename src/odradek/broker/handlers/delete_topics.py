@@ -19,6 +19,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from odradek.broker.context import BrokerContext
+from odradek.broker.handlers import _cluster_admin
 from odradek.broker.handlers._admin import (
     await_changes,
     duplicates,
@@ -40,6 +41,8 @@ _ZERO_UUID = uuid.UUID(int=0)
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
+    if ctx.cluster is not None:  # the controller decides (handlers/_cluster_admin.py)
+        return _cluster_admin.run(ctx.cluster, request)
     body: Any = request.body  # a kio request of any supported version
     if has_field(body, "topic_names"):  # v0-v5
         requested: list[tuple[str | None, uuid.UUID]] = [

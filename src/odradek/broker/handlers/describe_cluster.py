@@ -51,9 +51,17 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
                 "rack": None,
                 "is_fenced": False,
             }
+        ]
+        if ctx.cluster is None
+        else [
+            {"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+            for b in ctx.cluster.cache.brokers()
         ],
         "cluster_authorized_operations": operations,
     }
+    if ctx.cluster is not None:  # the real controller, as the controller told this broker
+        controller_id = ctx.cluster.cache.controller_id
+        fields["controller_id"] = -1 if controller_id is None else controller_id
     if endpoint_type != BROKERS_ENDPOINT_TYPE:
         fields.update(
             error_code=ErrorCode.INVALID_REQUEST,

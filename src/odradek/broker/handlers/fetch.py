@@ -83,8 +83,11 @@ def _read(
         for fetch_partition in topic.partitions:
             index = fetch_partition.partition
             partition = ctx.replicas.get(TopicPartition(name, index))
-            if partition is None:
-                partitions.append(FetchPartitionData(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            if partition is None or not partition.is_leader:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if partition is not None:
+                    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                partitions.append(FetchPartitionData(index, code))
                 continue
             aborted = () if read_committed else None
             try:

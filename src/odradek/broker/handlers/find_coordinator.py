@@ -11,7 +11,10 @@ in ApiVersions.)
 
 from __future__ import annotations
 
+from typing import Any
+
 from odradek.broker.context import BrokerContext
+from odradek.broker.ports import ClusterPort
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
@@ -24,6 +27,8 @@ GROUP_KEY_TYPE = 0
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     body = find_coordinator_body(request)
     key_type = int(getattr(body, "key_type", GROUP_KEY_TYPE))
+    if ctx.cluster is not None and key_type == GROUP_KEY_TYPE:
+        return _in_cluster(ctx.cluster, request, str(body.key))
     error_code, message = _find(ctx, str(body.key), key_type)
     found = error_code is ErrorCode.NONE
     return build_response(
@@ -51,3 +56,27 @@ def _find(ctx: BrokerContext, key: str, key_type: int) -> tuple[ErrorCode, str |
     if not groups.is_coordinator_for(key):
         return ErrorCode.NOT_COORDINATOR, "another broker coordinates this group"
     return ErrorCode.NONE, None
+
+
+def _in_cluster(cluster: ClusterPort, request: Request, key: str) -> ResponsePayload:
+    """The leader of the group's ``__consumer_offsets`` partition, from the metadata cache;
+    COORDINATOR_NOT_AVAILABLE while the topic is being created or the partition has no
+    leader (the topic is requested from the controller on first need)."""
+    leader = cluster.coordinator_for(key)
+    fields: dict[str, Any] = {
+        "throttle_time": 0,
+        "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        "error_message": "the group coordinator is not available yet",
+        "node_id": -1,
+        "host": "",
+        "port": -1,
+    }
+    if leader is not None:
+        fields.update(
+            error_code=ErrorCode.NONE,
+            error_message=None,
+            node_id=leader.broker_id,
+            host=leader.host,
+            port=leader.port,
+        )
+    return build_response(API_KEY, request.api_version, fields)

@@ -57,6 +57,8 @@ def _list_offset(
     partition = ctx.replicas.get(TopicPartition(topic, index))
     if partition is None:
         return ListOffsetsPartition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if not partition.is_leader:
+        return ListOffsetsPartition(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     if timestamp == LATEST_TIMESTAMP:
         offset, found_timestamp = partition.high_watermark, -1
     elif timestamp == EARLIEST_TIMESTAMP:

@@ -83,6 +83,8 @@ def _append(
     partition = ctx.replicas.get(topic_partition)
     if partition is None:
         return PartitionProduceResponse(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if not partition.is_leader:
+        return PartitionProduceResponse(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     if ctx.topics.is_internal(topic):
         # Kafka's ReplicaManager: clients may not append to internal topics.
         return PartitionProduceResponse(index, ErrorCode.INVALID_TOPIC_EXCEPTION)

@@ -1,0 +1,116 @@
+"""CreateTopics, CreatePartitions and DeleteTopics in a cluster: the controller runs them
+(``ClusterController``, on its thread), any other broker forwards the request to the
+controller and relays its answer. Either way the answer comes once every live broker serves
+the result. NOT_CONTROLLER (retriable) when the controller changed meanwhile or cannot be
+reached."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from odradek.broker.ports import ClusterPort
+from odradek.controller.cluster import TopicRequest, TopicResult
+from odradek.errors import ErrorCode, KafkaError, NotControllerError
+from odradek.protocol import ApiKey, Request, ResponsePayload
+from odradek.protocol.builder import build_response
+from odradek.protocol.client_codec import entity_fields
+
+
+async def run(cluster: ClusterPort, request: Request) -> ResponsePayload:
+    """Runs or forwards one of the three topic requests; see the module docstring."""
+    body: Any = request.body
+    api_key = request.api_key
+    if not cluster.is_controller:
+        try:
+            fields = await cluster.forward(api_key, request.api_version, entity_fields(body))
+        except NotControllerError as error:
+            fields = _all_failed(api_key, body, ErrorCode.NOT_CONTROLLER, str(error))
+        return build_response(api_key, request.api_version, fields)
+    try:
+        results = await _on_controller(cluster, api_key, body)
+    except KafkaError as error:
+        fields = _all_failed(api_key, body, error.error_code, str(error))
+    else:
+        fields = _fields(api_key, results)
+    return build_response(api_key, request.api_version, fields)
+
+
+async def _on_controller(cluster: ClusterPort, api_key: ApiKey, body: Any) -> list[TopicResult]:
+    controller = cluster.controller
+    validate_only = bool(getattr(body, "validate_only", False))
+    if api_key is ApiKey.CREATE_TOPICS:
+        requests = []
+        for topic in body.topics:
+            assignment = None
+            if topic.assignments:
+                assignment = {
+                    int(entry.partition_index): [int(b) for b in entry.broker_ids]
+                    for entry in topic.assignments
+                }
+            configs = {str(c.name): str(c.value) for c in topic.configs if c.value is not None}
+            requests.append(
+                TopicRequest(
+                    str(topic.name),
+                    int(topic.num_partitions),
+                    int(topic.replication_factor),
+                    assignment,
+                    configs,
+                )
+            )
+        return await cluster.run_on_controller(
+            lambda: controller.create_topics(requests, validate_only=validate_only)
+        )
+    if api_key is ApiKey.CREATE_PARTITIONS:
+        wanted = [
+            (
+                str(topic.name),
+                int(topic.count),
+                None
+                if topic.assignments is None
+                else [[int(b) for b in entry.broker_ids] for entry in topic.assignments],
+            )
+            for topic in body.topics
+        ]
+        return await cluster.run_on_controller(
+            lambda: controller.create_partitions(wanted, validate_only=validate_only)
+        )
+    names = [str(name) for name in body.topic_names]
+    return await cluster.run_on_controller(lambda: controller.delete_topics(names))
+
+
+def _names(api_key: ApiKey, body: Any) -> list[str]:
+    if api_key is ApiKey.DELETE_TOPICS:
+        return [str(name) for name in body.topic_names]
+    return [str(topic.name) for topic in body.topics]
+
+
+def _all_failed(api_key: ApiKey, body: Any, code: ErrorCode, message: str) -> dict[str, Any]:
+    return _fields(api_key, [TopicResult(name, code, message) for name in _names(api_key, body)])
+
+
+def _fields(api_key: ApiKey, results: list[TopicResult]) -> dict[str, Any]:
+    if api_key is ApiKey.CREATE_TOPICS:
+        topics = [
+            {
+                "name": result.name,
+                "error_code": result.error_code,
+                "error_message": result.message,
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "configs": None,
+            }
+            for result in results
+        ]
+        return {"throttle_time": 0, "topics": topics}
+    if api_key is ApiKey.CREATE_PARTITIONS:
+        return {
+            "throttle_time": 0,
+            "results": [
+                {"name": r.name, "error_code": r.error_code, "error_message": r.message}
+                for r in results
+            ],
+        }
+    return {
+        "throttle_time": 0,
+        "responses": [{"name": r.name, "error_code": r.error_code} for r in results],
+    }

@@ -1,0 +1,23 @@
+"""LeaderAndIsr (controller → broker): the partitions this broker leads or follows, with their
+leader epochs; applied by ``ClusterMember.leader_and_isr`` (controller epoch fencing there).
+A broker outside a cluster (no ``zookeeper.connect``) has no controller: NOT_CONTROLLER."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from odradek.broker.context import BrokerContext
+from odradek.errors import ErrorCode
+from odradek.protocol import ApiKey, Request, ResponsePayload
+from odradek.protocol.builder import build_response
+
+API_KEY = ApiKey.LEADER_AND_ISR
+
+
+def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
+    body: Any = request.body
+    if ctx.cluster is None:
+        fields: dict[str, Any] = {"error_code": ErrorCode.NOT_CONTROLLER, "partition_errors": []}
+    else:
+        fields = ctx.cluster.leader_and_isr(body)
+    return build_response(API_KEY, request.api_version, fields)

@@ -1,0 +1,24 @@
+"""StopReplica (controller → broker): partitions this broker stops serving (their logs
+deleted with ``delete_partitions``, for a topic deletion); applied by
+``ClusterMember.stop_replica`` (controller epoch fencing there). Without a cluster:
+NOT_CONTROLLER."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from odradek.broker.context import BrokerContext
+from odradek.errors import ErrorCode
+from odradek.protocol import ApiKey, Request, ResponsePayload
+from odradek.protocol.builder import build_response
+
+API_KEY = ApiKey.STOP_REPLICA
+
+
+def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
+    body: Any = request.body
+    if ctx.cluster is None:
+        fields: dict[str, Any] = {"error_code": ErrorCode.NOT_CONTROLLER, "partition_errors": []}
+    else:
+        fields = ctx.cluster.stop_replica(body)
+    return build_response(API_KEY, request.api_version, fields)

@@ -1,0 +1,148 @@
+"""``ControllerChannel``: the controller's connections to the brokers, for LeaderAndIsr,
+UpdateMetadata and StopReplica (Kafka's ``ControllerChannelManager``).
+
+Blocking sockets on the controller thread, one connection per broker kept between calls.
+``send`` writes one request to each target broker first and then reads the answers, so a
+round to n brokers costs about one broker's handling time, not n. Requests go out in the order
+the controller makes them, one round at a time: a broker never sees a later state before an
+earlier one.
+
+A broker that cannot be reached or does not answer within ``timeout_s`` gets no answer
+(``None``): it is dead or dying, and the controller learns that from ``/brokers/ids``.
+
+Thread safety: the controller thread only.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from odradek.errors import ProtocolError
+from odradek.protocol.client_codec import decode_response, encode_request
+
+logger = logging.getLogger(__name__)
+
+_SIZE = struct.Struct(">i")
+_MAX_RESPONSE = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRequest:
+    """One request for one broker: where it is and what to send."""
+
+    host: str
+    port: int
+    api_key: int
+    api_version: int
+    fields: Mapping[str, Any]
+
+
+class ControllerChannel:
+    """See the module docstring.
+
+    Args:
+        controller_id: written as the requests' client id (``controller-<id>``).
+        timeout_s: connect and answer timeout per broker.
+    """
+
+    def __init__(self, controller_id: int, *, timeout_s: float = 10.0) -> None:
+        self._client_id = f"controller-{controller_id}"
+        self._timeout_s = timeout_s
+        self._sockets: dict[int, tuple[str, int, socket.socket]] = {}
+        self._correlation = 0
+        self.requests_sent = 0
+
+    def send(self, requests: Mapping[int, BrokerRequest]) -> dict[int, dict[str, Any] | None]:
+        """Sends each broker its request and returns each answer (``None``: no answer)."""
+        sent: dict[int, tuple[int, socket.socket]] = {}
+        answers: dict[int, dict[str, Any] | None] = {}
+        for broker_id, request in requests.items():
+            self._correlation += 1
+            frame = encode_request(
+                request.api_key,
+                request.api_version,
+                self._correlation,
+                self._client_id,
+                request.fields,
+            )
+            sock = self._write(broker_id, request, frame)
+            if sock is None:
+                answers[broker_id] = None
+            else:
+                sent[broker_id] = (self._correlation, sock)
+        for broker_id, (correlation_id, sock) in sent.items():
+            request = requests[broker_id]
+            try:
+                frame = _read_frame(sock)
+                got, body = decode_response(request.api_key, request.api_version, frame)
+                if got != correlation_id:
+                    raise ProtocolError(f"correlation id {got}, expected {correlation_id}")
+                answers[broker_id] = body
+            except (OSError, ProtocolError) as error:
+                logger.warning("controller: broker %d did not answer: %s", broker_id, error)
+                self._drop(broker_id)
+                answers[broker_id] = None
+        self.requests_sent += len(sent)
+        return answers
+
+    def _write(self, broker_id: int, request: BrokerRequest, frame: bytes) -> socket.socket | None:
+        for _attempt in range(2):  # a kept connection may have died since the last round
+            sock = self._connection(broker_id, request.host, request.port)
+            if sock is None:
+                return None
+            try:
+                sock.sendall(frame)
+                return sock
+            except OSError:
+                self._drop(broker_id)
+        return None
+
+    def _connection(self, broker_id: int, host: str, port: int) -> socket.socket | None:
+        kept = self._sockets.get(broker_id)
+        if kept is not None:
+            if kept[0] == host and kept[1] == port:
+                return kept[2]
+            self._drop(broker_id)
+        try:
+            sock = socket.create_connection((host, port), timeout=self._timeout_s)
+        except OSError as error:
+            logger.warning(
+                "controller: cannot reach broker %d at %s:%d: %s", broker_id, host, port, error
+            )
+            return None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sockets[broker_id] = (host, port, sock)
+        return sock
+
+    def _drop(self, broker_id: int) -> None:
+        kept = self._sockets.pop(broker_id, None)
+        if kept is not None:
+            kept[2].close()
+
+    def close(self) -> None:
+        for broker_id in list(self._sockets):
+            self._drop(broker_id)
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    chunks = []
+    remaining = size
+    while remaining:
+        chunk = sock.recv(min(remaining, 1 << 20))
+        if not chunk:
+            raise ProtocolError("the broker closed the connection")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_frame(sock: socket.socket) -> bytes:
+    (size,) = _SIZE.unpack(_read_exactly(sock, _SIZE.size))
+    if not 0 <= size <= _MAX_RESPONSE:
+        raise ProtocolError(f"response size {size} out of bounds")
+    return _read_exactly(sock, size)
