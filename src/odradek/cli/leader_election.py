@@ -42,7 +42,8 @@ REQUEST_TIMEOUT_MS: Final = 30_000
 @click.option(
     "--election-type",
     "election_type",
-    required=True,
+    default=None,
+    metavar="PREFERRED|UNCLEAN",
     type=click.Choice([kind.name for kind in ElectionType], case_sensitive=False),
     help="PREFERRED: the preferred replica leads again; UNCLEAN: a leader for leaderless "
     "partitions, from outside the ISR if need be.",
@@ -64,13 +65,16 @@ REQUEST_TIMEOUT_MS: Final = 30_000
 )
 def leader_election(
     bootstrap_server: str,
-    election_type: str,
+    election_type: str | None,
     topic: str | None,
     partition: int | None,
     all_topic_partitions: bool,
     json_file: Path | None,
 ) -> None:
     """Elect partition leaders: preferred replicas, or unclean leaders for leaderless ones."""
+    if election_type is None:
+        # Not ``required=True``: click says what a missing Choice may be on several lines.
+        raise click.UsageError("missing option '--election-type' (PREFERRED or UNCLEAN)")
     kind = ElectionType[election_type.upper()]
     partitions = _selection(topic, partition, all_topic_partitions, json_file)
     with broker_errors():
