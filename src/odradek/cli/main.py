@@ -10,10 +10,12 @@ import sys
 import click
 
 from odradek._version import __version__
+from odradek.cli.cluster import cluster
 from odradek.cli.consume import consume
 from odradek.cli.demo import demo
 from odradek.cli.dump_log import dump_log
 from odradek.cli.groups import groups
+from odradek.cli.leader_election import leader_election
 from odradek.cli.produce import produce
 from odradek.cli.serve import serve
 from odradek.cli.topics import topics
@@ -25,10 +27,12 @@ def cli() -> None:
     """odradek: a Kafka-compatible commit log."""
 
 
+cli.add_command(cluster)
 cli.add_command(consume)
 cli.add_command(demo)
 cli.add_command(dump_log)
 cli.add_command(groups)
+cli.add_command(leader_election)
 cli.add_command(produce)
 cli.add_command(serve)
 cli.add_command(topics)

@@ -10,7 +10,7 @@ The client is a facade over parts, one per responsibility, that share its ``Admi
 loop):
 
 - ``TopicAdmin`` (``admin_topics``): create, delete, describe and list topics, add
-  partitions, describe the cluster, describe and alter configs;
+  partitions, describe the cluster, elect leaders, describe and alter configs;
 - ``RecordAdmin`` (``admin_records``): list offsets, delete records (to partition leaders);
 - ``GroupAdmin`` (``admin_groups``): list, describe and delete groups, list, alter and delete
   their committed offsets (to group coordinators).
@@ -120,6 +120,7 @@ class AdminClient(Closeable):
     describe_topics = _PartMethod("_topics", TopicAdmin.describe_topics)
     list_topics = _PartMethod("_topics", TopicAdmin.list_topics)
     describe_cluster = _PartMethod("_topics", TopicAdmin.describe_cluster)
+    elect_leaders = _PartMethod("_topics", TopicAdmin.elect_leaders)
     describe_configs = _PartMethod("_topics", TopicAdmin.describe_configs)
     alter_configs = _PartMethod("_topics", TopicAdmin.alter_configs)
     # offsets and records

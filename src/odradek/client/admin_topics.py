@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
+from odradek._types import TopicPartition
 from odradek.client.admin_requests import RETRY_REQUEST_CODES, AdminRequests
 from odradek.client.admin_types import (
     AdminResult,
@@ -20,6 +21,7 @@ from odradek.client.admin_types import (
     ConfigEntry,
     ConfigResource,
     ConfigResourceType,
+    ElectionType,
     NewPartitions,
     NewTopic,
     TopicDescription,
@@ -50,6 +52,11 @@ CREATE_PARTITIONS_VERSIONS: Final = VersionRange(0, 3)
 DESCRIBE_CONFIGS_VERSIONS: Final = VersionRange(1, 4)
 INCREMENTAL_ALTER_CONFIGS_VERSIONS: Final = VersionRange(0, 1)
 DESCRIBE_CLUSTER_VERSIONS: Final = VersionRange(0, 1)
+#: ElectLeaders v0 knows only preferred elections; the election type came with v1.
+ELECT_LEADERS_VERSIONS: Final = {
+    ElectionType.PREFERRED: VersionRange(0, 1),
+    ElectionType.UNCLEAN: VersionRange(1, 1),
+}
 
 
 class TopicAdmin:
@@ -231,6 +238,69 @@ class TopicAdmin:
             controller_id=controller if controller >= 0 else None,
             brokers=tuple(sorted(brokers, key=lambda b: b.node_id)),
         )
+
+    def elect_leaders(
+        self,
+        election_type: ElectionType,
+        partitions: Sequence[TopicPartition] | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> AdminResult[TopicPartition, None]:
+        """Asks the controller for leader elections (ElectLeaders, KIP-460): ``PREFERRED``
+        makes each partition's preferred replica its leader again, ``UNCLEAN`` gives a leader
+        to partitions that have none; ``partitions`` ``None`` means every partition.
+
+        Returns:
+            Per partition (those asked for, or with ``None`` every one the controller
+            answered for, sorted): ``None`` for an election made, or on lookup
+            ElectionNotNeeded-coded ``KafkaError`` (the right leader leads already),
+            PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE,
+            UnknownTopicOrPartitionError, ...
+
+        Raises:
+            KafkaError: the whole request failed (its top-level error, or the deadline).
+        """
+        kind = ElectionType(election_type)
+        asked = None if partitions is None else list(dict.fromkeys(partitions))
+        deadline = self._requests.deadline(timeout_ms)
+
+        def fields(_version: int) -> dict[str, Any]:
+            by_topic: dict[str, list[int]] = {}
+            for tp in asked or ():
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            return {
+                "election_type": int(kind),
+                "topic_partitions": None
+                if asked is None
+                else [{"topic": t, "partitions": p} for t, p in by_topic.items()],
+                "timeout": self._requests.remaining(deadline),
+            }
+
+        with self._requests.lock:
+            body = self._requests.call(
+                self._requests.controller,
+                ApiKey.ELECT_LEADERS,
+                ELECT_LEADERS_VERSIONS[kind],
+                fields,
+                deadline,
+                retry_items=lambda b: int(b.get("error_code", 0)) in RETRY_REQUEST_CODES,
+            )
+            self._requests.metadata.request_update()
+        raise_for(body, "ElectLeaders")
+        errors: dict[TopicPartition, KafkaError] = {}
+        answered: list[TopicPartition] = []
+        for entry in body["replica_election_results"]:
+            for result in entry["partition_result"]:
+                tp = TopicPartition(entry["topic"], int(result["partition_id"]))
+                answered.append(tp)
+                if result["error_code"]:
+                    errors[tp] = item_error(result, str(tp))
+        order = sorted(answered) if asked is None else asked
+        for tp in order:
+            if tp not in answered:
+                errors[tp] = KafkaError(f"{tp}: not in the response")
+        values = {tp: None for tp in order if tp not in errors}
+        return AdminResult(order, values, errors)
 
     def describe_configs(
         self,

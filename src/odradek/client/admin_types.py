@@ -27,6 +27,7 @@ __all__ = [
     "ConfigResourceType",
     "ConfigSource",
     "DeletedRecords",
+    "ElectionType",
     "ListOffsetsResultInfo",
     "NewPartitions",
     "NewTopic",
@@ -256,3 +257,12 @@ class ClusterDescription:
     cluster_id: str | None
     controller_id: int | None
     brokers: tuple[BrokerMetadata, ...]
+
+
+class ElectionType(enum.IntEnum):
+    """The kind of leader election ``elect_leaders`` asks for (ElectLeaders v1, KIP-460)."""
+
+    #: The preferred (first) replica leads again, if it is live and in the ISR.
+    PREFERRED = 0
+    #: A live replica leads a partition that has no live leader, even one out of the ISR.
+    UNCLEAN = 1

@@ -1,0 +1,62 @@
+"""``odradek cluster describe``: the cluster id, the controller and the brokers of a cluster.
+
+Through ``AdminClient.describe_cluster`` (DescribeCluster) to ``--bootstrap-server HOST:PORT``;
+prints one line for the cluster id, one for the controller, then one line per broker (id,
+``host:port``, rack)::
+
+    Cluster ID: 3HEa-xUrQp2bb9bD1cP3yA
+    Controller: 1
+    Broker: 0	Endpoint: 127.0.0.1:9092	Rack: none
+
+Errors as every ``odradek`` tool: a usage mistake is one line and exit 2; a broker that cannot
+be reached, or an error it returns, is one line and exit 1.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import click
+
+from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.client.admin import AdminClient
+from odradek.client.admin_types import ClusterDescription
+
+CLIENT_ID: Final = "odradek-cluster"
+REQUEST_TIMEOUT_MS: Final = 30_000
+
+
+@click.group("cluster")
+def cluster() -> None:
+    """Describe the cluster: its id, its controller and its brokers."""
+
+
+@cluster.command("describe")
+@bootstrap_server_option
+def describe(bootstrap_server: str) -> None:
+    """Print the cluster id, the controller and every broker (id, host:port, rack)."""
+    with broker_errors():
+        client = AdminClient(
+            {
+                "bootstrap.servers": bootstrap_server,
+                "client.id": CLIENT_ID,
+                "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
+            },
+            bootstrap_fail_fast=True,
+        )
+        with client:
+            description = client.describe_cluster()
+    for line in describe_lines(description):
+        click.echo(line)
+
+
+def describe_lines(description: ClusterDescription) -> list[str]:
+    """The lines ``describe`` prints for ``description``."""
+    controller = "none" if description.controller_id is None else description.controller_id
+    lines = [f"Cluster ID: {description.cluster_id or 'none'}", f"Controller: {controller}"]
+    for broker in description.brokers:
+        lines.append(
+            f"Broker: {broker.node_id}\tEndpoint: {broker.host}:{broker.port}\t"
+            f"Rack: {broker.rack or 'none'}"
+        )
+    return lines
