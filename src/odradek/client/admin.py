@@ -122,6 +122,7 @@ class AdminClient(Closeable):
     describe_cluster = _PartMethod("_topics", TopicAdmin.describe_cluster)
     describe_configs = _PartMethod("_topics", TopicAdmin.describe_configs)
     alter_configs = _PartMethod("_topics", TopicAdmin.alter_configs)
+    describe_log_dirs = _PartMethod("_topics", TopicAdmin.describe_log_dirs)
     # offsets and records
     list_offsets = _PartMethod("_records", RecordAdmin.list_offsets)
     delete_records = _PartMethod("_records", RecordAdmin.delete_records)
