@@ -45,7 +45,8 @@ def test_sizes_are_the_bytes_on_disk(admin: AdminClient, broker: Broker, produce
     (described,) = everything[0].values()
     assert described.path == log_dir
     assert described.error is None
-    assert described.total_bytes is not None and described.usable_bytes is not None
+    assert described.total_bytes is not None
+    assert described.usable_bytes is not None
     assert 0 < described.usable_bytes <= described.total_bytes
     expected = {
         tp: ReplicaInfo(segment_bytes(log_dir, tp), 0, False)
