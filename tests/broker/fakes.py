@@ -17,6 +17,7 @@ from odradek._clock import MockClock
 from odradek._types import TopicPartition
 from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
+from odradek.broker.ports import LogDirDescription, ReplicaLogDescription
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.protocol import Request, decode_request
 from odradek.protocol.client_codec import encode_request_body
@@ -138,6 +139,23 @@ class FakeReplicas:
 
     def get(self, topic_partition: TopicPartition) -> FakePartition | None:
         return self.partitions.get(topic_partition)
+
+    def describe_log_dirs(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> list[LogDirDescription]:
+        """One log dir, ``/fake/log``, of 1000 bytes (500 usable), holding every partition;
+        a log's size is its batches' bytes."""
+        wanted = self.partitions.keys() if partitions is None else set(partitions)
+        replicas = [
+            ReplicaLogDescription(
+                tp,
+                size=sum(len(data) for _offset, data in p.batches),
+                offset_lag=max(0, p.high_watermark - p.log_end_offset),
+            )
+            for tp, p in self.partitions.items()
+            if tp in wanted
+        ]
+        return [LogDirDescription("/fake/log", ErrorCode.NONE, replicas, 1000, 500)]
 
 
 class FakePurgatory:

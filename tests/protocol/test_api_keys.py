@@ -68,6 +68,7 @@ def test_the_admin_apis_of_the_broker_issue_are_listed() -> None:
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
         ApiKey.DELETE_RECORDS,
         ApiKey.DESCRIBE_CLUSTER,
+        ApiKey.DESCRIBE_LOG_DIRS,
     ):
         assert key in IMPLEMENTED_VERSIONS, key.name
 
@@ -151,6 +152,9 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         ("DESCRIBE_CLUSTER", 0),
         ("DESCRIBE_CLUSTER", 1),
         ("DESCRIBE_CLUSTER", 2),
+        ("DESCRIBE_LOG_DIRS", 2),
+        ("DESCRIBE_LOG_DIRS", 3),
+        ("DESCRIBE_LOG_DIRS", 4),
     }
 
 

@@ -50,6 +50,7 @@ VIEWS: dict[ApiKey, type[Any]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: admin_requests.IncrementalAlterConfigsRequestBody,
     ApiKey.INIT_PRODUCER_ID: admin_requests.InitProducerIdRequestBody,
     ApiKey.DESCRIBE_CLUSTER: admin_requests.DescribeClusterRequestBody,
+    ApiKey.DESCRIBE_LOG_DIRS: admin_requests.DescribeLogDirsRequestBody,
 }
 DECODED = [
     (key, version)

@@ -38,6 +38,7 @@ from odradek.broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -107,6 +108,7 @@ HANDLER_MODULES = (
     stop_replica,
     controlled_shutdown,
     elect_leaders,
+    describe_log_dirs,
 )
 
 

@@ -36,10 +36,12 @@ __all__ = [
     "AppendResult",
     "ClusterPort",
     "GroupsPort",
+    "LogDirDescription",
     "PartitionDescription",
     "PartitionPort",
     "PurgatoryPort",
     "ReadResult",
+    "ReplicaLogDescription",
     "ReplicasPort",
     "TimestampOffset",
     "TopicConfigDescription",
@@ -134,10 +136,40 @@ class PartitionPort(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicaLogDescription:
+    """One partition's log in a log dir, as DescribeLogDirs reports it."""
+
+    topic_partition: TopicPartition
+    #: Bytes of the log's segments.
+    size: int
+    #: How far the log end offset is behind the high watermark (0 on a leader).
+    offset_lag: int
+    #: A log being moved here to replace the current one (never, until AlterReplicaLogDirs).
+    is_future: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirDescription:
+    """One ``log.dirs`` directory: its logs and its volume's bytes (-1: unknown)."""
+
+    path: str
+    error_code: ErrorCode
+    replicas: Sequence[ReplicaLogDescription]
+    total_bytes: int = -1
+    usable_bytes: int = -1
+
+
 class ReplicasPort(Protocol):
     """The partitions this broker holds (``odradek.broker.replica_manager.ReplicaManager``)."""
 
     def get(self, topic_partition: TopicPartition) -> PartitionPort | None: ...
+
+    def describe_log_dirs(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> list[LogDirDescription]:
+        """Every log dir with the logs of ``partitions`` it holds (None: of every partition)."""
+        ...
 
 
 class PurgatoryPort(Protocol):

@@ -2,7 +2,8 @@
 
 Owns the ``Partition`` objects: creating them (and their logs) when the broker becomes a
 replica, finding them for produce and fetch, applying new topic configs to their logs, and
-removing them with their logs when a topic is deleted.
+removing them with their logs when a topic is deleted, and describing them per log dir
+(DescribeLogDirs).
 
 Thread safety: used from the broker's event loop thread only (the log manager underneath is
 thread-safe for its background work).
@@ -11,10 +12,13 @@ thread-safe for its background work).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 
 from odradek._types import TopicPartition
 from odradek.broker.partition import Partition
+from odradek.broker.ports import LogDirDescription, ReplicaLogDescription
+from odradek.errors import ErrorCode
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager
 
@@ -46,6 +50,51 @@ class ReplicaManager:
 
     def partitions(self) -> dict[TopicPartition, Partition]:
         return dict(self._partitions)
+
+    def describe_log_dirs(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> list[LogDirDescription]:
+        """Every log dir (in ``log.dirs`` order) with the logs of ``partitions`` it holds
+        (None: every partition here; one not here is left out).
+
+        A log's ``offset_lag`` is Kafka's for a current log: how far its log end offset is
+        behind the high watermark, so 0 on a leader (and on a follower until replication
+        moves its high watermark). A dir whose volume cannot be read answers
+        KAFKA_STORAGE_ERROR with no logs.
+        """
+        wanted = self._partitions.keys() if partitions is None else set(partitions)
+        by_dir: dict[str, list[ReplicaLogDescription]] = {d: [] for d in self.log_manager.log_dirs}
+        for topic_partition in sorted(wanted, key=lambda tp: (tp.topic, tp.partition)):
+            partition = self._partitions.get(topic_partition)
+            if partition is None:
+                continue
+            log = partition.log
+            directory = os.path.dirname(os.path.abspath(log.directory))
+            by_dir.setdefault(directory, []).append(
+                ReplicaLogDescription(
+                    topic_partition,
+                    size=log.size_bytes,
+                    offset_lag=max(0, partition.high_watermark - log.log_end_offset),
+                )
+            )
+        described = []
+        for directory, replicas in by_dir.items():
+            try:
+                volume = os.statvfs(directory)
+            except OSError as error:
+                logger.warning("cannot read the volume of log dir %s: %s", directory, error)
+                described.append(LogDirDescription(directory, ErrorCode.KAFKA_STORAGE_ERROR, []))
+                continue
+            described.append(
+                LogDirDescription(
+                    directory,
+                    ErrorCode.NONE,
+                    replicas,
+                    total_bytes=volume.f_blocks * volume.f_frsize,
+                    usable_bytes=volume.f_bavail * volume.f_frsize,
+                )
+            )
+        return described
 
     def become_leader(
         self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int = 0

@@ -16,6 +16,7 @@ from odradek.cli.demo import demo
 from odradek.cli.dump_log import dump_log
 from odradek.cli.groups import groups
 from odradek.cli.leader_election import leader_election
+from odradek.cli.log_dirs import log_dirs
 from odradek.cli.produce import produce
 from odradek.cli.serve import serve
 from odradek.cli.topics import topics
@@ -33,6 +34,7 @@ cli.add_command(demo)
 cli.add_command(dump_log)
 cli.add_command(groups)
 cli.add_command(leader_election)
+cli.add_command(log_dirs)
 cli.add_command(produce)
 cli.add_command(serve)
 cli.add_command(topics)

@@ -123,6 +123,7 @@ class AdminClient(Closeable):
     elect_leaders = _PartMethod("_topics", TopicAdmin.elect_leaders)
     describe_configs = _PartMethod("_topics", TopicAdmin.describe_configs)
     alter_configs = _PartMethod("_topics", TopicAdmin.alter_configs)
+    describe_log_dirs = _PartMethod("_topics", TopicAdmin.describe_log_dirs)
     # offsets and records
     list_offsets = _PartMethod("_records", RecordAdmin.list_offsets)
     delete_records = _PartMethod("_records", RecordAdmin.delete_records)

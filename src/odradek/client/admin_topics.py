@@ -2,8 +2,9 @@
 
 Where requests go (as Kafka's admin client sends them): topic creation and deletion, new
 partitions and config changes to the controller (from metadata); describe calls to the least
-loaded broker (a broker's configs to that broker). Per-item errors (a topic that exists, a
-config that is invalid) come back in the call's ``AdminResult`` as ``KafkaError`` subclasses.
+loaded broker (a broker's configs, and its log dirs, to that broker). Per-item errors (a topic
+that exists, a config that is invalid) come back in the call's ``AdminResult`` as
+``KafkaError`` subclasses.
 Thread safety: each call holds the client's lock (``AdminRequests.lock``).
 """
 
@@ -22,8 +23,10 @@ from odradek.client.admin_types import (
     ConfigResource,
     ConfigResourceType,
     ElectionType,
+    LogDirDescription,
     NewPartitions,
     NewTopic,
+    ReplicaInfo,
     TopicDescription,
 )
 from odradek.client.admin_wire import (
@@ -57,6 +60,7 @@ ELECT_LEADERS_VERSIONS: Final = {
     ElectionType.PREFERRED: VersionRange(0, 1),
     ElectionType.UNCLEAN: VersionRange(1, 1),
 }
+DESCRIBE_LOG_DIRS_VERSIONS: Final = VersionRange(1, 4)
 
 
 class TopicAdmin:
@@ -302,6 +306,55 @@ class TopicAdmin:
         values = {tp: None for tp in order if tp not in errors}
         return AdminResult(order, values, errors)
 
+    def describe_log_dirs(
+        self,
+        broker_ids: Sequence[int] | None = None,
+        topics: Sequence[str] | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> AdminResult[int, dict[str, LogDirDescription]]:
+        """Each broker's log dirs and the logs they hold (DescribeLogDirs, asked of each
+        broker in turn).
+
+        Args:
+            broker_ids: the brokers to ask (None: every broker in the metadata).
+            topics: the topics whose logs to describe (None: every partition; a topic
+                unknown to the metadata describes nothing).
+
+        Returns:
+            Per broker id: its log dirs by path, or the error asking it failed with.
+        """
+        deadline = self._requests.deadline(timeout_ms)
+        values: dict[int, dict[str, LogDirDescription]] = {}
+        errors: dict[int, KafkaError] = {}
+        with self._requests.lock:
+            cluster = self._requests.cluster(deadline)
+            order = sorted(cluster.brokers) if broker_ids is None else list(broker_ids)
+            wanted: list[dict[str, Any]] | None = None
+            if topics is not None:
+                described = self.describe_topics(
+                    topics, timeout_ms=self._requests.remaining(deadline)
+                )
+                wanted = [
+                    {"topic": name, "partitions": [p.partition for p in d.partitions]}
+                    for name, d in described.values_by_item.items()
+                ]
+            for broker_id in order:
+                try:
+                    body = self._requests.call(
+                        constant_node(broker_id),
+                        ApiKey.DESCRIBE_LOG_DIRS,
+                        DESCRIBE_LOG_DIRS_VERSIONS,
+                        {"topics": wanted},
+                        deadline,
+                    )
+                    raise_for(body, f"DescribeLogDirs of broker {broker_id}")
+                except KafkaError as error:
+                    errors[broker_id] = error
+                    continue
+                values[broker_id] = {entry["log_dir"]: _log_dir(entry) for entry in body["results"]}
+        return AdminResult(order, values, errors)
+
     def describe_configs(
         self,
         resources: Sequence[ConfigResource],
@@ -459,3 +512,24 @@ class TopicAdmin:
                     choice = per_broker.setdefault(broker_id, constant_node(broker_id))
             groups.setdefault(choice, []).append(resource)
         return groups
+
+
+def _log_dir(entry: Mapping[str, Any]) -> LogDirDescription:
+    """A DescribeLogDirs result entry as a ``LogDirDescription`` (-1 bytes: not known)."""
+    total = int(entry.get("total_bytes", -1))
+    usable = int(entry.get("usable_bytes", -1))
+    return LogDirDescription(
+        path=entry["log_dir"],
+        error=item_error(entry, entry["log_dir"]) if entry["error_code"] else None,
+        replicas={
+            TopicPartition(topic["name"], int(p["partition_index"])): ReplicaInfo(
+                size=int(p["partition_size"]),
+                offset_lag=int(p["offset_lag"]),
+                is_future=bool(p["is_future_key"]),
+            )
+            for topic in entry["topics"]
+            for p in topic["partitions"]
+        },
+        total_bytes=total if total >= 0 else None,
+        usable_bytes=usable if usable >= 0 else None,
+    )

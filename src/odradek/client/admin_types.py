@@ -29,10 +29,12 @@ __all__ = [
     "DeletedRecords",
     "ElectionType",
     "ListOffsetsResultInfo",
+    "LogDirDescription",
     "NewPartitions",
     "NewTopic",
     "OffsetSpec",
     "PartitionDescription",
+    "ReplicaInfo",
     "TopicDescription",
 ]
 
@@ -266,3 +268,29 @@ class ElectionType(enum.IntEnum):
     PREFERRED = 0
     #: A live replica leads a partition that has no live leader, even one out of the ISR.
     UNCLEAN = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaInfo:
+    """One partition's log in a broker's log dir (Kafka's ``ReplicaInfo``)."""
+
+    #: Bytes of the log's segments.
+    size: int
+    #: How far the log end offset is behind the high watermark (a future log: behind the
+    #: current log's end).
+    offset_lag: int
+    #: A log being moved into this dir to replace the current one.
+    is_future: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirDescription:
+    """One log dir of a broker (Kafka's ``LogDirDescription``); ``error`` set: the dir is
+    offline and holds no replicas here. Total and usable bytes of its volume are ``None``
+    when the broker does not tell them (DescribeLogDirs before v4)."""
+
+    path: str
+    error: KafkaError | None
+    replicas: Mapping[TopicPartition, ReplicaInfo]
+    total_bytes: int | None = None
+    usable_bytes: int | None = None

@@ -1,6 +1,6 @@
 """Typed, read-only views of admin request bodies: DeleteRecords, DescribeConfigs,
-IncrementalAlterConfigs, InitProducerId and DescribeCluster (the cold-path companions of
-``protocol.requests``, under the same rules: fields every decoded version has, checked
+IncrementalAlterConfigs, InitProducerId, DescribeCluster and DescribeLogDirs (the cold-path
+companions of ``protocol.requests``, under the same rules: fields every decoded version has, checked
 against kio's classes by tests/protocol/test_requests.py; accessors return ``Request.body``).
 
 Version-only fields (DescribeCluster's ``endpoint_type``, v1+) are read from the body.
@@ -23,11 +23,14 @@ __all__ = [
     "DescribeClusterRequestBody",
     "DescribeConfigsRequestBody",
     "DescribeConfigsResourceRequest",
+    "DescribeLogDirsRequestBody",
+    "DescribeLogDirsTopicRequest",
     "IncrementalAlterConfigsRequestBody",
     "InitProducerIdRequestBody",
     "delete_records_body",
     "describe_cluster_body",
     "describe_configs_body",
+    "describe_log_dirs_body",
     "incremental_alter_configs_body",
     "init_producer_id_body",
 ]
@@ -103,6 +106,18 @@ class DescribeClusterRequestBody(Protocol):
     def include_cluster_authorized_operations(self) -> bool: ...
 
 
+class DescribeLogDirsTopicRequest(Protocol):
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[int]: ...
+
+
+class DescribeLogDirsRequestBody(Protocol):
+    @property
+    def topics(self) -> Sequence[DescribeLogDirsTopicRequest] | None: ...
+
+
 #: The body of a DeleteRecords request as its view.
 delete_records_body: Callable[[Request], DeleteRecordsRequestBody] = operator.attrgetter("body")
 #: The body of a DescribeConfigs request as its view.
@@ -115,3 +130,7 @@ incremental_alter_configs_body: Callable[[Request], IncrementalAlterConfigsReque
 init_producer_id_body: Callable[[Request], InitProducerIdRequestBody] = operator.attrgetter("body")
 #: The body of a DescribeCluster request as its view.
 describe_cluster_body: Callable[[Request], DescribeClusterRequestBody] = operator.attrgetter("body")
+#: The body of a DescribeLogDirs request as its view.
+describe_log_dirs_body: Callable[[Request], DescribeLogDirsRequestBody] = operator.attrgetter(
+    "body"
+)

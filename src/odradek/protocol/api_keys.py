@@ -187,6 +187,8 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
         ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
         ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 2),
+        # Kafka 4 serves v1-v4 (v0 was removed); kio's v5 lacks v5's IsCordoned field.
+        ApiKey.DESCRIBE_LOG_DIRS: VersionRange(1, 4),
         ApiKey.DELETE_GROUPS: VersionRange(0, 1),
         ApiKey.OFFSET_DELETE: VersionRange(0, 0),
         # The controller's requests to brokers (protocol/inter_broker.py).
