@@ -74,6 +74,7 @@ class NullPartition:
         self.log_start_offset = 0
         self.leader_epoch = 0
         self.isr = [0]
+        self.is_leader = True
 
     @property
     def high_watermark(self) -> int:
