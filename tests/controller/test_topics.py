@@ -13,6 +13,12 @@ import pytest
 from tests.controller.test_store_contract import wait_for
 
 from odradek._clock import MockClock
+from odradek.controller.assignment import (
+    assign_replicas,
+    topic_names_collide,
+    validate_assignment,
+    validate_topic_name,
+)
 from odradek.controller.local import LocalMetadataStore
 from odradek.controller.store import MetadataStore
 from odradek.controller.topics import (
@@ -20,11 +26,7 @@ from odradek.controller.topics import (
     ClusterMetadata,
     Endpoint,
     PartitionState,
-    assign_replicas,
     new_uuid_string,
-    topic_names_collide,
-    validate_assignment,
-    validate_topic_name,
 )
 from odradek.errors import (
     BadVersionError,

@@ -43,11 +43,14 @@ from odradek.broker.config import BrokerConfig
 from odradek.broker.limits import MutationQuota, check_partition_totals
 from odradek.broker.ports import TopicPlan
 from odradek.broker.replica_manager import ReplicaManager
-from odradek.controller.topics import (
-    ClusterMetadata,
+from odradek.broker.topic_logs import TopicChangeInterruptedError, TopicLogs, describe_change
+from odradek.controller.assignment import (
     assign_replicas,
     validate_assignment,
     validate_topic_name,
+)
+from odradek.controller.topics import (
+    ClusterMetadata,
 )
 from odradek.errors import (
     ConfigError,
@@ -55,7 +58,6 @@ from odradek.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     KafkaError,
-    KafkaStorageError,
     UnknownTopicOrPartitionError,
 )
 from odradek.storage.config import TOPIC_NAMES, LogConfig
@@ -69,7 +71,6 @@ PUBLISH_SLICE = 500
 #: Partitions auto-created inline per turn of the event loop (see ``maybe_auto_create``).
 AUTO_CREATE_INLINE_PARTITIONS = 20
 #: Passes over the logs to delete when a creation is undone.
-_UNDO_PASSES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +101,6 @@ class _Totals:
     published_here: int = 0
     reserved: int = 0
     reserved_here: int = 0
-
-
-class _InterruptedError(Exception):
-    """The broker is stopping: the work stops where it is (``startup`` finishes it)."""
 
 
 class TopicManager:
@@ -579,7 +576,7 @@ class TopicManager:
         loop = asyncio.get_running_loop()
         try:
             if self._stopping.is_set():
-                raise _InterruptedError
+                raise TopicChangeInterruptedError
             await self._store(plan)
             await loop.run_in_executor(self._worker(), self._make_logs, plan)
             items = sorted(plan.assignment.items())
@@ -588,8 +585,8 @@ class TopicManager:
                     self._serve_partition(plan.topic, index, replicas)
                 await asyncio.sleep(0)  # let other clients in between slices
             self._publish(plan)
-        except _InterruptedError:
-            logger.info("%s of topic %s interrupted by shutdown", _what(plan), plan.topic)
+        except TopicChangeInterruptedError:
+            logger.info("%s of topic %s interrupted by shutdown", describe_change(plan), plan.topic)
             raise KafkaError(
                 "the broker is shutting down", code=ErrorCode.REQUEST_TIMED_OUT
             ) from None
@@ -689,81 +686,16 @@ class TopicManager:
             self.metadata.add_partitions(plan.topic, plan.assignment)
         self._write_states(plan.topic, plan.assignment, only_missing=False)
 
+    def _logs(self) -> TopicLogs:
+        return TopicLogs(self.broker_id, self.replicas.log_manager, self.metadata, self._stopping)
+
     def _make_logs(self, plan: TopicPlan) -> None:
-        """Makes the logs of a stored plan; undoes the logs and the store on a failure.
-
-        Raises:
-            _InterruptedError: the broker stops (nothing undone: ``startup`` finishes the work).
-            KafkaError: KAFKA_STORAGE_ERROR for a log that cannot be made (undone).
-        """
-        topic = plan.topic
-        made: list[TopicPartition] = []
-        log_manager = self.replicas.log_manager
-        log_config = self._log_configs.get(topic) or self.log_config_for(topic)
-        try:
-            for index, replicas in sorted(plan.assignment.items()):
-                if self._stopping.is_set():
-                    raise _InterruptedError
-                if self.broker_id in replicas:
-                    topic_partition = TopicPartition(topic, index)
-                    log_manager.get_or_create_log(topic_partition, log_config)
-                    made.append(topic_partition)
-        except _InterruptedError:
-            raise
-        except BaseException as error:
-            logger.error(
-                "%s of topic %s failed after %d of %d logs, undoing it: %s",
-                _what(plan),
-                topic,
-                len(made),
-                len(plan.assignment),
-                error,
-            )
-            self._undo(plan, made)
-            if isinstance(error, KafkaError):
-                raise
-            raise KafkaStorageError(
-                f"cannot create the logs of topic {topic!r}: {error}"
-            ) from error
-
-    def _undo(self, plan: TopicPlan, made: Sequence[TopicPartition]) -> None:
-        log_manager = self.replicas.log_manager
-        pending = list(made)
-        for attempt in range(_UNDO_PASSES):
-            # A second pass: out of descriptors, the first deletions fail until the ones
-            # after them have closed their files.
-            failed = []
-            for topic_partition in pending:
-                try:
-                    log_manager.delete_log(topic_partition, checkpoint=False)
-                except Exception as error:
-                    failed.append(topic_partition)
-                    if attempt == _UNDO_PASSES - 1:
-                        logger.error("cannot delete the log of %s: %s", topic_partition, error)
-            pending = failed
-            if not pending:
-                break
-        try:
-            log_manager.checkpoint_logs()
-        except Exception:
-            logger.exception("cannot write the checkpoints after undoing topic %s", plan.topic)
-        try:
-            if plan.new_topic:
-                self.metadata.delete_topic(plan.topic)
-            else:
-                self.metadata.remove_partitions(plan.topic, plan.first_partition)
-        except Exception:
-            logger.exception("cannot undo the metadata of topic %s", plan.topic)
+        """Makes the logs of a stored plan (see ``TopicLogs.make``)."""
+        log_config = self._log_configs.get(plan.topic) or self.log_config_for(plan.topic)
+        self._logs().make(plan, log_config)
 
     def _remove(self, topic: str, detached: Sequence[TopicPartition]) -> None:
-        """Deletes a detached topic's logs (renamed at once, removed in the background), then
-        its metadata: a crash in between leaves a topic with empty logs, never old data."""
-        log_manager = self.replicas.log_manager
-        for topic_partition in detached:
-            log_manager.delete_log(topic_partition, checkpoint=False)
-        log_manager.checkpoint_logs()  # once, not once per log
-        self.metadata.delete_topic(topic)
-        logger.info("deleted topic %s (%d partitions)", topic, len(detached))
+        self._logs().remove(topic, detached)
 
     # ----------------------------------------------------------------- validation
 
@@ -812,7 +744,3 @@ def _retrieve(task: asyncio.Task[None]) -> None:
     (the outcome was logged where it happened)."""
     if not task.cancelled():
         task.exception()
-
-
-def _what(plan: TopicPlan) -> str:
-    return "creation" if plan.new_topic else "growth"

@@ -15,6 +15,12 @@ ZooKeeper layout on top of it.
 ``zookeeper.py`` is the only module that imports kazoo.
 """
 
+from odradek.controller.assignment import (
+    assign_replicas,
+    topic_names_collide,
+    validate_assignment,
+    validate_topic_name,
+)
 from odradek.controller.local import LocalMetadataStore, LocalStoreStatistics
 from odradek.controller.store import (
     CheckOp,
@@ -30,11 +36,7 @@ from odradek.controller.topics import (
     ClusterMetadata,
     Endpoint,
     PartitionState,
-    assign_replicas,
     new_uuid_string,
-    topic_names_collide,
-    validate_assignment,
-    validate_topic_name,
 )
 
 __all__ = [

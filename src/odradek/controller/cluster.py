@@ -39,6 +39,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from odradek._types import TopicPartition
+from odradek.controller.assignment import (
+    assign_replicas,
+    validate_assignment,
+    validate_topic_name,
+)
 from odradek.controller.brokers import LiveBrokers
 from odradek.controller.channel import BrokerRequest, ControllerChannel
 from odradek.controller.controller import Controller
@@ -58,11 +63,8 @@ from odradek.controller.topics import (
     TOPICS_PATH,
     BrokerRegistration,
     ClusterMetadata,
-    assign_replicas,
     encode_partition_state,
     partition_state_path,
-    validate_assignment,
-    validate_topic_name,
 )
 from odradek.errors import ErrorCode, KafkaError, NotControllerError
 from odradek.protocol.inter_broker import (

@@ -38,6 +38,7 @@ from odradek.controller.election import (
 from odradek.controller.topics import BROKER_IDS_PATH
 from odradek.controller.zookeeper import ZooKeeperMetadataStore
 from odradek.errors import NoNodeError
+from odradek.testing.serve import stop_process
 
 _SERVING = re.compile(r"broker (\d+) serving on ([\d.]+):(\d+) \(cluster ([^)]+)\)")
 _STOP_GRACE_S = 30.0
@@ -317,13 +318,6 @@ def _reap(broker: BrokerProcess) -> None:
     process = broker.process
     if process is None:
         return
-    if process.poll() is None:
-        process.send_signal(signal.SIGCONT)
-        process.terminate()
-        try:
-            process.wait(_STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    stop_process(process, _STOP_GRACE_S)
     if process.stdout is not None:
         process.stdout.close()

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping
-from typing import IO
+from typing import IO, Any
 
 _SERVING = re.compile(r"serving on 127\.0\.0\.1:(\d+)")
 
@@ -51,7 +51,15 @@ def start_serve(
 def stop_serve(process: subprocess.Popen[str], timeout_s: float = 30.0) -> int:
     """Stops the child cleanly (SIGTERM), killing it if it does not exit in time; returns
     its exit status."""
+    return stop_process(process, timeout_s)
+
+
+def stop_process(process: subprocess.Popen[Any], timeout_s: float) -> int:
+    """Stops a child this test helper started: SIGCONT (a paused child could not act on the
+    next signal), SIGTERM, then SIGKILL if it has not exited within ``timeout_s``; returns its
+    exit status. Does nothing to a child that has exited already."""
     if process.poll() is None:
+        process.send_signal(signal.SIGCONT)
         process.send_signal(signal.SIGTERM)
         try:
             process.wait(timeout_s)

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from odradek.testing.serve import stop_process
+
 CLASSPATH = ":".join(
     (
         "/etc/zookeeper/conf",
@@ -320,14 +322,7 @@ def _terminate(node: ZooKeeperNode) -> None:
     process = node.process
     if process is None:
         return
-    if process.poll() is None:
-        process.send_signal(signal.SIGCONT)
-        process.terminate()
-        try:
-            process.wait(_STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    stop_process(process, _STOP_GRACE_S)
 
 
 def _process_state(pid: int) -> str | None:

@@ -28,7 +28,7 @@ from odradek.broker.handlers._admin import (
     ConfigType,
     error_of,
 )
-from odradek.controller.topics import validate_topic_name
+from odradek.controller.assignment import validate_topic_name
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.admin_requests import describe_configs_body

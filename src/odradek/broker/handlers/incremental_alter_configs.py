@@ -28,7 +28,7 @@ from odradek.broker.handlers._admin import (
     duplicates,
     error_of,
 )
-from odradek.controller.topics import validate_topic_name
+from odradek.controller.assignment import validate_topic_name
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.admin_requests import AlterableConfigRequest, incremental_alter_configs_body

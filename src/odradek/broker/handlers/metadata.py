@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from odradek.broker.context import BrokerContext
 from odradek.broker.ports import ClusterPort
-from odradek.controller.topics import validate_topic_name
+from odradek.controller.assignment import validate_topic_name
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
