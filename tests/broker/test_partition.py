@@ -12,7 +12,7 @@ import pytest
 
 from odradek._clock import MockClock
 from odradek._types import TopicPartition
-from odradek.broker.partition import Partition
+from odradek.broker.replication.partition import Partition
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.records.batch import iter_batches
 from odradek.records.codec import SimpleRecord, build_batch
@@ -118,3 +118,25 @@ def test_delete_records_moves_the_start_up_to_the_high_watermark_only(log: Log) 
         partition.delete_records_before(5)
     assert partition.delete_records_before(-1) == 4  # -1: the high watermark
     assert partition.delete_records_before(2) == 4  # never backwards
+
+
+def test_the_high_watermark_only_moves_forward_within_the_log_and_tells_the_listener(
+    log: Log,
+) -> None:
+    moved: list[int] = []
+    partition = Partition(
+        TP,
+        log,
+        broker_id=1,
+        replicas=[1, 2],
+        on_high_watermark=lambda p: moved.append(p.high_watermark),
+    )
+    partition.isr = [1, 2]  # a follower in the ISR: appends alone commit nothing
+    partition.append_as_leader(batch(4), 1)
+    assert partition.high_watermark == 0 and moved == []
+
+    assert partition.advance_high_watermark(2) is True
+    assert partition.advance_high_watermark(1) is False  # never back
+    assert partition.advance_high_watermark(99) is True  # capped at the log end offset
+    assert moved == [2, 4]
+    assert partition.high_watermark == log.high_watermark == 4

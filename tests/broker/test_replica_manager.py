@@ -16,6 +16,10 @@ class FakeLog:
     config: LogConfig
     log_end_offset: int = 0
     log_start_offset: int = 0
+    high_watermark: int | None = None
+
+    def update_high_watermark(self, offset: int) -> None:
+        self.high_watermark = offset
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config

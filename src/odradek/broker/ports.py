@@ -82,7 +82,7 @@ class TimestampOffset(Protocol):
 
 
 class PartitionPort(Protocol):
-    """A partition this broker leads (``odradek.broker.partition.Partition``)."""
+    """A partition this broker leads (``odradek.broker.replication.partition.Partition``)."""
 
     @property
     def topic_partition(self) -> TopicPartition: ...

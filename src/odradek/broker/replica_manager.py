@@ -16,8 +16,8 @@ import os
 from collections.abc import Callable, Iterable
 
 from odradek._types import TopicPartition
-from odradek.broker.partition import Partition
 from odradek.broker.ports import LogDirDescription, ReplicaLogDescription
+from odradek.broker.replication.partition import Partition
 from odradek.errors import ErrorCode
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager

@@ -45,9 +45,9 @@ from odradek.broker.group.results import (
     Pending,
     SyncGroupResult,
 )
-from odradek.broker.partition import ACKS_ALL, Partition
 from odradek.broker.purgatory import FetchPurgatory
 from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.replication.partition import ACKS_ALL, Partition
 from odradek.broker.topic_manager import TopicManager
 from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import LOG_OVERHEAD, read_prefix

@@ -11,6 +11,8 @@ storage thread only flushes and deletes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from odradek._types import TopicPartition
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.storage.log import AppendInfo, Log, LogReadInfo
@@ -29,6 +31,8 @@ class Partition:
         broker_id: this broker, the leader.
         replicas: every replica's broker id (the assignment).
         leader_epoch: the current leader epoch, written into appended batches.
+        on_high_watermark: called with the partition after its high watermark moved
+            (``advance_high_watermark``): wakes delayed fetches and acks=all produces.
     """
 
     def __init__(
@@ -39,6 +43,7 @@ class Partition:
         broker_id: int,
         replicas: list[int],
         leader_epoch: int = 0,
+        on_high_watermark: Callable[[Partition], None] | None = None,
     ) -> None:
         self.topic_partition = topic_partition
         self.log = log
@@ -48,7 +53,9 @@ class Partition:
         self.leader_epoch = leader_epoch
         #: The leader's broker id: this broker unless a controller made it a follower.
         self.leader_id = broker_id
+        self._on_high_watermark = on_high_watermark
         self.high_watermark = log.log_end_offset
+        log.update_high_watermark(self.high_watermark)
 
     @property
     def is_leader(self) -> bool:
@@ -85,7 +92,20 @@ class Partition:
         # One replica: everything appended is committed. Replication replaces this rule with
         # the minimum LEO over the ISR.
         if self.isr == [self.broker_id]:
-            self.high_watermark = self.log.log_end_offset
+            self.advance_high_watermark(self.log.log_end_offset)
+
+    def advance_high_watermark(self, offset: int) -> bool:
+        """Moves the high watermark forward to ``offset`` (never back, never past the log end
+        offset); tells the log (the cleaner's bound) and the listener. The one writer of
+        ``high_watermark``. Returns whether it moved."""
+        offset = min(offset, self.log.log_end_offset)
+        if offset <= self.high_watermark:
+            return False
+        self.high_watermark = offset
+        self.log.update_high_watermark(offset)
+        if self._on_high_watermark is not None:
+            self._on_high_watermark(self)
+        return True
 
     def read(
         self,
