@@ -133,7 +133,8 @@ def test_the_high_watermark_only_moves_forward_within_the_log_and_tells_the_list
     )
     partition.isr = [1, 2]  # a follower in the ISR: appends alone commit nothing
     partition.append_as_leader(batch(4), 1)
-    assert partition.high_watermark == 0 and moved == []
+    assert partition.high_watermark == 0
+    assert moved == []
 
     assert partition.advance_high_watermark(2) is True
     assert partition.advance_high_watermark(1) is False  # never back
