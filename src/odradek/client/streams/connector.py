@@ -54,6 +54,7 @@ from odradek.client.streams.config import CONSUMER_CONNECTOR, ConnectorSettings
 from odradek.client.streams.filters import TopicFilter
 from odradek.client.streams.router import StreamRouter
 from odradek.client.streams.stream import ConsumedOffsets, MessageStream
+from odradek.client.streams.zk_coordinator import ZooKeeperCoordinator
 from odradek.errors import KafkaTimeoutError
 
 __all__ = ["ConsumerConnector"]
@@ -88,7 +89,21 @@ class ConsumerConnector(Closeable):
         checked = ClientConfig(config, client_type=CONSUMER_CONNECTOR, **kwargs)
         self._settings = ConnectorSettings.from_config(checked)
         self._clock = clock
-        self._consumer = Consumer(self._settings.consumer_config, clock=clock)
+        self._stopping = threading.Event()
+        self._zookeeper: ZooKeeperCoordinator | None = None
+        consumer_config = self._settings.consumer_config
+        if self._settings.zookeeper is not None:
+            self._zookeeper = ZooKeeperCoordinator(
+                self._settings.zookeeper, self._settings.group_id, self._stopping, clock
+            )
+            try:
+                consumer_config = self._zookeeper.consumer_config(consumer_config)
+                self._consumer = Consumer(consumer_config, clock=clock)
+            except BaseException:
+                self._zookeeper.close()
+                raise
+        else:
+            self._consumer = Consumer(consumer_config, clock=clock)
         self._consumed = ConsumedOffsets()
         self._streams: list[MessageStream] = []
         self._router: StreamRouter | None = None
@@ -101,7 +116,7 @@ class ConsumerConnector(Closeable):
         self._requests: deque[Future[None]] = deque()
         self._accepting = True
         self._placement: Mapping[TopicPartition, int] = MappingProxyType({})
-        self._stopping = threading.Event()
+        self._topic_streams: dict[str, tuple[int, ...]] = {}
         self._thread: threading.Thread | None = None
         self._shut_down = False
 
@@ -130,7 +145,9 @@ class ConsumerConnector(Closeable):
             out[topic] = [self._new_stream(f"{topic}-{i}") for i in range(topic_count[topic])]
             streams.extend(out[topic])
             indices[topic] = tuple(range(first, len(streams)))
-        self._start(streams, StreamRouter(lambda topic: indices.get(topic, ())), sorted(out))
+        self._start(
+            streams, StreamRouter(lambda topic: indices.get(topic, ())), sorted(out), indices
+        )
         return out
 
     def create_message_streams_by_filter(
@@ -145,6 +162,11 @@ class ConsumerConnector(Closeable):
         """
         if not isinstance(num_streams, int) or num_streams < 1:
             raise ValueError(f"the stream count must be ≥ 1, got {num_streams!r}")
+        if self._zookeeper is not None:
+            raise ValueError(
+                "topic filters are not supported with zookeeper.connect: "
+                "use create_message_streams with the topics"
+            )
         streams = [self._new_stream(f"filter-{i}") for i in range(num_streams)]
         every = tuple(range(num_streams))
         self._start(streams, StreamRouter(lambda _topic: every), topic_filter.pattern())
@@ -164,6 +186,7 @@ class ConsumerConnector(Closeable):
         streams: list[MessageStream],
         router: StreamRouter,
         subscription: list[str] | re.Pattern[str],
+        topic_streams: dict[str, tuple[int, ...]] | None = None,
     ) -> None:
         with self._lock:
             if self._shut_down:
@@ -173,6 +196,7 @@ class ConsumerConnector(Closeable):
             self._streams = streams
             self._router = router
             self._subscription = subscription
+            self._topic_streams = topic_streams or {}
             self._thread = threading.Thread(
                 target=self._run, name=f"odradek-streams-{self._settings.group_id}", daemon=True
             )
@@ -214,6 +238,8 @@ class ConsumerConnector(Closeable):
             stream.end()
         self._stopping.set()
         if thread is None:
+            if self._zookeeper is not None:
+                self._zookeeper.close()
             self._consumer.close(timeout_ms, autocommit=False)
             return
         if thread is not threading.current_thread():
@@ -234,8 +260,10 @@ class ConsumerConnector(Closeable):
         """A snapshot: placement, paused partitions, each stream's queue."""
         with self._lock:
             paused = len(self._pending)  # read racily: a gauge, not a contract
+        zookeeper = self._zookeeper
         return {
             "group_id": self._settings.group_id,
+            "zookeeper_member": None if zookeeper is None else zookeeper.member,
             "partitions_by_stream": {
                 name: [str(tp) for tp in tps] for name, tps in self.partitions_by_stream().items()
             },
@@ -251,7 +279,10 @@ class ConsumerConnector(Closeable):
         failure: BaseException | None = None
         try:
             listener = _Listener(self)
-            if isinstance(self._subscription, re.Pattern):
+            zookeeper = self._zookeeper
+            if zookeeper is not None:
+                zookeeper.start({t: len(s) for t, s in self._topic_streams.items()})
+            elif isinstance(self._subscription, re.Pattern):
                 consumer.subscribe(pattern=self._subscription, listener=listener)
             else:
                 consumer.subscribe(self._subscription, listener)
@@ -262,6 +293,11 @@ class ConsumerConnector(Closeable):
                 if settings.auto_commit and self._clock.monotonic_ms() >= next_auto_commit:
                     self._commit_quietly()
                     next_auto_commit = self._clock.monotonic_ms() + settings.auto_commit_interval_ms
+                if zookeeper is not None:
+                    zookeeper.poll(consumer, listener)
+                    if not consumer.assignment():  # nothing owned: nothing to poll
+                        self._stopping.wait(_POLL_MS / 1000.0)
+                        continue
                 records = consumer.poll(_POLL_MS)
                 if records:
                     self._route(records)
@@ -280,6 +316,11 @@ class ConsumerConnector(Closeable):
                 request.set_exception(failure or RuntimeError("the connector is shut down"))
             for stream in self._streams:
                 stream.end(failure)
+            if self._zookeeper is not None:
+                try:
+                    self._zookeeper.close()
+                except Exception:
+                    log.exception("group %s: leaving ZooKeeper failed", settings.group_id)
             try:
                 consumer.close(autocommit=False)
             except Exception:
@@ -313,7 +354,10 @@ class ConsumerConnector(Closeable):
         }
         if not offsets:
             return
-        self._consumer.commit_sync({tp: OffsetAndMetadata(o) for tp, o in offsets.items()})
+        if self._zookeeper is not None:
+            self._zookeeper.commit(self._consumer, offsets)
+        else:
+            self._consumer.commit_sync({tp: OffsetAndMetadata(o) for tp, o in offsets.items()})
         self._last_committed.update(offsets)
 
     def _commit_quietly(self, partitions: Iterable[TopicPartition] | None = None) -> None:
@@ -370,7 +414,16 @@ class ConsumerConnector(Closeable):
         with self._lock:
             self._placement = placement
 
-    # -- rebalance listener (poll thread, inside Consumer.poll)
+    # -- rebalance listener (poll thread, inside Consumer.poll or ZooKeeperCoordinator.poll)
+
+    def _placed(self, placement: Mapping[TopicPartition, int]) -> None:
+        """The ZooKeeper group's assignment: thread ``i`` of a topic feeds its stream ``i``."""
+        assert self._router is not None
+        streams = {tp: self._topic_streams[tp.topic][i] for tp, i in placement.items()}
+        self._router.place(streams)
+        for tp, index in sorted(streams.items()):
+            log.info("%s: feeds stream %s", tp, self._streams[index].name)
+        self._publish_placement()
 
     def _assigned(self, partitions: Iterable[TopicPartition]) -> None:
         assert self._router is not None
@@ -421,3 +474,11 @@ class _Listener:
 
     def on_partitions_lost(self, partitions: Iterable[TopicPartition]) -> None:
         self._connector._revoked(partitions, lost=True)
+
+    # -- the ZooKeeper coordinator's listener (zk_coordinator.RebalanceListener)
+
+    def revoked(self, partitions: list[TopicPartition], *, lost: bool) -> None:
+        self._connector._revoked(partitions, lost=lost)
+
+    def assigned(self, placement: Mapping[TopicPartition, int]) -> None:
+        self._connector._placed(placement)

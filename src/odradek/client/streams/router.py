@@ -10,6 +10,8 @@ given at construction (the streams created for that topic, or every stream of a 
 - a partition keeps its stream until ``remove`` (a revocation or a loss); partitions that stay
   assigned through a cooperative rebalance do not move, so after incremental changes the
   spread may be uneven until the next eager rebalance;
+- ``place`` puts partitions on given streams instead (the ZooKeeper-coordinated group, where
+  the thread a member claimed a partition for names its stream);
 - a partition whose topic has no candidate stream is refused (``ValueError``).
 
 Pure and not thread-safe: the connector's poll thread is its only user.
@@ -17,7 +19,7 @@ Pure and not thread-safe: the connector's poll thread is its only user.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from odradek._types import TopicPartition
 
@@ -56,6 +58,20 @@ class StreamRouter:
                 self._load[stream] = self._load.get(stream, 0) + 1
             placed[tp] = stream
         return placed
+
+    def place(self, placement: Mapping[TopicPartition, int]) -> None:
+        """Places each partition on the given stream (the ZooKeeper group's thread → stream
+        rule); a partition placed already moves.
+
+        Raises:
+            ValueError: a stream is not one of its topic's candidates.
+        """
+        for tp, stream in sorted(placement.items()):
+            if stream not in self._candidates(tp.topic):
+                raise ValueError(f"{tp}: stream {stream} does not read topic {tp.topic!r}")
+            self.remove(tp)
+            self._owner[tp] = stream
+            self._load[stream] = self._load.get(stream, 0) + 1
 
     def remove(self, tp: TopicPartition) -> int | None:
         """Stops ``tp`` feeding its stream; returns that stream (``None``: not placed)."""
