@@ -153,5 +153,5 @@ def test_without_zookeeper_connect_nothing_changes() -> None:
     assert settings().zookeeper is None
     with pytest.raises(ConfigError, match=r"offsets.storage=zookeeper needs zookeeper.connect"):
         settings(**{"offsets.storage": "zookeeper"})
-    with pytest.raises(ConfigError, match="offsets.storage"):
+    with pytest.raises(ConfigError, match=r"offsets\.storage"):
         settings(**{"offsets.storage": "elsewhere"})
