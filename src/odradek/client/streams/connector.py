@@ -263,7 +263,7 @@ class ConsumerConnector(Closeable):
         zookeeper = self._zookeeper
         return {
             "group_id": self._settings.group_id,
-            "zookeeper_member": None if zookeeper is None else zookeeper.member,
+            "zookeeper": None if zookeeper is None else zookeeper.statistics(),
             "partitions_by_stream": {
                 name: [str(tp) for tp in tps] for name, tps in self.partitions_by_stream().items()
             },

@@ -104,6 +104,8 @@ class ZooKeeperCoordinator:
         self._session_lost = threading.Event()
         self._subscription: dict[str, int] = {}
         self._owned: dict[TopicPartition, str] = {}
+        self._rebalances = 0  # completed: partitions released and claimed
+        self._failed_attempts = 0  # attempts that found a partition still owned
         self.group = self._open()
 
     def _open(self) -> ZooKeeperGroup:
@@ -174,7 +176,9 @@ class ZooKeeperCoordinator:
             self._release(consumer, listener)
             if self._claim(wanted):
                 self._take(consumer, listener, wanted)
+                self._rebalances += 1
                 return
+            self._failed_attempts += 1
             log.info(
                 "group %s: %s rebalance attempt %d/%d found partitions still owned",
                 self.group_id,
@@ -191,10 +195,14 @@ class ZooKeeperCoordinator:
             f"{attempts} attempts (rebalance.max.retries)"
         )
 
-    @property
-    def owned(self) -> dict[TopicPartition, str]:
-        """The partitions this member owns and their threads."""
-        return dict(self._owned)
+    def statistics(self) -> dict[str, object]:
+        """A snapshot (read racily from other threads: gauges, not a contract)."""
+        return {
+            "member": self.member,
+            "owned": {str(tp): thread for tp, thread in sorted(dict(self._owned).items())},
+            "rebalances": self._rebalances,
+            "failed_attempts": self._failed_attempts,
+        }
 
     def commit(self, consumer: Consumer, offsets: Mapping[TopicPartition, int]) -> None:
         """Commits next offsets where ``offsets.storage`` (and dual commit) say."""
