@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from kazoo.client import KazooClient  # tests only: expire a session the way ZooKeeper does
 from tests._zookeeper import zookeeper
 
 from odradek import Broker, ConsumerConnector, MessageAndMetadata, TopicPartition, Whitelist
@@ -313,3 +314,52 @@ def test_topic_filters_are_refused_with_zookeeper(make_connector: MakeConnector)
     connector = make_connector()
     with pytest.raises(ValueError, match=r"not supported with zookeeper\.connect"):
         connector.create_message_streams_by_filter(Whitelist("t.*"))
+
+
+def test_an_expired_session_registers_again_and_owns_its_partitions_again(
+    broker: Broker,
+    store: ZooKeeperMetadataStore,
+    names: tuple[str, str],
+    make_connector: MakeConnector,
+) -> None:
+    group, topic = names
+    create_topic(broker, topic, 2)
+    produce(broker, topic, 2, 1)
+    connector = make_connector(
+        **{"zookeeper.session.timeout.ms": 2_000, "auto.commit.enable": False}
+    )
+    [stream] = connector.create_message_streams({topic: 1})[topic]
+    iterator = iter(stream)
+    assert sorted(next(iterator).partition for _ in range(2)) == [0, 1]
+    connector.commit_offsets()
+    thread = member(connector) + "-0"
+    eventually(lambda: owners(store, group, topic) == {0: thread, 1: thread}, "both owned")
+    coordinator = connector._zookeeper  # the fault: its session expires under it
+    assert coordinator is not None
+    lost = coordinator.group.session
+    expire(store.connect.partition("/")[0], lost)
+    eventually(lambda: lost.closed, "the session closed")
+    eventually(
+        lambda: (
+            coordinator.group.session is not lost
+            and owners(store, group, topic) == {0: thread, 1: thread}
+        ),
+        "owned again through a new session",
+    )
+    assert store.children(f"/consumers/{group}/ids") == [member(connector)]
+    # The lost partitions start again at the committed offsets: the new records, no repeats.
+    produce(broker, topic, 2, 1)
+    assert sorted((m.partition, m.offset) for m in (next(iterator), next(iterator))) == [
+        (0, 1),
+        (1, 1),
+    ]
+
+
+def expire(hosts: str, session: ZooKeeperMetadataStore) -> None:
+    """Expires ``session``: another client joins it with its id and password and closes it."""
+    client_id = session._client.client_id
+    assert client_id is not None
+    twin = KazooClient(hosts=hosts, client_id=client_id)
+    twin.start(timeout=10)
+    twin.stop()
+    twin.close()

@@ -24,7 +24,9 @@ partitions, noticed through ZooKeeper watches, and once at start):
 Commits (``commit``) go to ZooKeeper's offset nodes, to Kafka's group coordinator (the inner
 consumer's ``commit_sync``), or both when dual. A session that expires loses every owned
 partition (the listener's ``revoked`` with ``lost``); a new session registers again and
-rebalances. ``close`` releases the owner nodes and ends the session (the registration goes).
+rebalances. A rebalance that meets an unreachable ZooKeeper (within the session) is tried
+again on the next poll. ``close`` releases the owner nodes and ends the session (the
+registration goes).
 
 Not thread-safe: the connector's poll thread is its only user, except the watch callbacks,
 which only set an event.
@@ -51,7 +53,7 @@ from odradek.client.streams.zk_assignment import (
     thread_ids,
 )
 from odradek.client.streams.zookeeper import ZooKeeperGroup
-from odradek.errors import ConfigError, KafkaError
+from odradek.errors import ConfigError, KafkaError, SessionClosedError, StoreConnectionError
 
 __all__ = ["ConsumerRebalanceFailedError", "RebalanceListener", "ZooKeeperCoordinator"]
 
@@ -167,6 +169,16 @@ class ZooKeeperCoordinator:
             self._renew(consumer, listener)
         if not self._needed.is_set():
             return
+        try:
+            self._rebalance(consumer, listener)
+        except SessionClosedError:
+            self._session_lost.set()  # the next poll registers in a new session
+        except StoreConnectionError as error:
+            # ZooKeeper is unreachable for now (within the session): try again next poll.
+            log.warning("group %s: rebalance postponed: %s", self.group_id, error)
+            self._needed.set()
+
+    def _rebalance(self, consumer: Consumer, listener: RebalanceListener) -> None:
         attempts = self.settings.rebalance_max_retries
         for attempt in range(1, attempts + 1):
             self._needed.clear()

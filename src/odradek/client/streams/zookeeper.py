@@ -106,6 +106,11 @@ class ZooKeeperGroup:
     def closed(self) -> bool:
         return self._store.closed
 
+    @property
+    def session(self) -> ZooKeeperMetadataStore:
+        """The ZooKeeper session (for tools and fault tests)."""
+        return self._store
+
     def close(self) -> None:
         """Ends the session: the registration and every owner node go with it. Idempotent."""
         self._store.close()
