@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from odradek import TopicPartition
+from odradek import Blacklist, TopicPartition, Whitelist
 from odradek.client.config import ClientConfig
 from odradek.client.streams.config import CONSUMER_CONNECTOR, ConnectorSettings
 from odradek.client.streams.zk_assignment import (
@@ -102,6 +102,33 @@ def test_a_registration_is_kafkas_json_and_reads_back() -> None:
 def test_a_bad_registration_is_a_value_error(data: bytes) -> None:
     with pytest.raises(ValueError, match="consumer registration"):
         Registration.decode(data)
+
+
+def test_a_filter_registers_its_expression_and_counts_every_topic_it_selects() -> None:
+    whitelist = Registration.for_filter(Whitelist("logs-.*, audit"), 2)
+    assert json.loads(whitelist.encode(1))["subscription"] == {"logs-.*|audit": 2}
+    assert json.loads(whitelist.encode(1))["pattern"] == "white_list"
+    cluster = ["audit", "audit2", "logs-a", "logs-b", "metrics", "__consumer_offsets"]
+    assert whitelist.topic_counts(cluster) == {"audit": 2, "logs-a": 2, "logs-b": 2}
+    blacklist = Registration.for_filter(Blacklist("logs-.*"), 1)
+    assert Registration.decode(blacklist.encode(1)) == blacklist
+    assert blacklist.topic_counts(cluster) == {"audit": 1, "audit2": 1, "metrics": 1}
+    assert blacklist.topic_counts(cluster, exclude_internal=False)["__consumer_offsets"] == 1
+    # A static registration ignores the cluster's topics: it names its own.
+    assert Registration({"x": 3}).topic_counts(cluster) == {"x": 3}
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"subscription": {"a": 1}, "pattern": "grey_list"},
+        {"subscription": {"a": 1, "b": 1}, "pattern": "white_list"},
+        {"subscription": {"(": 1}, "pattern": "black_list"},
+    ],
+)
+def test_a_bad_filter_registration_is_a_value_error(document: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="consumer registration"):
+        Registration.decode(json.dumps(document).encode())
 
 
 def settings(**given: object) -> ConnectorSettings:

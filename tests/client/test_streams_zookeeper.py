@@ -310,10 +310,45 @@ def test_without_bootstrap_servers_the_brokers_come_from_zookeeper(
     assert [m.message for m in take(stream, 2)] == [b"0-0", b"0-1"]
 
 
-def test_topic_filters_are_refused_with_zookeeper(make_connector: MakeConnector) -> None:
-    connector = make_connector()
-    with pytest.raises(ValueError, match=r"not supported with zookeeper\.connect"):
-        connector.create_message_streams_by_filter(Whitelist("t.*"))
+def test_filter_members_split_every_selected_topic_including_new_ones(
+    broker: Broker,
+    store: ZooKeeperMetadataStore,
+    names: tuple[str, str],
+    make_connector: MakeConnector,
+) -> None:
+    group, topic = names
+    first_topic, later_topic = f"{topic}-a", f"{topic}-b"
+    create_topic(broker, first_topic, 2)
+    create_topic(broker, f"other-{topic}", 2)  # not selected
+    one, two = make_connector(), make_connector()
+    selected = Whitelist(f"{topic}-.*")
+    one_streams = one.create_message_streams_by_filter(selected, 2)
+    two.create_message_streams_by_filter(selected, 1)
+    path = f"/consumers/{group}/ids/{member(one)}"
+    eventually(lambda: store.exists(path), "the registration")
+    registration = json.loads(store.get(path)[0])
+    assert registration["pattern"] == "white_list"
+    assert registration["subscription"] == {f"{topic}-.*": 2}
+    # Three threads (one's 0 and 1, two's 0) over two partitions: sorted, the last gets none.
+    threads = sorted([f"{member(one)}-0", f"{member(one)}-1", f"{member(two)}-0"])
+    eventually(
+        lambda: owners(store, group, first_topic) == {0: threads[0], 1: threads[1]},
+        "the first topic split",
+    )
+    assert owners(store, group, f"other-{topic}") == {}
+    create_topic(broker, later_topic, 3)
+    eventually(
+        lambda: owners(store, group, later_topic) == {0: threads[0], 1: threads[1], 2: threads[2]},
+        "the new topic split",
+    )
+    produce(broker, later_topic, 3, 1)
+    # Thread i of a member feeds its stream i (the first topic has no records).
+    owned = owners(store, group, later_topic)
+    for index, stream in enumerate(one_streams):
+        expected = sorted(p for p, t in owned.items() if t == f"{member(one)}-{index}")
+        assert expected
+        got = take(stream, len(expected))
+        assert sorted((m.topic, m.partition) for m in got) == [(later_topic, p) for p in expected]
 
 
 def test_an_expired_session_registers_again_and_owns_its_partitions_again(

@@ -113,6 +113,7 @@ class ZooKeeperSettings:
     rebalance_max_retries: int
     rebalance_backoff_ms: int
     auto_offset_reset: str
+    exclude_internal_topics: bool = True
 
     @property
     def commits_to_zookeeper(self) -> bool:
@@ -188,4 +189,5 @@ def _zookeeper_settings(config: ClientConfig, reset: str) -> ZooKeeperSettings |
         rebalance_max_retries=config.get_int("rebalance.max.retries"),
         rebalance_backoff_ms=config.get_int("rebalance.backoff.ms"),
         auto_offset_reset=reset,
+        exclude_internal_topics=config.get_bool("exclude.internal.topics"),
     )

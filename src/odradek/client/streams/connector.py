@@ -54,6 +54,7 @@ from odradek.client.streams.config import CONSUMER_CONNECTOR, ConnectorSettings
 from odradek.client.streams.filters import TopicFilter
 from odradek.client.streams.router import StreamRouter
 from odradek.client.streams.stream import ConsumedOffsets, MessageStream
+from odradek.client.streams.zk_assignment import Registration
 from odradek.client.streams.zk_coordinator import ZooKeeperCoordinator
 from odradek.errors import KafkaTimeoutError
 
@@ -117,6 +118,7 @@ class ConsumerConnector(Closeable):
         self._accepting = True
         self._placement: Mapping[TopicPartition, int] = MappingProxyType({})
         self._topic_streams: dict[str, tuple[int, ...]] = {}
+        self._filter: TopicFilter | None = None
         self._thread: threading.Thread | None = None
         self._shut_down = False
 
@@ -162,14 +164,11 @@ class ConsumerConnector(Closeable):
         """
         if not isinstance(num_streams, int) or num_streams < 1:
             raise ValueError(f"the stream count must be ≥ 1, got {num_streams!r}")
-        if self._zookeeper is not None:
-            raise ValueError(
-                "topic filters are not supported with zookeeper.connect: "
-                "use create_message_streams with the topics"
-            )
         streams = [self._new_stream(f"filter-{i}") for i in range(num_streams)]
         every = tuple(range(num_streams))
-        self._start(streams, StreamRouter(lambda _topic: every), topic_filter.pattern())
+        self._start(
+            streams, StreamRouter(lambda _topic: every), topic_filter.pattern(), None, topic_filter
+        )
         return streams
 
     def _new_stream(self, name: str) -> MessageStream:
@@ -187,6 +186,7 @@ class ConsumerConnector(Closeable):
         router: StreamRouter,
         subscription: list[str] | re.Pattern[str],
         topic_streams: dict[str, tuple[int, ...]] | None = None,
+        topic_filter: TopicFilter | None = None,
     ) -> None:
         with self._lock:
             if self._shut_down:
@@ -197,6 +197,7 @@ class ConsumerConnector(Closeable):
             self._router = router
             self._subscription = subscription
             self._topic_streams = topic_streams or {}
+            self._filter = topic_filter
             self._thread = threading.Thread(
                 target=self._run, name=f"odradek-streams-{self._settings.group_id}", daemon=True
             )
@@ -281,7 +282,7 @@ class ConsumerConnector(Closeable):
             listener = _Listener(self)
             zookeeper = self._zookeeper
             if zookeeper is not None:
-                zookeeper.start({t: len(s) for t, s in self._topic_streams.items()})
+                zookeeper.start(self._registration())
             elif isinstance(self._subscription, re.Pattern):
                 consumer.subscribe(pattern=self._subscription, listener=listener)
             else:
@@ -325,6 +326,13 @@ class ConsumerConnector(Closeable):
                 consumer.close(autocommit=False)
             except Exception:
                 log.exception("group %s: closing the consumer failed", settings.group_id)
+
+    def _registration(self) -> Registration:
+        """This member's ZooKeeper registration: its topics' stream counts, or its filter."""
+        if isinstance(self._subscription, re.Pattern):
+            assert self._filter is not None
+            return Registration.for_filter(self._filter, len(self._streams))
+        return Registration({topic: len(s) for topic, s in self._topic_streams.items()})
 
     def _serve_requests(self) -> None:
         while True:
@@ -419,8 +427,7 @@ class ConsumerConnector(Closeable):
     def _placed(self, placement: Mapping[TopicPartition, int]) -> None:
         """The ZooKeeper group's assignment: thread ``i`` of a topic feeds its stream ``i``."""
         assert self._router is not None
-        streams = {tp: self._topic_streams[tp.topic][i] for tp, i in placement.items()}
-        self._router.place(streams)
+        streams = self._router.place(placement)
         for tp, index in sorted(streams.items()):
             log.info("%s: feeds stream %s", tp, self._streams[index].name)
         self._publish_placement()

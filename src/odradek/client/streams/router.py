@@ -10,8 +10,8 @@ given at construction (the streams created for that topic, or every stream of a 
 - a partition keeps its stream until ``remove`` (a revocation or a loss); partitions that stay
   assigned through a cooperative rebalance do not move, so after incremental changes the
   spread may be uneven until the next eager rebalance;
-- ``place`` puts partitions on given streams instead (the ZooKeeper-coordinated group, where
-  the thread a member claimed a partition for names its stream);
+- ``place`` puts partitions on given candidates instead (the ZooKeeper-coordinated group,
+  where the thread a member claimed a partition for names its stream);
 - a partition whose topic has no candidate stream is refused (``ValueError``).
 
 Pure and not thread-safe: the connector's poll thread is its only user.
@@ -59,19 +59,24 @@ class StreamRouter:
             placed[tp] = stream
         return placed
 
-    def place(self, placement: Mapping[TopicPartition, int]) -> None:
-        """Places each partition on the given stream (the ZooKeeper group's thread → stream
-        rule); a partition placed already moves.
+    def place(self, placement: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Places each partition on its topic's ``i``-th candidate stream (the ZooKeeper
+        group's rule: thread ``i`` feeds stream ``i``); a partition placed already moves.
+        Returns each partition's stream.
 
         Raises:
-            ValueError: a stream is not one of its topic's candidates.
+            ValueError: a topic has fewer than ``i + 1`` candidate streams.
         """
-        for tp, stream in sorted(placement.items()):
-            if stream not in self._candidates(tp.topic):
-                raise ValueError(f"{tp}: stream {stream} does not read topic {tp.topic!r}")
+        placed: dict[TopicPartition, int] = {}
+        for tp, thread in sorted(placement.items()):
+            choices = self._candidates(tp.topic)
+            if not 0 <= thread < len(choices):
+                raise ValueError(f"{tp}: no stream {thread} among topic {tp.topic!r}'s")
             self.remove(tp)
-            self._owner[tp] = stream
+            stream = self._owner[tp] = choices[thread]
             self._load[stream] = self._load.get(stream, 0) + 1
+            placed[tp] = stream
+        return placed
 
     def remove(self, tp: TopicPartition) -> int | None:
         """Stops ``tp`` feeding its stream; returns that stream (``None``: not placed)."""

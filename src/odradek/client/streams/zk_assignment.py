@@ -12,7 +12,10 @@ computed the same assignment, then claimed its share. This module owns that comp
   thread ids for the topic (as strings, as Kafka did), gives each thread ``partitions //
   threads`` contiguous partitions and the first ``partitions % threads`` threads one more;
 - a **registration** (the ephemeral ``/consumers/<group>/ids/<consumer id>``) is Kafka's JSON:
-  ``{"version":1,"subscription":{"<topic>":<count>},"pattern":"static","timestamp":"<ms>"}``.
+  ``{"version":1,"subscription":{"<topic>":<count>},"pattern":"static","timestamp":"<ms>"}``;
+  a topic filter registers ``{"<regex>":<count>}`` with the pattern ``white_list`` or
+  ``black_list``, and counts ``count`` streams of every topic it selects (the whole name must
+  match, as ``filters`` says; internal topics are left out unless asked for).
 
 No I/O and no clock: the timestamp and the host name are arguments.
 """
@@ -26,9 +29,12 @@ from dataclasses import dataclass
 from typing import Final
 
 from odradek._types import TopicPartition
+from odradek.client.streams.filters import Blacklist, TopicFilter, Whitelist
 
 __all__ = [
+    "BLACK_LIST_PATTERN",
     "STATIC_PATTERN",
+    "WHITE_LIST_PATTERN",
     "Registration",
     "consumer_id",
     "group_assignment",
@@ -38,6 +44,15 @@ __all__ = [
 
 #: The ``pattern`` of a registration listing topics by name (Kafka's ``static``).
 STATIC_PATTERN: Final = "static"
+#: The ``pattern`` of a registration by topic filter (Kafka's names).
+WHITE_LIST_PATTERN: Final = "white_list"
+BLACK_LIST_PATTERN: Final = "black_list"
+_FILTERS: Final[dict[str, type[TopicFilter]]] = {
+    WHITE_LIST_PATTERN: Whitelist,
+    BLACK_LIST_PATTERN: Blacklist,
+}
+#: Kafka's internal topics, which a filter selects only with ``exclude.internal.topics=false``.
+INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state"})
 _REGISTRATION_VERSION: Final = 1
 
 
@@ -95,6 +110,32 @@ class Registration:
     subscription: Mapping[str, int]
     pattern: str = STATIC_PATTERN
 
+    @classmethod
+    def for_filter(cls, topic_filter: TopicFilter, count: int) -> Registration:
+        """A filter's registration: ``count`` streams of every topic it selects."""
+        pattern = BLACK_LIST_PATTERN if isinstance(topic_filter, Blacklist) else WHITE_LIST_PATTERN
+        return cls({topic_filter.regex: count}, pattern)
+
+    @property
+    def is_wildcard(self) -> bool:
+        return self.pattern != STATIC_PATTERN
+
+    def topic_counts(
+        self, topics: Iterable[str], *, exclude_internal: bool = True
+    ) -> dict[str, int]:
+        """Streams per topic: a static registration's own; a filter's, for each of ``topics``
+        (the cluster's) it selects."""
+        if not self.is_wildcard:
+            return dict(self.subscription)
+        [(regex, count)] = self.subscription.items()
+        selected = _FILTERS[self.pattern](regex)
+        return {
+            topic: count
+            for topic in topics
+            if selected.is_topic_allowed(topic)
+            and not (exclude_internal and topic in INTERNAL_TOPICS)
+        }
+
     def encode(self, now_ms: int) -> bytes:
         """Kafka's JSON, compact UTF-8, stamped ``now_ms``."""
         document = {
@@ -127,4 +168,14 @@ class Registration:
                 raise ValueError(f"a consumer registration counts {count!r} streams of {topic!r}")
             counts[str(topic)] = count
         pattern = document.get("pattern", STATIC_PATTERN)
-        return cls(counts, pattern if isinstance(pattern, str) else STATIC_PATTERN)
+        if pattern != STATIC_PATTERN:
+            if pattern not in _FILTERS:
+                raise ValueError(f"a consumer registration has the unknown pattern {pattern!r}")
+            if len(counts) != 1:
+                raise ValueError(f"a consumer registration by {pattern} needs one expression")
+            [regex] = counts
+            try:
+                _FILTERS[pattern](regex)
+            except ValueError as error:
+                raise ValueError(f"a consumer registration's expression: {error}") from None
+        return cls(counts, pattern)

@@ -70,7 +70,7 @@ class RebalanceListener(Protocol):
     def revoked(self, partitions: list[TopicPartition], *, lost: bool) -> None: ...
 
     def assigned(self, placement: Mapping[TopicPartition, int]) -> None:
-        """``placement``: each new partition's stream index within its topic."""
+        """``placement``: each new partition's thread index (its stream among the topic's)."""
         ...
 
 
@@ -104,7 +104,7 @@ class ZooKeeperCoordinator:
         self._clock = clock
         self._needed = threading.Event()
         self._session_lost = threading.Event()
-        self._subscription: dict[str, int] = {}
+        self._registration = Registration({})
         self._owned: dict[TopicPartition, str] = {}
         self._rebalances = 0  # completed: partitions released and claimed
         self._failed_attempts = 0  # attempts that found a partition still owned
@@ -141,21 +141,26 @@ class ZooKeeperCoordinator:
 
     # ------------------------------------------------------------------ poll thread
 
-    def start(self, subscription: Mapping[str, int]) -> None:
-        """Registers this member with ``subscription`` (topic → stream count) and watches the
-        group and the topics; the first ``poll`` rebalances."""
-        self._subscription = dict(subscription)
+    def start(self, registration: Registration) -> None:
+        """Registers this member (its topics and stream counts, or its topic filter) and
+        watches the group and the topics; the first ``poll`` rebalances."""
+        self._registration = registration
         self._register()
 
     def _register(self) -> None:
-        self.group.register(Registration(self._subscription), self._clock.now_ms())
-        self.group.watch_topics(self._subscription)
+        registration = self._registration
+        self.group.register(registration, self._clock.now_ms())
+        if registration.is_wildcard:
+            self.group.watch_topic_list()
+        else:
+            self.group.watch_topics(registration.subscription)
         self._needed.set()
         log.info(
-            "group %s: %s registered in ZooKeeper for %s",
+            "group %s: %s registered in ZooKeeper for %s (%s)",
             self.group_id,
             self.member,
-            self._subscription,
+            dict(registration.subscription),
+            registration.pattern,
         )
 
     def poll(self, consumer: Consumer, listener: RebalanceListener) -> None:
@@ -239,18 +244,22 @@ class ZooKeeperCoordinator:
     # ------------------------------------------------------------------ the rebalance
 
     def _share(self) -> dict[TopicPartition, str]:
-        members = {name: r.subscription for name, r in self.group.members().items()}
-        members[self.member] = self._subscription
-        partitions = {topic: self.group.partitions(topic) for topic in self._subscription}
-        mine = {
-            thread
-            for topic, count in self._subscription.items()
-            for thread in thread_ids(self.member, count)
+        registrations = self.group.members()
+        registrations[self.member] = self._registration
+        wildcard = any(r.is_wildcard for r in registrations.values())
+        cluster_topics = self.group.topics() if wildcard else []
+        exclude = self.settings.exclude_internal_topics
+        counts = {
+            name: r.topic_counts(cluster_topics, exclude_internal=exclude)
+            for name, r in registrations.items()
         }
+        mine = counts[self.member]
+        self.group.watch_topics(mine)  # a topic a filter selects: its partitions may grow
+        partitions = {topic: self.group.partitions(topic) for topic in mine}
         return {
             tp: thread
-            for tp, thread in group_assignment(partitions, members).items()
-            if thread in mine
+            for tp, thread in group_assignment(partitions, counts).items()
+            if thread in thread_ids(self.member, mine[tp.topic])
         }
 
     def _still_owned(self) -> bool:

@@ -17,8 +17,7 @@ Legacy Kafka's group layout, under the ``zookeeper.connect`` chroot::
 Ephemeral nodes belong to this member's session: when it ends (``close``, a crash, an
 expiry) ZooKeeper drops them and the other members' watches fire. ``on_change`` is called
 (on the ZooKeeper client's thread; it must only note the change) after a change of the
-group's members or of a watched topic's assignment, and ``on_session_lost`` when the session
-expires.
+group's members, of a watched topic's assignment, or (for topic filters) of the topic list.
 
 Thread safety: every method may be called from any thread (the store's guarantee).
 """
@@ -84,6 +83,7 @@ class ZooKeeperGroup:
         self._cluster = ClusterMetadata(self._store)
         self._base = join_path(CONSUMERS_PATH, group_id)
         self._watched_topics: set[str] = set()
+        self._watching_topic_list = False
 
     # ------------------------------------------------------------------ paths
 
@@ -125,6 +125,10 @@ class ZooKeeperGroup:
             if registration.host
         ]
 
+    def topics(self) -> list[str]:
+        """Every topic in ``/brokers/topics``, sorted."""
+        return self._cluster.topics()
+
     def partitions(self, topic: str) -> list[int]:
         """The topic's partition ids from ``/brokers/topics/<topic>`` (none: no such topic)."""
         try:
@@ -150,6 +154,12 @@ class ZooKeeperGroup:
         for topic in sorted(set(topics) - self._watched_topics):
             self._watched_topics.add(topic)
             self._store.watch_data(join_path(TOPICS_PATH, topic), self._changed)
+
+    def watch_topic_list(self) -> None:
+        """Calls ``on_change`` after each topic creation or deletion (for topic filters)."""
+        if not self._watching_topic_list:
+            self._watching_topic_list = True
+            self._store.watch_children(TOPICS_PATH, self._changed)
 
     def members(self) -> dict[str, Registration]:
         """Every registered member's subscription, by consumer id (an unreadable registration
