@@ -225,6 +225,47 @@ def test_records_flow_and_zookeeper_offsets_are_resumed_by_a_new_connector(
     assert all(m.message == b"%d-%d" % (m.partition, m.offset - 10) for m in resumed)
 
 
+def test_a_moving_partition_is_committed_by_its_old_owner_so_nothing_repeats(
+    broker: Broker,
+    store: ZooKeeperMetadataStore,
+    names: tuple[str, str],
+    make_connector: MakeConnector,
+) -> None:
+    group, topic = names
+    create_topic(broker, topic, 2)
+    produce(broker, topic, 2, 5)
+    # Auto commit on, but its period far away: only the rebalance's release commits.
+    first = make_connector(**{"auto.commit.interval.ms": 600_000})
+    [stream] = first.create_message_streams({topic: 1})[topic]
+    assert len(take(stream, 10)) == 10
+    second = make_connector(**{"auto.commit.interval.ms": 600_000})
+    [other] = second.create_message_streams({topic: 1})[topic]
+    eventually(lambda: len(split(store, group, topic)) == 2, "a 1/1 split")
+    for partition in range(2):
+        assert store.get(f"/consumers/{group}/offsets/{topic}/{partition}")[0] == b"5"
+    produce(broker, topic, 2, 1)
+    [mine] = take(stream, 1)
+    [theirs] = take(other, 1)
+    assert (mine.offset, theirs.offset) == (5, 5)
+    assert {mine.partition, theirs.partition} == {0, 1}
+
+
+def test_auto_commit_writes_zookeeper_every_interval(
+    broker: Broker,
+    store: ZooKeeperMetadataStore,
+    names: tuple[str, str],
+    make_connector: MakeConnector,
+) -> None:
+    group, topic = names
+    create_topic(broker, topic, 1)
+    produce(broker, topic, 1, 3)
+    connector = make_connector(**{"auto.commit.interval.ms": 50})
+    [stream] = connector.create_message_streams({topic: 1})[topic]
+    assert [m.offset for m in take(stream, 2)] == [0, 1]
+    path = f"/consumers/{group}/offsets/{topic}/0"
+    eventually(lambda: store.exists(path) and store.get(path)[0] == b"2", "offset 2 committed")
+
+
 def test_dual_commit_writes_both_stores_and_reads_the_greater(
     broker: Broker,
     store: ZooKeeperMetadataStore,
