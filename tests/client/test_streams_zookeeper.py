@@ -22,7 +22,7 @@ from odradek.client.admin import AdminClient
 from odradek.client.admin_types import NewTopic
 from odradek.client.consumer import Consumer
 from odradek.client.producer import Producer
-from odradek.client.streams.zk_coordinator import ConsumerRebalanceFailedError
+from odradek.client.streams import ConsumerIdInUseError, ConsumerRebalanceFailedError
 from odradek.controller.zookeeper import ZooKeeperMetadataStore
 from odradek.errors import NoNodeError
 from odradek.testing.zookeeper import ZooKeeperEnsemble
@@ -337,6 +337,34 @@ def test_a_claim_held_through_every_retry_fails_the_streams(
         next(iter(stream))
     # The failed member left: its registration went with its session.
     eventually(lambda: store.children(f"/consumers/{group}/ids") == [], "the registration gone")
+
+
+def test_a_consumer_id_registered_by_a_live_session_is_waited_for_then_refused(
+    broker: Broker,
+    store: ZooKeeperMetadataStore,
+    names: tuple[str, str],
+    make_connector: MakeConnector,
+) -> None:
+    group, topic = names
+    create_topic(broker, topic, 1)
+    path = f"/consumers/{group}/ids/{group}_fixed"
+    store.create(path, b'{"version":1,"subscription":{"x":1}}', ephemeral=True, make_parents=True)
+    settings = {
+        "consumer.id": "fixed",
+        "zookeeper.session.timeout.ms": 400,
+        "zookeeper.connection.timeout.ms": 400,
+    }
+    refused = make_connector(**settings)
+    [stream] = refused.create_message_streams({topic: 1})[topic]
+    with pytest.raises(ConsumerIdInUseError, match=r"consumer id .*_fixed stays registered"):
+        next(iter(stream))
+    # Once the old registration goes (its session ended), the same id registers.
+    waiting = make_connector(**{**settings, "zookeeper.session.timeout.ms": 60_000})
+    [again] = waiting.create_message_streams({topic: 1})[topic]
+    store.delete(path)
+    eventually(lambda: owners(store, group, topic) == {0: f"{group}_fixed-0"}, "registered")
+    produce(broker, topic, 1, 1)
+    assert [m.offset for m in take(again, 1)] == [0]
 
 
 def test_without_bootstrap_servers_the_brokers_come_from_zookeeper(

@@ -53,15 +53,30 @@ from odradek.client.streams.zk_assignment import (
     thread_ids,
 )
 from odradek.client.streams.zookeeper import ZooKeeperGroup
-from odradek.errors import ConfigError, KafkaError, SessionClosedError, StoreConnectionError
+from odradek.errors import (
+    ConfigError,
+    KafkaError,
+    NodeExistsError,
+    SessionClosedError,
+    StoreConnectionError,
+)
 
-__all__ = ["ConsumerRebalanceFailedError", "RebalanceListener", "ZooKeeperCoordinator"]
+__all__ = [
+    "ConsumerIdInUseError",
+    "ConsumerRebalanceFailedError",
+    "RebalanceListener",
+    "ZooKeeperCoordinator",
+]
 
 log = logging.getLogger(__name__)
 
 
 class ConsumerRebalanceFailedError(KafkaError):
     """A member could not claim its share within ``rebalance.max.retries`` attempts."""
+
+
+class ConsumerIdInUseError(KafkaError):
+    """Another live member of the group is registered with this member's consumer id."""
 
 
 class RebalanceListener(Protocol):
@@ -148,8 +163,27 @@ class ZooKeeperCoordinator:
         self._register()
 
     def _register(self) -> None:
+        """Registers, waiting out a registration of the same consumer id left by a session
+        that has not expired yet (a restarted member with a fixed ``consumer.id``).
+
+        Raises:
+            ConsumerIdInUseError: the id stayed registered for a whole session timeout.
+        """
         registration = self._registration
-        self.group.register(registration, self._clock.now_ms())
+        patience_ms = self.settings.session_timeout_ms + self.settings.connection_timeout_ms
+        deadline = self._clock.monotonic_ms() + patience_ms
+        while True:
+            try:
+                self.group.register(registration, self._clock.now_ms())
+                break
+            except NodeExistsError:
+                if self._clock.monotonic_ms() >= deadline:
+                    raise ConsumerIdInUseError(
+                        f"consumer id {self.member} stays registered in group {self.group_id} "
+                        "(another live member has this consumer.id)"
+                    ) from None
+                if self._stopping.wait(min(0.1, self.settings.session_timeout_ms / 10_000)):
+                    return
         if registration.is_wildcard:
             self.group.watch_topic_list()
         else:
