@@ -7,6 +7,7 @@ greater, and a claim another member holds is retried with backoff, then refused.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import uuid
@@ -24,7 +25,7 @@ from odradek.client.consumer import Consumer
 from odradek.client.producer import Producer
 from odradek.client.streams import ConsumerIdInUseError, ConsumerRebalanceFailedError
 from odradek.controller.zookeeper import ZooKeeperMetadataStore
-from odradek.errors import NoNodeError
+from odradek.errors import NoNodeError, StoreConnectionError
 from odradek.testing.zookeeper import ZooKeeperEnsemble
 
 pytestmark = pytest.mark.cluster
@@ -467,3 +468,17 @@ def expire(hosts: str, session: ZooKeeperMetadataStore) -> None:
     twin.start(timeout=10)
     twin.stop()
     twin.close()
+
+
+def test_an_unreachable_zookeeper_fails_the_constructor_with_one_clear_error() -> None:
+    with socket.socket() as probe:  # a free loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(StoreConnectionError, match=r"cannot connect to ZooKeeper .* within 300 ms"):
+        ConsumerConnector(
+            {
+                "group.id": "g",
+                "zookeeper.connect": f"127.0.0.1:{port}/x",
+                "zookeeper.connection.timeout.ms": 300,
+            }
+        )

@@ -30,6 +30,16 @@ Rules it keeps:
   the consumer. An error that stops the poll thread is raised once by each stream, then the
   streams end.
 
+**ZooKeeper coordination** (``zookeeper.connect`` given): the group is legacy Kafka's,
+coordinated through ZooKeeper by ``zk_coordinator`` on the poll thread instead of by a Kafka
+group coordinator. The member registers in ``/consumers/<group>/ids``, claims its range of
+each topic's partitions in ``/consumers/<group>/owners`` (its stream ``i`` of a topic reads
+what its thread ``i`` owns) and the inner consumer reads them by manual assignment; commits
+go to ``/consumers/<group>/offsets`` (``offsets.storage``, ``dual.commit.enabled``). Without
+``bootstrap.servers`` the brokers are found in ``/brokers/ids``. The ZooKeeper session is
+opened by the constructor (an unreachable ZooKeeper fails it after
+``zookeeper.connection.timeout.ms``) and ended by ``shutdown``.
+
 One ``create_message_streams*`` call per connector, as in the classic API.
 """
 
@@ -71,12 +81,15 @@ class ConsumerConnector(Closeable):
 
     Args:
         config: settings by Kafka name (a mapping or ``ClientConfig``): every consumer key plus
-            ``queued.max.message.chunks`` and ``auto.commit.enable``. ``group.id`` is required.
+            ``queued.max.message.chunks``, ``auto.commit.enable`` and the ZooKeeper group's
+            keys (``streams.config``). ``group.id`` is required.
         clock: the time source.
         **kwargs: more settings, underscores for dots (``group_id="g"``).
 
     Raises:
-        ConfigError: an unknown setting, a bad value, or no ``group.id``.
+        ConfigError: an unknown setting, a bad value, or no ``group.id``; with
+            ``zookeeper.connect``, no ``bootstrap.servers`` and no broker registered.
+        StoreConnectionError: ``zookeeper.connect`` unreachable within its connection timeout.
     """
 
     def __init__(
