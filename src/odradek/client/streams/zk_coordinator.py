@@ -15,7 +15,9 @@ partitions, noticed through ZooKeeper watches, and once at start):
 3. **claim** the share: create each ephemeral owner node holding the thread id. A node another
    thread still owns (a member that has not released yet) fails the attempt: what this attempt
    claimed is released, and after ``rebalance.backoff.ms`` the whole rebalance runs again, at
-   most ``rebalance.max.retries`` times; then ``ConsumerRebalanceFailedError``;
+   most ``rebalance.max.retries`` times; then ``ConsumerRebalanceFailedError``. The backoff
+   ends early once the blocking owner node is gone or another change is noticed (Kafka slept
+   the whole backoff: a member joining a group waited ~2 s for the others to release);
 4. **take** the claimed partitions: assign them to the consumer, start each at its committed
    offset (``offsets.storage``; with ``dual.commit.enabled`` the greater of ZooKeeper's and
    Kafka's) or else where ``auto.offset.reset`` says, and call the listener's ``assigned`` with
@@ -38,7 +40,7 @@ import logging
 import socket
 import threading
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Final, Protocol
 
 from odradek._clock import Clock
 from odradek._types import TopicPartition
@@ -69,6 +71,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: While backing off, how often the partition that blocked a claim is checked: a member that
+#: is releasing frees it within milliseconds, and the backoff (2 s by default) need not pass.
+_BLOCKED_CHECK_S: Final = 0.02
 
 
 class ConsumerRebalanceFailedError(KafkaError):
@@ -225,7 +231,8 @@ class ZooKeeperCoordinator:
             if wanted == self._owned and self._still_owned():
                 return
             self._release(consumer, listener)
-            if self._claim(wanted):
+            blocked = self._claim(wanted)
+            if blocked is None:
                 self._take(consumer, listener, wanted)
                 self._rebalances += 1
                 return
@@ -237,9 +244,7 @@ class ZooKeeperCoordinator:
                 attempt,
                 attempts,
             )
-            if attempt < attempts and self._stopping.wait(
-                self.settings.rebalance_backoff_ms / 1000.0
-            ):
+            if attempt < attempts and self._back_off(blocked):
                 return
         raise ConsumerRebalanceFailedError(
             f"group {self.group_id}: {self.member} could not claim its partitions after "
@@ -308,16 +313,31 @@ class ZooKeeperCoordinator:
         self._owned.clear()
         consumer.assign([])
 
-    def _claim(self, wanted: Mapping[TopicPartition, str]) -> bool:
+    def _claim(self, wanted: Mapping[TopicPartition, str]) -> TopicPartition | None:
+        """Claims every wanted partition, or none: returns the first one another thread
+        owns (``None``: all claimed)."""
         claimed: list[TopicPartition] = []
         for tp, thread in sorted(wanted.items()):
             if not self.group.claim(tp, thread):
                 log.debug("group %s: %s still owned by %s", self.group_id, tp, self.group.owner(tp))
                 for done in claimed:
                     self.group.release(done, wanted[done])
-                return False
+                return tp
             claimed.append(tp)
-        return True
+        return None
+
+    def _back_off(self, blocked: TopicPartition) -> bool:
+        """Waits ``rebalance.backoff.ms``, or less: until ``blocked`` has no owner or another
+        change is noticed (checked every ``_BLOCKED_CHECK_S``). True: the connector stops."""
+        deadline = self._clock.monotonic_ms() + self.settings.rebalance_backoff_ms
+        while True:
+            remaining_ms = deadline - self._clock.monotonic_ms()
+            if remaining_ms <= 0:
+                return False
+            if self._stopping.wait(min(_BLOCKED_CHECK_S, remaining_ms / 1000.0)):
+                return True
+            if self._needed.is_set() or self.group.owner(blocked) is None:
+                return False
 
     def _take(
         self, consumer: Consumer, listener: RebalanceListener, wanted: Mapping[TopicPartition, str]
