@@ -193,6 +193,25 @@ def test_members_split_a_topic_by_range_through_joins_and_leaves(
         assert placed == [TopicPartition(topic, p) for p in split(store, group, topic)[name]]
 
 
+def test_new_partitions_of_a_subscribed_topic_are_split_too(
+    broker: Broker,
+    store: ZooKeeperMetadataStore,
+    names: tuple[str, str],
+    make_connector: MakeConnector,
+) -> None:
+    group, topic = names
+    create_topic(broker, topic, 2)
+    first, second = make_connector(), make_connector()
+    first.create_message_streams({topic: 1})
+    second.create_message_streams({topic: 1})
+    a, b = sorted([member(first), member(second)])
+    eventually(lambda: split(store, group, topic) == {a: [0], b: [1]}, "a 1/1 split")
+    with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        admin.create_partitions({topic: 5}).all()
+    # The watch on /brokers/topics/<topic> moves the ranges: 5 over 2 is 3/2.
+    eventually(lambda: split(store, group, topic) == {a: [0, 1, 2], b: [3, 4]}, "a 3/2 split")
+
+
 def test_records_flow_and_zookeeper_offsets_are_resumed_by_a_new_connector(
     broker: Broker,
     store: ZooKeeperMetadataStore,
