@@ -315,6 +315,30 @@ def test_dual_commit_writes_both_stores_and_reads_the_greater(
     assert [m.offset for m in take(again, 3)] == [7, 8, 9]
 
 
+def test_kafka_offsets_without_dual_commit_leave_zookeeper_alone(
+    broker: Broker,
+    store: ZooKeeperMetadataStore,
+    names: tuple[str, str],
+    make_connector: MakeConnector,
+) -> None:
+    group, topic = names
+    create_topic(broker, topic, 1)
+    produce(broker, topic, 1, 3)
+    settings = {"offsets.storage": "kafka", "dual.commit.enabled": False}
+    connector = make_connector(**settings, **{"auto.commit.enable": False})
+    [stream] = connector.create_message_streams({topic: 1})[topic]
+    assert [m.offset for m in take(stream, 2)] == [0, 1]
+    connector.commit_offsets()
+    tp = TopicPartition(topic, 0)
+    with Consumer(bootstrap_servers=broker.bootstrap_servers, group_id=group) as reader:
+        committed = reader.committed([tp])[tp]
+    assert committed is not None
+    assert committed.offset == 2
+    assert not store.exists(f"/consumers/{group}/offsets")
+    # The group is still coordinated through ZooKeeper.
+    assert owners(store, group, topic) == {0: member(connector) + "-0"}
+
+
 def test_a_partition_another_thread_owns_is_claimed_once_released(
     broker: Broker,
     store: ZooKeeperMetadataStore,
