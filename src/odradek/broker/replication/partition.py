@@ -2,8 +2,19 @@
 
 The log end offset (LEO) is where the next record goes; the high watermark (HW) is the offset
 below which records are committed — held by every in-sync replica — and visible to consumers.
-With one replica HW equals LEO after each append; replication moves HW by the followers'
-LEOs later without reshaping produce and fetch (ARCHITECTURE.md).
+
+As leader the partition keeps each follower's state (``isr.FollowerState``: its LEO from its
+fetches, when it was last caught up). ``update_follower_fetch`` records a follower's fetch,
+proposes it for the ISR once it caught up, and moves HW to the smallest LEO over the ISR
+(a leader alone in its ISR commits each append at once). ``maybe_shrink_isr`` (run every half
+``replica.lag.time.max.ms``) proposes dropping followers that were not caught up within the
+lag time. ISR changes are proposed, not made: ``on_isr_change`` sends them to the controller
+(AlterPartition) and ``on_alter_partition_result`` applies its answer; one change is in flight
+at a time, and until it commits HW counts the committed ISR plus any replica proposed to join
+(``isr.maximal_isr``). The decisions themselves are ``isr``'s, pure.
+
+The HW starts at the LEO for a single-replica partition; a replicated one starts at the HW
+its log was given (the ``replication-offset-checkpoint`` at start-up) capped at the LEO, or 0.
 
 Thread safety: called from the broker's event loop; the log itself is thread-safe, and the
 storage thread only flushes and deletes.
@@ -11,12 +22,25 @@ storage thread only flushes and deletes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 
 from odradek._types import TopicPartition
+from odradek.broker.replication.isr import (
+    FollowerState,
+    IsrChange,
+    can_join_isr,
+    follower_fetched,
+    high_watermark,
+    maximal_isr,
+    out_of_sync_replicas,
+    reset_follower,
+)
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.storage.log import AppendInfo, Log, LogReadInfo
 from odradek.storage.segment import TimestampAndOffset
+
+logger = logging.getLogger(__name__)
 
 ACKS_NONE = 0
 ACKS_LEADER = 1
@@ -33,6 +57,8 @@ class Partition:
         leader_epoch: the current leader epoch, written into appended batches.
         on_high_watermark: called with the partition after its high watermark moved
             (``advance_high_watermark``): wakes delayed fetches and acks=all produces.
+        on_isr_change: called with a proposed ISR change (the AlterPartition sender); without
+            one (a single broker, no controller) a proposal commits at once.
     """
 
     def __init__(
@@ -44,6 +70,7 @@ class Partition:
         replicas: list[int],
         leader_epoch: int = 0,
         on_high_watermark: Callable[[Partition], None] | None = None,
+        on_isr_change: Callable[[IsrChange], None] | None = None,
     ) -> None:
         self.topic_partition = topic_partition
         self.log = log
@@ -53,8 +80,18 @@ class Partition:
         self.leader_epoch = leader_epoch
         #: The leader's broker id: this broker unless a controller made it a follower.
         self.leader_id = broker_id
+        #: The committed ISR (the controller's); ``pending_isr`` is a change in flight.
+        self.pending_isr: tuple[int, ...] | None = None
+        #: The partition state's version at the controller (AlterPartition's partition epoch).
+        self.partition_epoch = -1
+        self._followers: dict[int, FollowerState] = {}
+        self._leader_epoch_start_offset = log.log_end_offset
         self._on_high_watermark = on_high_watermark
-        self.high_watermark = log.log_end_offset
+        self._on_isr_change = on_isr_change
+        if len(self.replicas) > 1:
+            self.high_watermark = min(log.high_watermark or 0, log.log_end_offset)
+        else:
+            self.high_watermark = log.log_end_offset
         log.update_high_watermark(self.high_watermark)
 
     @property
@@ -88,11 +125,144 @@ class Partition:
         self._maybe_advance_high_watermark()
         return info
 
+    # --- leader state ----------------------------------------------------------------------
+
+    def make_leader(
+        self,
+        leader_epoch: int,
+        replicas: Sequence[int],
+        isr: Sequence[int] | None,
+        partition_epoch: int,
+        now_ms: int,
+    ) -> None:
+        """Becomes (or stays) the leader with the controller's state: the followers' states
+        start over (ISR members count as caught up now), any ISR change in flight is dropped,
+        and the new epoch starts at the current LEO.
+
+        Args:
+            isr: the controller's ISR (None: this broker alone, as without a controller).
+            partition_epoch: the partition state's version at the controller.
+        """
+        new_epoch = leader_epoch != self.leader_epoch or not self.is_leader
+        self.leader_epoch = leader_epoch
+        self.replicas = list(replicas)
+        self.leader_id = self.broker_id
+        self.isr = [self.broker_id] if isr is None else list(isr)
+        self.partition_epoch = partition_epoch
+        self.pending_isr = None
+        if new_epoch:
+            self._leader_epoch_start_offset = self.log.log_end_offset
+        in_sync = set(self.isr)
+        self._followers = {
+            replica: reset_follower(replica, in_sync=replica in in_sync, now_ms=now_ms)
+            for replica in self.replicas
+            if replica != self.broker_id
+        }
+        self._maybe_advance_high_watermark()
+
+    def follower_state(self, replica_id: int) -> FollowerState | None:
+        """What this leader knows of a follower (None: not a follower here)."""
+        return self._followers.get(replica_id)
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The committed ISR plus replicas a pending change would add (counted for the HW)."""
+        return maximal_isr(self.isr, self.pending_isr)
+
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        """Records a follower's fetch at ``fetch_offset`` (its LEO): it may join the ISR,
+        and the high watermark may move.
+
+        Raises:
+            KafkaError: NOT_LEADER_OR_FOLLOWER — this broker does not lead the partition,
+                or ``replica_id`` is not one of its followers.
+        """
+        state = self._followers.get(replica_id)
+        if not self.is_leader or state is None:
+            raise KafkaError(
+                f"{self.topic_partition}: broker {replica_id} is not a follower of leader "
+                f"{self.leader_id} (replicas {self.replicas})",
+                code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            )
+        state = follower_fetched(state, fetch_offset, self.log.log_end_offset, now_ms)
+        self._followers[replica_id] = state
+        if self.pending_isr is None and can_join_isr(
+            state, self.isr, self.high_watermark, self._leader_epoch_start_offset
+        ):
+            self._propose_isr((*self.isr, replica_id))
+        self._maybe_advance_high_watermark()
+
+    def maybe_shrink_isr(self, now_ms: int, max_lag_ms: int) -> tuple[int, ...]:
+        """Proposes dropping the followers not caught up within ``max_lag_ms``
+        (``replica.lag.time.max.ms``); returns them (none while a change is in flight)."""
+        if not self.is_leader or self.pending_isr is not None:
+            return ()
+        out = out_of_sync_replicas(
+            self._followers, self.isr, self.log.log_end_offset, now_ms, max_lag_ms
+        )
+        if out:
+            logger.info(
+                "%s: shrinking the ISR %s: replicas %s not caught up within %d ms",
+                self.topic_partition,
+                self.isr,
+                list(out),
+                max_lag_ms,
+            )
+            self._propose_isr(tuple(replica for replica in self.isr if replica not in out))
+        return out
+
+    def _propose_isr(self, new_isr: tuple[int, ...]) -> None:
+        self.pending_isr = new_isr
+        change = IsrChange(
+            self.topic_partition.topic,
+            self.topic_partition.partition,
+            self.leader_epoch,
+            new_isr,
+            self.partition_epoch,
+        )
+        if self._on_isr_change is None:
+            self.on_alter_partition_result(
+                ErrorCode.NONE, self.leader_epoch, new_isr, self.partition_epoch + 1
+            )
+            return
+        self._on_isr_change(change)
+
+    def on_alter_partition_result(
+        self, error: ErrorCode, leader_epoch: int, isr: Sequence[int], partition_epoch: int
+    ) -> bool:
+        """Applies the controller's answer to the change in flight: on success its ISR and
+        partition epoch become the committed ones (the HW may move); on an error the change is
+        dropped and the committed state stays until the controller's next LeaderAndIsr (a
+        later fetch or check may propose again). Returns whether the ISR changed."""
+        if self.pending_isr is None or not self.is_leader:
+            return False
+        if error is not ErrorCode.NONE:
+            logger.info(
+                "%s: the controller refused ISR %s (leader epoch %d, partition epoch %d): %s",
+                self.topic_partition,
+                list(self.pending_isr),
+                self.leader_epoch,
+                self.partition_epoch,
+                error.name,
+            )
+            self.pending_isr = None
+            return False
+        if leader_epoch != self.leader_epoch or partition_epoch <= self.partition_epoch:
+            return False  # an answer about an older state
+        self.pending_isr = None
+        self.isr = list(isr)
+        self.partition_epoch = partition_epoch
+        self._maybe_advance_high_watermark()
+        return True
+
     def _maybe_advance_high_watermark(self) -> None:
-        # One replica: everything appended is committed. Replication replaces this rule with
-        # the minimum LEO over the ISR.
-        if self.isr == [self.broker_id]:
-            self.advance_high_watermark(self.log.log_end_offset)
+        if not self.is_leader:
+            return
+        self.advance_high_watermark(
+            high_watermark(
+                self.broker_id, self.log.log_end_offset, self._followers, self.maximal_isr
+            )
+        )
 
     def advance_high_watermark(self, offset: int) -> bool:
         """Moves the high watermark forward to ``offset`` (never back, never past the log end
