@@ -29,7 +29,8 @@ Events (all on the ``Controller``'s thread, in order):
   and partition epoch (``partition_states.alter_partition``), written with the state node's
   version as the compare-and-set token inside the epoch-fenced ``multi``; the answer carries
   the new state (its partition epoch is the node's new version) and every live broker gets
-  UpdateMetadata. The leader epoch does not change, so no LeaderAndIsr is sent.
+  UpdateMetadata right after (the next event). The leader epoch does not change, so no
+  LeaderAndIsr is sent.
 
 Thread safety: the public methods may be called from any thread; they queue an event and
 return a ``concurrent.futures.Future``.
@@ -405,7 +406,10 @@ class ClusterController:
                 refused[tp] = (ErrorCode.INVALID_UPDATE_VERSION, str(error))
             changes = {}
         if changes:
-            self._send_update_metadata(list(changes))
+            # Told after the answer (the next event): the leader need not wait for every
+            # broker, and a slow one delays no ISR change.
+            changed = list(changes)
+            self.controller.submit(lambda: self._update_metadata_if_active(changed))
             logger.info(
                 "controller %d: ISR changes from broker %d: %s",
                 self.broker_id,
@@ -431,6 +435,10 @@ class ClusterController:
                 )
             )
         return results
+
+    def _update_metadata_if_active(self, partitions: list[TopicPartition]) -> None:
+        if self.active:
+            self._send_update_metadata(partitions)
 
     def _create_topics(
         self, requests: Sequence[TopicRequest], validate_only: bool
