@@ -13,9 +13,9 @@ import pytest
 
 from odradek._clock import MockClock
 from odradek._types import TopicPartition
-from odradek.broker.replication.isr import IsrChange
+from odradek.broker.replication.isr import UNKNOWN_OFFSET, IsrChange
 from odradek.broker.replication.partition import Partition
-from odradek.errors import ErrorCode, KafkaError
+from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.records.codec import SimpleRecord, build_batch
 from odradek.storage.config import LogConfig
 from odradek.storage.log import Log
@@ -250,3 +250,34 @@ def test_a_replicated_partition_starts_at_its_logs_high_watermark(log: Log) -> N
 
     assert replicated.high_watermark == 5
     assert single.high_watermark == 8
+
+
+def test_a_fetch_past_the_leaders_end_is_refused_and_not_recorded(log: Log) -> None:
+    controller = Controller()
+    partition = leader(log, controller, isr=[1, 2])
+    partition.append_as_leader(batch(2), -1)
+
+    with pytest.raises(OffsetOutOfRangeError):
+        partition.update_follower_fetch(3, 9, now_ms=1)
+
+    state = partition.follower_state(3)
+    assert state is not None
+    assert state.log_end_offset == UNKNOWN_OFFSET
+    assert controller.proposed == []
+
+
+def test_the_same_leader_epoch_again_keeps_the_followers_positions(log: Log) -> None:
+    partition = leader(log, Controller(), isr=[1, 2], replicas=2)
+    partition.append_as_leader(batch(3), -1)
+    partition.update_follower_fetch(2, 3, now_ms=1)
+
+    partition.make_leader(5, [1, 2], [1, 2], 10, now_ms=2)  # the controller repeats itself
+    same = partition.follower_state(2)
+    partition.make_leader(6, [1, 2], [1, 2], 11, now_ms=3)  # a new epoch starts over
+    new = partition.follower_state(2)
+
+    assert same is not None
+    assert same.log_end_offset == 3
+    assert new is not None
+    assert new.log_end_offset == UNKNOWN_OFFSET
+    assert new.last_caught_up_ms == 3

@@ -135,9 +135,10 @@ class Partition:
         partition_epoch: int,
         now_ms: int,
     ) -> None:
-        """Becomes (or stays) the leader with the controller's state: the followers' states
-        start over (ISR members count as caught up now), any ISR change in flight is dropped,
-        and the new epoch starts at the current LEO.
+        """Becomes (or stays) the leader with the controller's state. In a new leader epoch
+        the followers' states start over (ISR members count as caught up now) and the epoch
+        starts at the current LEO; in the same epoch (the controller repeating itself) they
+        are kept. Any ISR change in flight is dropped either way.
 
         Args:
             isr: the controller's ISR (None: this broker alone, as without a controller).
@@ -153,8 +154,10 @@ class Partition:
         if new_epoch:
             self._leader_epoch_start_offset = self.log.log_end_offset
         in_sync = set(self.isr)
+        kept = {} if new_epoch else self._followers
         self._followers = {
-            replica: reset_follower(replica, in_sync=replica in in_sync, now_ms=now_ms)
+            replica: kept.get(replica)
+            or reset_follower(replica, in_sync=replica in in_sync, now_ms=now_ms)
             for replica in self.replicas
             if replica != self.broker_id
         }
@@ -176,6 +179,8 @@ class Partition:
         Raises:
             KafkaError: NOT_LEADER_OR_FOLLOWER — this broker does not lead the partition,
                 or ``replica_id`` is not one of its followers.
+            OffsetOutOfRangeError: ``fetch_offset`` is past the leader's LEO (nothing is
+                recorded: a follower cannot hold records the leader never had).
         """
         state = self._followers.get(replica_id)
         if not self.is_leader or state is None:
@@ -183,6 +188,11 @@ class Partition:
                 f"{self.topic_partition}: broker {replica_id} is not a follower of leader "
                 f"{self.leader_id} (replicas {self.replicas})",
                 code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            )
+        if fetch_offset > self.log.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"{self.topic_partition}: follower {replica_id} fetches at {fetch_offset}, "
+                f"past the log end offset {self.log.log_end_offset}"
             )
         state = follower_fetched(state, fetch_offset, self.log.log_end_offset, now_ms)
         self._followers[replica_id] = state
