@@ -281,3 +281,13 @@ def test_the_same_leader_epoch_again_keeps_the_followers_positions(log: Log) -> 
     assert new is not None
     assert new.log_end_offset == UNKNOWN_OFFSET
     assert new.last_caught_up_ms == 3
+
+
+def test_a_restored_high_watermark_is_never_below_the_log_start(log: Log) -> None:
+    log.append(batch(8), leader_epoch=0)
+    log.maybe_increment_log_start_offset(6)
+    log.update_high_watermark(2)  # checkpointed before retention moved the start
+
+    partition = Partition(TP, log, broker_id=1, replicas=[1, 2])
+
+    assert partition.high_watermark == 6

@@ -14,7 +14,8 @@ at a time, and until it commits HW counts the committed ISR plus any replica pro
 (``isr.maximal_isr``). The decisions themselves are ``isr``'s, pure.
 
 The HW starts at the LEO for a single-replica partition; a replicated one starts at the HW
-its log was given (the ``replication-offset-checkpoint`` at start-up) capped at the LEO, or 0.
+its log was given (the ``replication-offset-checkpoint`` at start-up), or 0, kept within
+[log start offset, LEO].
 
 Thread safety: called from the broker's event loop; the log itself is thread-safe, and the
 storage thread only flushes and deletes.
@@ -76,11 +77,11 @@ class Partition:
         self.log = log
         self.broker_id = broker_id
         self.replicas = list(replicas)
+        #: The committed ISR (the controller's); ``pending_isr`` is a change in flight.
         self.isr = [broker_id]
         self.leader_epoch = leader_epoch
         #: The leader's broker id: this broker unless a controller made it a follower.
         self.leader_id = broker_id
-        #: The committed ISR (the controller's); ``pending_isr`` is a change in flight.
         self.pending_isr: tuple[int, ...] | None = None
         #: The partition state's version at the controller (AlterPartition's partition epoch).
         self.partition_epoch = -1
@@ -89,7 +90,8 @@ class Partition:
         self._on_high_watermark = on_high_watermark
         self._on_isr_change = on_isr_change
         if len(self.replicas) > 1:
-            self.high_watermark = min(log.high_watermark or 0, log.log_end_offset)
+            restored = min(log.high_watermark or 0, log.log_end_offset)
+            self.high_watermark = max(restored, log.log_start_offset)
         else:
             self.high_watermark = log.log_end_offset
         log.update_high_watermark(self.high_watermark)
