@@ -1,7 +1,8 @@
 """The ISR change manager on an event loop, without sockets: a shrink proposed by the periodic
 check reaches the controller (a fake ``send``) as AlterPartition updates, is sent again after
 NOT_CONTROLLER, and the controller's answer becomes the partition's committed ISR and
-partition epoch; an answer refusing the change leaves the committed ISR."""
+partition epoch; an answer refusing the change leaves the committed ISR; without a sender (a
+single broker) the replica manager commits a change at once."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ DEADLINE_S = 10.0
 class FakeLog:
     config: LogConfig
     log_end_offset: int = 0
+    log_start_offset: int = 0
     high_watermark: int | None = None
 
     def update_high_watermark(self, offset: int) -> None:
@@ -125,3 +127,14 @@ def test_a_refused_shrink_leaves_the_committed_isr() -> None:
     assert partition.isr == [1, 2, 3]
     assert partition.partition_epoch == 10
     assert partition.high_watermark == 0
+
+
+def test_without_a_sender_the_replica_manager_commits_a_change_at_once() -> None:
+    replicas = ReplicaManager(1, FakeLogManager(), lambda _: LogConfig(), clock=MockClock())  # type: ignore[arg-type]
+    partition = replicas.become_leader(TP, [1, 2], 0, isr=[1], partition_epoch=0)
+
+    partition.update_follower_fetch(2, 0, now_ms=1)
+
+    assert partition.isr == [1, 2]
+    assert partition.partition_epoch == 1
+    assert partition.pending_isr is None

@@ -50,8 +50,8 @@ class ReplicaManager:
         self._log_config_for = log_config_for
         self.clock = clock
         self._partitions: dict[TopicPartition, Partition] = {}
-        #: Where partitions created from now on send their ISR changes (the AlterPartition
-        #: sender, in a cluster); None: a change commits at once (a single broker).
+        #: Where the partitions' ISR changes go (the AlterPartition sender, in a cluster);
+        #: None: a change commits at once (a single broker has no controller to ask).
         self.on_isr_change: Callable[[IsrChange], None] | None = None
 
     def get(self, topic_partition: TopicPartition) -> Partition | None:
@@ -140,10 +140,21 @@ class ReplicaManager:
                 broker_id=self.broker_id,
                 replicas=replicas,
                 leader_epoch=leader_epoch,
-                on_isr_change=self.on_isr_change,
+                on_isr_change=self._isr_changed,
             )
             self._partitions[topic_partition] = partition
         return partition
+
+    def _isr_changed(self, change: IsrChange) -> None:
+        sender = self.on_isr_change
+        if sender is not None:
+            sender(change)
+            return
+        partition = self._partitions.get(TopicPartition(change.topic, change.partition))
+        if partition is not None:
+            partition.on_alter_partition_result(
+                ErrorCode.NONE, change.leader_epoch, change.new_isr, change.partition_epoch + 1
+            )
 
     def become_follower(
         self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int, leader: int
