@@ -113,7 +113,7 @@ def test_a_shrink_is_sent_again_after_not_controller_and_committed() -> None:
 
 def test_a_refused_shrink_leaves_the_committed_isr() -> None:
     async def scenario() -> tuple[Partition, Controller]:
-        controller = Controller(refuse=ErrorCode.INVALID_UPDATE_VERSION)
+        controller = Controller(refuse=ErrorCode.INELIGIBLE_REPLICA)
         partition, manager = await _shrink(controller)
         try:
             await _until(lambda: partition.pending_isr is None, "the refusal")

@@ -47,8 +47,11 @@ class Controller:
     def commit(self, partition: Partition) -> bool:
         change = self.proposed[-1]
         return partition.on_alter_partition_result(
-            ErrorCode.NONE, change.leader_epoch, change.new_isr, change.partition_epoch + 1
+            change, ErrorCode.NONE, change.leader_epoch, change.new_isr, change.partition_epoch + 1
         )
+
+    def refuse(self, partition: Partition, error: ErrorCode) -> bool:
+        return partition.on_alter_partition_result(self.proposed[-1], error, -1, (), -1)
 
 
 def leader(
@@ -173,13 +176,13 @@ def test_a_lagging_follower_is_proposed_out_after_the_lag_time(log: Log) -> None
     assert partition.high_watermark == 3
 
 
-def test_a_refused_change_is_dropped_and_proposed_again_later(log: Log) -> None:
+def test_a_refusal_that_may_pass_drops_the_change(log: Log) -> None:
     controller = Controller()
     partition = leader(log, controller, isr=[1, 2, 3])
     partition.append_as_leader(batch(1), -1)
     partition.maybe_shrink_isr(LAG_MS + 1, LAG_MS)
 
-    changed = partition.on_alter_partition_result(ErrorCode.INVALID_UPDATE_VERSION, -1, (), -1)
+    changed = controller.refuse(partition, ErrorCode.INELIGIBLE_REPLICA)
 
     assert not changed
     assert partition.isr == [1, 2, 3]
@@ -188,14 +191,42 @@ def test_a_refused_change_is_dropped_and_proposed_again_later(log: Log) -> None:
     assert len(controller.proposed) == 2
 
 
+@pytest.mark.parametrize(
+    "error",
+    [
+        ErrorCode.INVALID_UPDATE_VERSION,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ],
+)
+def test_a_refusal_for_a_stale_state_waits_for_the_next_leader_and_isr(
+    log: Log, error: ErrorCode
+) -> None:
+    controller = Controller()
+    partition = leader(log, controller, isr=[1, 2, 3])
+    partition.append_as_leader(batch(1), -1)
+    partition.maybe_shrink_isr(LAG_MS + 1, LAG_MS)
+
+    controller.refuse(partition, error)
+
+    assert partition.isr == [1, 2, 3]
+    assert partition.maybe_shrink_isr(LAG_MS + 2, LAG_MS) == ()  # nothing new proposed
+    assert len(controller.proposed) == 1
+    partition.make_leader(6, [1, 2, 3], [1, 2, 3], 12, LAG_MS + 3)  # the current state
+    assert partition.maybe_shrink_isr(2 * LAG_MS + 4, LAG_MS) == (2, 3)
+    assert controller.proposed[-1].partition_epoch == 12
+
+
 def test_an_answer_about_another_leader_epoch_is_ignored(log: Log) -> None:
     controller = Controller()
     partition = leader(log, controller, isr=[1, 2, 3])
     partition.append_as_leader(batch(1), -1)
     partition.maybe_shrink_isr(LAG_MS + 1, LAG_MS)
 
-    assert not partition.on_alter_partition_result(ErrorCode.NONE, 4, (1,), 11)
-    assert not partition.on_alter_partition_result(ErrorCode.NONE, 5, (1,), 10)
+    change = controller.proposed[-1]
+    assert not partition.on_alter_partition_result(change, ErrorCode.NONE, 4, (1,), 11)
+    assert not partition.on_alter_partition_result(change, ErrorCode.NONE, 5, (1,), 10)
     assert partition.isr == [1, 2, 3]
     assert partition.pending_isr == (1,)
 

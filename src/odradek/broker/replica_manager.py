@@ -153,7 +153,11 @@ class ReplicaManager:
         partition = self._partitions.get(TopicPartition(change.topic, change.partition))
         if partition is not None:
             partition.on_alter_partition_result(
-                ErrorCode.NONE, change.leader_epoch, change.new_isr, change.partition_epoch + 1
+                change,
+                ErrorCode.NONE,
+                change.leader_epoch,
+                change.new_isr,
+                change.partition_epoch + 1,
             )
 
     def become_follower(
@@ -165,7 +169,7 @@ class ReplicaManager:
         partition.leader_epoch = leader_epoch
         partition.replicas = list(replicas)
         partition.leader_id = leader
-        partition.pending_isr = None
+        partition.drop_pending_isr()
         return partition
 
     def shrink_isrs(self, max_lag_ms: int) -> int:

@@ -123,13 +123,15 @@ class IsrChangeManager:
         ]
         self.requests_sent += 1
         self.changes_sent += len(updates)
+        sent = {TopicPartition(change.topic, change.partition): change for change in batch}
         results = await self._send(updates)
         for result in results:
             partition = self._replicas.get(result.topic_partition)
-            if partition is None:
+            change = sent.get(result.topic_partition)
+            if partition is None or change is None:
                 continue
             partition.on_alter_partition_result(
-                result.error_code, result.leader_epoch, result.isr, result.partition_epoch
+                change, result.error_code, result.leader_epoch, result.isr, result.partition_epoch
             )
 
     def _requeue(self, batch: list[IsrChange]) -> None:
@@ -140,6 +142,7 @@ class IsrChangeManager:
                 partition is not None
                 and partition.pending_isr == change.new_isr
                 and partition.leader_epoch == change.leader_epoch
+                and partition.partition_epoch == change.partition_epoch
             )
             if still_pending and tp not in self._queue:
                 self._queue[tp] = change

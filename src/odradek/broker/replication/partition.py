@@ -9,8 +9,9 @@ proposes it for the ISR once it caught up, and moves HW to the smallest LEO over
 (a leader alone in its ISR commits each append at once). ``maybe_shrink_isr`` (run every half
 ``replica.lag.time.max.ms``) proposes dropping followers that were not caught up within the
 lag time. ISR changes are proposed, not made: ``on_isr_change`` sends them to the controller
-(AlterPartition) and ``on_alter_partition_result`` applies its answer; one change is in flight
-at a time, and until it commits HW counts the committed ISR plus any replica proposed to join
+(AlterPartition) and ``on_alter_partition_result`` applies its answer. One change is in
+flight at a time (a refusal for a stale state keeps it so until the next LeaderAndIsr); until
+it commits, HW counts the committed ISR plus any replica proposed to join
 (``isr.maximal_isr``). The decisions themselves are ``isr``'s, pure.
 
 The HW starts at the LEO for a single-replica partition; a replicated one starts at the HW
@@ -42,6 +43,12 @@ from odradek.storage.log import AppendInfo, Log, LogReadInfo
 from odradek.storage.segment import TimestampAndOffset
 
 logger = logging.getLogger(__name__)
+
+#: AlterPartition refusals after which the leader may propose again at once; any other
+#: refusal means its state is stale and it waits for the controller's LeaderAndIsr.
+_PROPOSE_AGAIN = frozenset(
+    {ErrorCode.INELIGIBLE_REPLICA, ErrorCode.INVALID_REQUEST, ErrorCode.OPERATION_NOT_ATTEMPTED}
+)
 
 ACKS_NONE = 0
 ACKS_LEADER = 1
@@ -82,7 +89,7 @@ class Partition:
         self.leader_epoch = leader_epoch
         #: The leader's broker id: this broker unless a controller made it a follower.
         self.leader_id = broker_id
-        self.pending_isr: tuple[int, ...] | None = None
+        self._pending: IsrChange | None = None
         #: The partition state's version at the controller (AlterPartition's partition epoch).
         self.partition_epoch = -1
         self._followers: dict[int, FollowerState] = {}
@@ -152,7 +159,7 @@ class Partition:
         self.leader_id = self.broker_id
         self.isr = [self.broker_id] if isr is None else list(isr)
         self.partition_epoch = partition_epoch
-        self.pending_isr = None
+        self._pending = None
         if new_epoch:
             self._leader_epoch_start_offset = self.log.log_end_offset
         in_sync = set(self.isr)
@@ -168,6 +175,16 @@ class Partition:
     def follower_state(self, replica_id: int) -> FollowerState | None:
         """What this leader knows of a follower (None: not a follower here)."""
         return self._followers.get(replica_id)
+
+    @property
+    def pending_isr(self) -> tuple[int, ...] | None:
+        """The ISR proposed to the controller and not answered (or refused until the next
+        LeaderAndIsr); None: no change in flight."""
+        return None if self._pending is None else self._pending.new_isr
+
+    def drop_pending_isr(self) -> None:
+        """Forgets the change in flight (this broker stopped leading the partition)."""
+        self._pending = None
 
     @property
     def maximal_isr(self) -> tuple[int, ...]:
@@ -224,7 +241,6 @@ class Partition:
         return out
 
     def _propose_isr(self, new_isr: tuple[int, ...]) -> None:
-        self.pending_isr = new_isr
         change = IsrChange(
             self.topic_partition.topic,
             self.topic_partition.partition,
@@ -232,36 +248,50 @@ class Partition:
             new_isr,
             self.partition_epoch,
         )
+        self._pending = change
         if self._on_isr_change is None:
             self.on_alter_partition_result(
-                ErrorCode.NONE, self.leader_epoch, new_isr, self.partition_epoch + 1
+                change, ErrorCode.NONE, self.leader_epoch, new_isr, self.partition_epoch + 1
             )
             return
         self._on_isr_change(change)
 
     def on_alter_partition_result(
-        self, error: ErrorCode, leader_epoch: int, isr: Sequence[int], partition_epoch: int
+        self,
+        change: IsrChange,
+        error: ErrorCode,
+        leader_epoch: int,
+        isr: Sequence[int],
+        partition_epoch: int,
     ) -> bool:
-        """Applies the controller's answer to the change in flight: on success its ISR and
-        partition epoch become the committed ones (the HW may move); on an error the change is
-        dropped and the committed state stays until the controller's next LeaderAndIsr (a
-        later fetch or check may propose again). Returns whether the ISR changed."""
-        if self.pending_isr is None or not self.is_leader:
+        """Applies the controller's answer to ``change``, if it is the change in flight (an
+        answer to an older one changes nothing). On success its ISR and partition epoch
+        become the committed ones (the HW may move). A refusal for a reason that may pass
+        (INELIGIBLE_REPLICA, INVALID_REQUEST, OPERATION_NOT_ATTEMPTED) drops the change: a
+        later fetch or check may propose again. A refusal because this leader's state is
+        stale (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, NOT_LEADER_OR_FOLLOWER,
+        UNKNOWN_TOPIC_OR_PARTITION) keeps it in flight, so nothing more is proposed until the
+        controller's next LeaderAndIsr brings the current state (Kafka does the same).
+        Returns whether the ISR changed."""
+        if change != self._pending or not self.is_leader:
             return False
         if error is not ErrorCode.NONE:
+            retry = error in _PROPOSE_AGAIN
             logger.info(
-                "%s: the controller refused ISR %s (leader epoch %d, partition epoch %d): %s",
+                "%s: the controller refused ISR %s (leader epoch %d, partition epoch %d): %s; %s",
                 self.topic_partition,
-                list(self.pending_isr),
-                self.leader_epoch,
-                self.partition_epoch,
+                list(change.new_isr),
+                change.leader_epoch,
+                change.partition_epoch,
                 error.name,
+                "may propose again" if retry else "waiting for the controller's LeaderAndIsr",
             )
-            self.pending_isr = None
+            if retry:
+                self._pending = None
             return False
         if leader_epoch != self.leader_epoch or partition_epoch <= self.partition_epoch:
             return False  # an answer about an older state
-        self.pending_isr = None
+        self._pending = None
         self.isr = list(isr)
         self.partition_epoch = partition_epoch
         self._maybe_advance_high_watermark()
