@@ -143,6 +143,7 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         if is_implemented(key, version) and is_flexible(key, version)
     }
     assert flexible == {
+        ("ALTER_PARTITION", 1),
         ("API_VERSIONS", 3),
         ("DELETE_RECORDS", 2),
         ("DESCRIBE_CONFIGS", 4),

@@ -209,6 +209,8 @@ class BrokerConfig:
     #: ``None``: the session timeout (Kafka's default).
     zookeeper_connection_timeout_ms: int | None = None
     broker_rack: str | None = None
+    replica_lag_time_max_ms: int = 30_000
+    replica_high_watermark_checkpoint_interval_ms: int = 5_000
 
     @classmethod
     def from_properties(
@@ -292,6 +294,10 @@ class BrokerConfig:
             zookeeper_session_timeout_ms=get("zookeeper.session.timeout.ms"),
             zookeeper_connection_timeout_ms=get("zookeeper.connection.timeout.ms"),
             broker_rack=get("broker.rack"),
+            replica_lag_time_max_ms=get("replica.lag.time.max.ms"),
+            replica_high_watermark_checkpoint_interval_ms=get(
+                "replica.high.watermark.checkpoint.interval.ms"
+            ),
         )
 
     def describe(self) -> dict[str, ConfigEntry]:
@@ -466,6 +472,8 @@ _SETTINGS: dict[str, _Setting] = {
     "zookeeper.connection.timeout.ms": _int_setting(None, 1),
     "broker.rack": _Setting(_optional_string, _text, None),
     "offsets.topic.num.partitions": _int_setting(50, 1),
+    "replica.lag.time.max.ms": _int_setting(30_000, 1, _MAX_LONG),
+    "replica.high.watermark.checkpoint.interval.ms": _int_setting(5_000, 1, _MAX_LONG),
     "offsets.topic.replication.factor": _int_setting(1, 1, _MAX_SHORT),
     "group.initial.rebalance.delay.ms": _int_setting(3000, 0),
     "group.min.session.timeout.ms": _int_setting(6_000, 0),

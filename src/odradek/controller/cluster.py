@@ -25,6 +25,12 @@ Events (all on the ``Controller``'s thread, in order):
   the result is returned once every live broker answered, so a client that gets it finds the
   topic on any broker.
 - controlled shutdown of a broker: its leaderships move to other ISR members first.
+- AlterPartition from a partition leader: its new ISR, accepted at the current leader epoch
+  and partition epoch (``partition_states.alter_partition``), written with the state node's
+  version as the compare-and-set token inside the epoch-fenced ``multi``; the answer carries
+  the new state (its partition epoch is the node's new version) and every live broker gets
+  UpdateMetadata right after (the next event). The leader epoch does not change, so no
+  LeaderAndIsr is sent.
 
 Thread safety: the public methods may be called from any thread; they queue an event and
 return a ``concurrent.futures.Future``.
@@ -51,6 +57,7 @@ from odradek.controller.election import ControllerEpoch
 from odradek.controller.leaders import LeaderAndIsr
 from odradek.controller.partition_states import (
     PartitionRecord,
+    alter_partition,
     elect_leader_on_request,
     new_partition_state,
     offline_replicas,
@@ -66,7 +73,7 @@ from odradek.controller.topics import (
     encode_partition_state,
     partition_state_path,
 )
-from odradek.errors import ErrorCode, KafkaError, NotControllerError
+from odradek.errors import BadVersionError, ErrorCode, KafkaError, NotControllerError
 from odradek.protocol.inter_broker import (
     LEADER_AND_ISR,
     LEADER_AND_ISR_VERSION,
@@ -104,6 +111,31 @@ class TopicResult:
 
     name: str
     error_code: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IsrUpdate:
+    """One partition of an AlterPartition request: the ISR its leader wants, with the leader
+    epoch and partition epoch (state node version) it holds."""
+
+    topic_partition: TopicPartition
+    leader_epoch: int
+    new_isr: tuple[int, ...]
+    partition_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class IsrUpdateResult:
+    """The controller's answer for one partition of an AlterPartition request: an error, or
+    the partition's state after the change."""
+
+    topic_partition: TopicPartition
+    error_code: ErrorCode = ErrorCode.NONE
+    leader: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
     message: str | None = None
 
 
@@ -224,6 +256,13 @@ class ClusterController:
         ELIGIBLE_LEADERS_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION."""
         return self._submit(lambda: self._elect_leaders(election_type, partitions))
 
+    def alter_partition(
+        self, broker_id: int, updates: Sequence[IsrUpdate]
+    ) -> concurrent.futures.Future[list[IsrUpdateResult]]:
+        """AlterPartition from ``broker_id``: each partition's new ISR, written when its
+        leader epoch and partition epoch are current (see the module docstring)."""
+        return self._submit(lambda: self._alter_partition(broker_id, updates))
+
     def leader_counts(self) -> concurrent.futures.Future[dict[int, int]]:
         def count() -> dict[int, int]:
             counts = dict.fromkeys(self._brokers, 0)
@@ -335,6 +374,71 @@ class ClusterController:
                 election_type,
             )
         return results
+
+    def _alter_partition(
+        self, broker_id: int, updates: Sequence[IsrUpdate]
+    ) -> list[IsrUpdateResult]:
+        live = set(self._brokers) - self._shutting_down
+        refused: dict[TopicPartition, tuple[ErrorCode, str]] = {}
+        changes: dict[TopicPartition, LeaderAndIsr] = {}
+        for update in updates:
+            tp = update.topic_partition
+            record = self._partitions.get(tp)
+            if record is None:
+                refused[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {tp}")
+                continue
+            decision = alter_partition(
+                record,
+                broker_id,
+                update.leader_epoch,
+                update.new_isr,
+                update.partition_epoch,
+                live,
+            )
+            if not isinstance(decision, LeaderAndIsr):
+                refused[tp] = decision
+            elif decision != record.state:
+                changes[tp] = decision
+        try:
+            self._write_states(changes)
+        except BadVersionError as error:  # the node moved under us: nothing was written
+            for tp in changes:
+                refused[tp] = (ErrorCode.INVALID_UPDATE_VERSION, str(error))
+            changes = {}
+        if changes:
+            # Told after the answer (the next event): the leader need not wait for every
+            # broker, and a slow one delays no ISR change.
+            changed = list(changes)
+            self.controller.submit(lambda: self._update_metadata_if_active(changed))
+            logger.info(
+                "controller %d: ISR changes from broker %d: %s",
+                self.broker_id,
+                broker_id,
+                ", ".join(f"{tp}: {list(state.isr)}" for tp, state in sorted(changes.items())),
+            )
+        results = []
+        for update in updates:
+            tp = update.topic_partition
+            if tp in refused:
+                code, message = refused[tp]
+                results.append(IsrUpdateResult(tp, code, message=message))
+                continue
+            record = self._partitions[tp]
+            results.append(
+                IsrUpdateResult(
+                    tp,
+                    ErrorCode.NONE,
+                    record.state.leader,
+                    record.state.leader_epoch,
+                    tuple(record.state.isr),
+                    record.zk_version,
+                )
+            )
+        return results
+
+    def _update_metadata_if_active(self, partitions: list[TopicPartition]) -> None:
+        if self.active:
+            self._send_update_metadata(partitions)
 
     def _create_topics(
         self, requests: Sequence[TopicRequest], validate_only: bool
