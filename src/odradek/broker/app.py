@@ -28,6 +28,7 @@ from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
+    alter_partition_reassignments,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -50,6 +51,7 @@ from odradek.broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -109,6 +111,8 @@ HANDLER_MODULES = (
     controlled_shutdown,
     elect_leaders,
     describe_log_dirs,
+    alter_partition_reassignments,
+    list_partition_reassignments,
 )
 
 

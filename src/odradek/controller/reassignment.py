@@ -18,7 +18,10 @@ Rules:
   new replica set, and the new replicas start as followers. A new target while a
   reassignment runs is measured from the *original* replicas (as Kafka does); replicas of the
   old RS not in the new one stop (``stopped``: StopReplica with delete) and leave the ISR.
-  Cancelling (``None``) is a reassignment back to OR. ``allow_replication_factor_change``
+  Cancelling (``None``) is a reassignment back to OR — as Kafka's, the OR rebuilt from RS:
+  the same replicas, in the order RS holds them (the stored layout does not keep OR's own
+  order, so a cancelled move can change the preferred replica; ``odradek reassign-partitions
+  --execute`` prints the rollback file that restores it). ``allow_replication_factor_change``
   false (KIP-860) refuses a target whose length differs from OR's.
 - Complete (``complete_reassignment``): once every target replica is in the ISR (or at once
   when nothing is being added or removed: a reorder, a cancel); the replicas become TR and

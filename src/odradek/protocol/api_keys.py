@@ -197,6 +197,8 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.UPDATE_METADATA: VersionRange(4, 4),
         ApiKey.CONTROLLED_SHUTDOWN: VersionRange(1, 1),
         ApiKey.ELECT_LEADERS: VersionRange(0, 1),
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 1),
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
     }
 )
 
