@@ -45,6 +45,8 @@ with warnings.catch_warnings():
 pytestmark = pytest.mark.cluster
 
 WAIT_S = 60.0
+#: Two racks: a partition of two replicas must have one on broker 2.
+RACKS = {0: "east", 1: "east", 2: "west"}
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +54,10 @@ def cluster(
     zookeeper: ZooKeeperEnsemble, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
     chroot = f"{zookeeper.connect_string}/r-{uuid.uuid4().hex[:12]}"
-    with Cluster(3, chroot, tmp_path_factory.mktemp("cluster")) as started:
+    brokers = Cluster(3, chroot, tmp_path_factory.mktemp("cluster"))
+    for broker_id, rack in RACKS.items():
+        brokers.brokers[broker_id].settings["broker.rack"] = rack
+    with brokers as started:
         started.wait_until(lambda: started.controller_id() is not None, what="a controller")
         yield started
 
@@ -383,6 +388,32 @@ def test_cli_mistakes_are_one_line(
     assert err.splitlines()[0].startswith(
         "Error reassigning partition mistaken-0: INVALID_REPLICA_ASSIGNMENT: broker(s) [7]"
     )
+
+
+def test_topics_and_generated_plans_span_racks(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    topic = "racked"
+    with AdminClient({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+        admin.create_topics([NewTopic(topic, 6, 2)]).all()
+    assignment = {int(p): r for p, r in _topic_node(cluster, topic)["partitions"].items()}
+    assert len(assignment) == 6
+    for replicas in assignment.values():
+        assert {RACKS[b] for b in replicas} == {"east", "west"}
+    topics_file = tmp_path / "topics.json"
+    topics_file.write_text(json.dumps({"version": 1, "topics": [{"topic": topic}]}))
+    generate = [
+        "reassign-partitions", "--bootstrap-server", cluster.brokers[0].address, "--generate",
+        "--topics-to-move-json-file", str(topics_file), "--broker-list", "0,1,2",
+    ]  # fmt: skip
+    status, out, err = _cli(capsys, *generate)
+    assert (status, err) == (0, "")
+    for entry in json.loads(out[4])["partitions"]:
+        assert {RACKS[b] for b in entry["replicas"]} == {"east", "west"}
+    # Only one rack among the brokers listed: a plan within it is still possible...
+    status, out, err = _cli(capsys, *generate[:-1], "0,1")
+    assert (status, err) == (0, "")
+    assert {b for e in json.loads(out[4])["partitions"] for b in e["replicas"]} == {0, 1}
 
 
 def test_a_new_controller_resumes_a_reassignment_in_progress(cluster: Cluster) -> None:
