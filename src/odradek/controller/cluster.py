@@ -540,9 +540,11 @@ class ClusterController:
     # --- partition reassignment (KIP-455; decisions in controller.reassignment) ---------------
 
     def _on_isr_changed(self, tp: TopicPartition) -> None:
-        """Called on the controller thread after ``tp``'s ISR grew (AlterPartition): a
-        reassignment waiting for its target replicas to join the ISR completes."""
-        if tp in self._reassignments:
+        """Called on the controller thread after ``tp``'s ISR changed and was written
+        (AlterPartition; best as the event after the answer, so the leader does not wait for
+        the brokers): a reassignment waiting for its target replicas to join the ISR
+        completes. Does nothing once this broker is no longer the controller."""
+        if self.active and tp in self._reassignments:
             self._complete_reassignments([tp])
 
     def _alter_reassignments(
