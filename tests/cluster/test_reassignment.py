@@ -416,6 +416,53 @@ def test_topics_and_generated_plans_span_racks(
     assert {b for e in json.loads(out[4])["partitions"] for b in e["replicas"]} == {0, 1}
 
 
+def test_a_broker_that_is_not_the_controller_forwards_both_requests(cluster: Cluster) -> None:
+    topic = "forwarded"
+    _create(cluster, topic, {0: [0, 1]})
+    controller = cluster.controller_id()
+    others = [b for b in cluster.brokers if b != controller]
+    alter = {
+        "timeout": 30_000,
+        "allow_replication_factor_change": False,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {"partition_index": 0, "replicas": [2, 1]},
+                    {"partition_index": 3, "replicas": [2, 1]},
+                ],
+            }
+        ],
+    }
+    with BlockingConnection(cluster.brokers[others[0]].address) as connection:
+        body = connection.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 1, alter)
+    assert body["error_code"] == 0
+    (answer,) = body["responses"]
+    assert [(p["partition_index"], p["error_code"]) for p in answer["partitions"]] == [
+        (0, 0),
+        (3, 3),  # UNKNOWN_TOPIC_OR_PARTITION
+    ]
+    listing = {"timeout": 30_000, "topics": [{"name": topic, "partition_indexes": [0, 1]}]}
+    with BlockingConnection(cluster.brokers[others[1]].address) as connection:
+        body = connection.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, listing)
+    assert body["error_code"] == 0
+    assert body["topics"] == [
+        {
+            "name": topic,
+            "partitions": [
+                {
+                    "partition_index": 0,
+                    "replicas": [2, 1, 0],
+                    "adding_replicas": [2],
+                    "removing_replicas": [0],
+                }
+            ],
+        }
+    ]
+    with AdminClient({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+        admin.alter_partition_reassignments({TopicPartition(topic, 0): None}).all()
+
+
 def test_a_new_controller_resumes_a_reassignment_in_progress(cluster: Cluster) -> None:
     topic = "resumed"
     controller = cluster.controller_id()
