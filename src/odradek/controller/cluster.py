@@ -632,29 +632,30 @@ class ClusterController:
     def _write_reassignments(
         self, changes: Mapping[TopicPartition, tuple[ReplicaAssignment, LeaderAndIsr]]
     ) -> None:
-        """Writes partitions' replica assignments (their topics' nodes) and states in one
-        fenced ``multi``, then holds them."""
+        """Writes partitions' replica assignments (their topics' nodes) and states with
+        fenced ``multi`` writes (the topics' nodes and the first ``_WRITE_CHUNK`` states in
+        the first: ZooKeeper caps a request at ~1 MB), then holds them."""
         epoch = self._require_epoch()
         by_topic: dict[str, dict[int, ReplicaAssignment]] = {}
         for tp, (assignment, _state) in changes.items():
             by_topic.setdefault(tp.topic, {})[tp.partition] = assignment
-        ops: list[Op] = [
+        topic_ops: list[Op] = [
             self.metadata.reassignment_op(topic, assignments)
             for topic, assignments in sorted(by_topic.items())
         ]
         items = sorted(changes.items())
-        for tp, (_assignment, state) in items:
-            data = encode_partition_state(state.leader, state.leader_epoch, state.isr, epoch.epoch)
-            ops.append(
-                SetOp(
-                    partition_state_path(tp.topic, tp.partition),
-                    data,
-                    self._partitions[tp].zk_version,
+        for start in range(0, len(items), _WRITE_CHUNK):
+            chunk = items[start : start + _WRITE_CHUNK]
+            ops = list(topic_ops) if start == 0 else []
+            for tp, (_assignment, state) in chunk:
+                data = encode_partition_state(
+                    state.leader, state.leader_epoch, state.isr, epoch.epoch
                 )
-            )
-        versions = self.controller.write(ops)[len(by_topic) :]
-        for (tp, (assignment, state)), version in zip(items, versions, strict=True):
-            self._partitions[tp] = PartitionRecord(assignment.replicas, state, version)
+                version = self._partitions[tp].zk_version
+                ops.append(SetOp(partition_state_path(tp.topic, tp.partition), data, version))
+            versions = self.controller.write(ops)[len(topic_ops) if start == 0 else 0 :]
+            for (tp, (assignment, state)), version in zip(chunk, versions, strict=True):
+                self._partitions[tp] = PartitionRecord(assignment.replicas, state, version)
 
     def _note_stored_reassignments(
         self, topic: str, stored: Mapping[int, ReplicaAssignment]
