@@ -194,3 +194,24 @@ def test_the_zookeeper_node_starts_reassignments_and_is_deleted(
         }
     finally:
         running.stop()
+
+
+def test_a_reassignment_of_more_partitions_than_one_write_holds(
+    metadata: ClusterMetadata,
+) -> None:
+    count = 1_201  # three multis of at most 500 partition states
+    running = _start(metadata, 0)
+    try:
+        shell = running.shell
+        assignment = {p: [0, 1] for p in range(count)}
+        shell.create_topics([TopicRequest("t", assignment=assignment)]).result(timeout=30)
+        targets = {TopicPartition("t", p): [1] for p in range(count)}
+        results = shell.alter_partition_reassignments(targets).result(timeout=30)
+        assert set(results.values()) == {(ErrorCode.NONE, None)}
+        assert shell.list_partition_reassignments().result(timeout=10) == {}
+        assert _topic(metadata)["partitions"] == {str(p): [1] for p in range(count)}
+        states = [metadata.partition_state("t", p) for p in range(count)]
+        assert {(s.leader, s.isr) for s in states if s is not None} == {(1, (1,))}
+        assert all(s is not None and s.leader_epoch == 2 for s in states)
+    finally:
+        running.stop()
