@@ -215,3 +215,23 @@ def test_a_reassignment_of_more_partitions_than_one_write_holds(
         assert all(s is not None and s.leader_epoch == 2 for s in states)
     finally:
         running.stop()
+
+
+def test_partitions_cannot_be_added_while_the_topic_is_reassigned(
+    metadata: ClusterMetadata,
+) -> None:
+    running = _start(metadata, 0)
+    try:
+        shell = running.shell
+        shell.create_topics([TopicRequest("t", assignment={0: [0, 1]})]).result(timeout=10)
+        shell.alter_partition_reassignments({TP: [0, 1, 2]}).result(timeout=10)
+        (refused,) = shell.create_partitions([("t", 2, None)]).result(timeout=10)
+        assert refused.error_code is ErrorCode.REASSIGNMENT_IN_PROGRESS
+        assert "t-0" in (refused.message or "")
+        shell.alter_partition_reassignments({TP: None}).result(timeout=10)
+        (added,) = shell.create_partitions([("t", 2, None)]).result(timeout=10)
+        assert added.error_code is ErrorCode.NONE
+        # The cancelled move left partition 0 with 2 replicas: the new one gets 2 too.
+        assert len(set(metadata.assignment("t")[1])) == 2
+    finally:
+        running.stop()

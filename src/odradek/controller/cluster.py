@@ -462,6 +462,7 @@ class ClusterController:
         for name, total, manual in requests:
             try:
                 current = self.metadata.assignment(name)
+                self._refuse_while_reassigning(name)
                 if total <= len(current):
                     raise KafkaError(
                         f"topic {name!r} has {len(current)} partitions; the new count "
@@ -734,6 +735,21 @@ class ClusterController:
             for broker_id, entries in per_broker.items()
         }
         self._send(STOP_REPLICA, STOP_REPLICA_VERSION, bodies)
+
+    def _refuse_while_reassigning(self, topic: str) -> None:
+        """New partitions wait for the topic's reassignments (as Kafka: its replica sets are
+        not one replication factor meanwhile).
+
+        Raises:
+            KafkaError: REASSIGNMENT_IN_PROGRESS.
+        """
+        moving = sorted(tp for tp in self._reassignments if tp.topic == topic)
+        if moving:
+            raise KafkaError(
+                f"topic {topic!r} has reassignments in progress ({', '.join(map(str, moving))}): "
+                "add partitions once they complete or are cancelled",
+                code=ErrorCode.REASSIGNMENT_IN_PROGRESS,
+            )
 
     def _racks(self) -> dict[int, str | None]:
         """Each live broker's ``broker.rack`` (for rack-aware assignment)."""
