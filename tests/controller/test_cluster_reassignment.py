@@ -3,7 +3,8 @@ registered at an address that refuses connections (the controller's requests fai
 are not the point here), so what is checked is what the controller writes — the topic node's
 replicas and adding/removing maps, the partition state — and what it holds, across the ISR's
 growth (``_on_isr_changed``, the seam AlterPartition calls), ``/admin/reassign_partitions``
-and a new controller taking over."""
+and a new controller taking over. Also the controller's rack-aware topic creation (the
+brokers' registered ``broker.rack``)."""
 
 from __future__ import annotations
 
@@ -235,3 +236,32 @@ def test_partitions_cannot_be_added_while_the_topic_is_reassigned(
         assert len(set(metadata.assignment("t")[1])) == 2
     finally:
         running.stop()
+
+
+@pytest.mark.parametrize(
+    ("racks", "spread"),
+    [({0: "a", 1: "a", 2: "b"}, True), ({0: "a", 1: "b", 2: None}, False)],
+)
+def test_topic_creation_uses_the_registered_racks(
+    tmp_path: Path, racks: dict[int, str | None], spread: bool
+) -> None:
+    store = LocalMetadataStore(tmp_path / "racked")
+    cluster = ClusterMetadata(store)
+    cluster.ensure_top_level_paths()
+    port = _refused_port()
+    for broker_id, rack in racks.items():
+        cluster.register_broker(broker_id, [Endpoint("PLAINTEXT", "127.0.0.1", port)], rack=rack)
+    running = _start(cluster, 0)
+    try:
+        (result,) = running.shell.create_topics([TopicRequest("r", 6, 2)]).result(timeout=10)
+        if spread:
+            assert result.error_code is ErrorCode.NONE
+            for replicas in cluster.assignment("r").values():
+                assert {racks[b] for b in replicas} == {"a", "b"}
+        else:
+            assert result.error_code is ErrorCode.INVALID_REPLICATION_FACTOR
+            assert "broker(s) [2] have no broker.rack" in (result.message or "")
+            assert not cluster.topic_exists("r")
+    finally:
+        running.stop()
+        store.close()
