@@ -29,6 +29,7 @@ from odradek.broker.context import BrokerContext
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
     alter_partition,
+    alter_partition_reassignments,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -51,6 +52,7 @@ from odradek.broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -112,6 +114,8 @@ HANDLER_MODULES = (
     elect_leaders,
     describe_log_dirs,
     alter_partition,
+    alter_partition_reassignments,
+    list_partition_reassignments,
 )
 
 

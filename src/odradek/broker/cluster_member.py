@@ -187,7 +187,7 @@ class ClusterMember:
             tp = TopicPartition(str(entry.topic_name), int(entry.partition_index))
             if tp.topic == OFFSETS_TOPIC and self.groups is not None:
                 self.groups.release_partition(tp.partition)
-            self.replicas.remove_partition(tp, delete=delete)
+            self.replicas.remove_partition(tp, delete=delete, checkpoint=False)
             if delete:
                 self.cache.remove_partition(tp)
                 if not self.cache.has_topic(tp.topic):
@@ -195,6 +195,8 @@ class ClusterMember:
             errors.append(
                 {"topic_name": tp.topic, "partition_index": tp.partition, "error_code": 0}
             )
+        if delete and errors:  # once for the request: per log, N deletions cost N² writes
+            self.replicas.log_manager.checkpoint_logs()
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
     def _update_cache(self, states: list[PartitionMetadata]) -> None:

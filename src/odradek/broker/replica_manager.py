@@ -182,13 +182,17 @@ class ReplicaManager:
             if partition.maybe_shrink_isr(now_ms, max_lag_ms)
         )
 
-    def remove_partition(self, topic_partition: TopicPartition, *, delete: bool) -> bool:
-        """Stops serving a partition, deleting its log with ``delete``; whether it was here."""
+    def remove_partition(
+        self, topic_partition: TopicPartition, *, delete: bool, checkpoint: bool = True
+    ) -> bool:
+        """Stops serving a partition, deleting its log with ``delete``; whether it was here.
+        ``checkpoint=False`` leaves the checkpoint files to the caller (one
+        ``log_manager.checkpoint_logs`` after many deletions, not one per log)."""
         partition = self._partitions.pop(topic_partition, None)
         if partition is None:
             return False
         if delete:
-            self.log_manager.delete_log(topic_partition)
+            self.log_manager.delete_log(topic_partition, checkpoint=checkpoint)
         return True
 
     def update_topic_config(self, topic: str) -> None:

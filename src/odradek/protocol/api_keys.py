@@ -199,6 +199,8 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.ELECT_LEADERS: VersionRange(0, 1),
         # The leader's ISR changes to the controller (protocol/inter_broker.py).
         ApiKey.ALTER_PARTITION: VersionRange(1, 1),
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 1),
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
     }
 )
 
