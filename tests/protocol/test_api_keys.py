@@ -155,6 +155,7 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         ("DESCRIBE_LOG_DIRS", 2),
         ("DESCRIBE_LOG_DIRS", 3),
         ("DESCRIBE_LOG_DIRS", 4),
+        ("OFFSET_FOR_LEADER_EPOCH", 4),
     }
 
 

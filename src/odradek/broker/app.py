@@ -54,6 +54,7 @@ from odradek.broker.handlers import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     stop_replica,
     sync_group,
@@ -109,6 +110,7 @@ HANDLER_MODULES = (
     controlled_shutdown,
     elect_leaders,
     describe_log_dirs,
+    offset_for_leader_epoch,
 )
 
 

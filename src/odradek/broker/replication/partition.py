@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from odradek._types import TopicPartition
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from odradek.storage.leader_epoch_cache import EpochEndOffset
 from odradek.storage.log import AppendInfo, Log, LogReadInfo
 from odradek.storage.segment import TimestampAndOffset
 
@@ -135,6 +136,12 @@ class Partition:
         if found is None or found.offset >= self.high_watermark:
             return None
         return found
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> EpochEndOffset:
+        """Where ``leader_epoch`` ends in this replica's log (OffsetForLeaderEpoch, KIP-101):
+        the largest epoch at or below it and the start of the next one, the log end offset
+        for the latest epoch, ``UNDEFINED`` (-1, -1) when unknown."""
+        return self.log.end_offset_for_epoch(leader_epoch)
 
     def delete_records_before(self, offset: int) -> int:
         """Moves the log start offset to ``offset`` (DeleteRecords; -1 means the high
