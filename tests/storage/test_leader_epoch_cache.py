@@ -230,3 +230,18 @@ def test_entries_past_the_recovered_log_end_are_dropped_at_open(
     Path(logs.directory, CHECKPOINT_FILE_NAME).write_text("0\n2\n0 0\n1 2\n")
     reopened = logs.open(inline=True, clean=True)
     assert reopened.leader_epoch_entries() == [(0, 0)]
+
+
+def test_a_new_leaders_epoch_is_answered_at_once_and_written_with_its_first_records(
+    logs: LogHarness, make_batch: BatchFactory
+) -> None:
+    log = logs.open()
+    log.append(make_batch(3), leader_epoch=0)
+    checkpoint = Path(logs.directory, CHECKPOINT_FILE_NAME)
+    assert log.assign_epoch_start(4)  # becoming the leader at epoch 4
+    assert not log.assign_epoch_start(4)
+    assert log.end_offset_for_epoch(0) == EpochEndOffset(0, 3)  # a follower asking is told
+    assert checkpoint.read_text() == "0\n1\n0 0\n"  # no records of epoch 4 yet: not written
+    log.append(make_batch(1), leader_epoch=4)
+    assert checkpoint.read_text() == "0\n2\n0 0\n4 3\n"
+    assert log.leader_epoch_entries() == [(0, 0), (4, 3)]

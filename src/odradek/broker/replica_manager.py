@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 
 from odradek._types import TopicPartition
 from odradek.broker.ports import LogDirDescription, ReplicaLogDescription
+from odradek.broker.replication.fetcher_manager import ReplicaFetcherManager
 from odradek.broker.replication.partition import Partition
 from odradek.errors import ErrorCode
 from odradek.storage.config import LogConfig
@@ -44,6 +45,9 @@ class ReplicaManager:
         self.log_manager = log_manager
         self._log_config_for = log_config_for
         self._partitions: dict[TopicPartition, Partition] = {}
+        #: The follower fetchers (a cluster's brokers; None on a single broker, which never
+        #: follows). Installed by the broker's assembly before any LeaderAndIsr.
+        self.fetchers: ReplicaFetcherManager | None = None
 
     def get(self, topic_partition: TopicPartition) -> Partition | None:
         return self._partitions.get(topic_partition)
@@ -96,40 +100,56 @@ class ReplicaManager:
             )
         return described
 
-    def become_leader(
-        self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int = 0
-    ) -> Partition:
-        """Makes this broker the leader of a partition, creating its log when missing."""
+    def _get_or_create(self, topic_partition: TopicPartition, replicas: list[int]) -> Partition:
         partition = self._partitions.get(topic_partition)
         if partition is None:
             log = self.log_manager.get_or_create_log(
                 topic_partition, self._log_config_for(topic_partition.topic)
             )
-            partition = Partition(
-                topic_partition,
-                log,
-                broker_id=self.broker_id,
-                replicas=replicas,
-                leader_epoch=leader_epoch,
-            )
+            partition = Partition(topic_partition, log, broker_id=self.broker_id, replicas=replicas)
             self._partitions[topic_partition] = partition
         else:
-            partition.leader_epoch = leader_epoch
             partition.replicas = list(replicas)
+        return partition
+
+    def become_leader(
+        self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int = 0
+    ) -> Partition:
+        """Makes this broker the leader of a partition, creating its log when missing; stops
+        fetching it. The new epoch starts at the log end offset in the leader-epoch cache
+        (as Kafka's ``makeLeader``), so a follower asking where its older epoch ends gets
+        this offset even before the first append."""
+        if self.fetchers is not None:
+            self.fetchers.remove_partition(topic_partition)
+        partition = self._get_or_create(topic_partition, replicas)
+        partition.leader_epoch = leader_epoch
         partition.leader_id = self.broker_id
+        partition.log.assign_epoch_start(leader_epoch)
         return partition
 
     def become_follower(
         self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int, leader: int
     ) -> Partition:
         """Makes this broker a follower of ``leader`` (-1: none), creating the log when
-        missing. (Followers do not fetch from the leader yet: replication is the next step.)"""
-        partition = self.become_leader(topic_partition, replicas, leader_epoch)
+        missing, and (in a cluster) hands it to the fetchers: they truncate it to the
+        divergence point with the leader (OffsetForLeaderEpoch) and then copy from there.
+        The same leader at the same epoch changes nothing: fetching goes on."""
+        partition = self._get_or_create(topic_partition, replicas)
+        unchanged = partition.leader_id == leader and partition.leader_epoch == leader_epoch
+        partition.leader_epoch = leader_epoch
         partition.leader_id = leader
+        if self.fetchers is not None:
+            if leader < 0 or leader == self.broker_id:
+                self.fetchers.remove_partition(topic_partition)
+            elif not (unchanged and self.fetchers.is_fetching(topic_partition)):
+                self.fetchers.add_partition(partition)
         return partition
 
     def remove_partition(self, topic_partition: TopicPartition, *, delete: bool) -> bool:
-        """Stops serving a partition, deleting its log with ``delete``; whether it was here."""
+        """Stops serving (and fetching) a partition, deleting its log with ``delete``; whether
+        it was here."""
+        if self.fetchers is not None:
+            self.fetchers.remove_partition(topic_partition)
         partition = self._partitions.pop(topic_partition, None)
         if partition is None:
             return False
@@ -149,6 +169,8 @@ class ReplicaManager:
         another thread if it likes, with ``log_manager.delete_log``); returns them."""
         doomed = [tp for tp in self._partitions if tp.topic == topic]
         for topic_partition in doomed:
+            if self.fetchers is not None:
+                self.fetchers.remove_partition(topic_partition)
             del self._partitions[topic_partition]
         return doomed
 

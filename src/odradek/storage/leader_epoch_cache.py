@@ -61,6 +61,7 @@ CHECKPOINT_FILE_NAME = "leader-epoch-checkpoint"
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 _VERSION = 0
+_UNSETTLED = -2
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +135,12 @@ class LeaderEpochCache:
     def __init__(self, path: str | None, entries: list[EpochEntry] | None = None) -> None:
         self.path = path
         self._entries: list[EpochEntry] = list(entries or [])
-        #: The latest epoch (-1: none), a plain attribute: ``Log`` reads it on every append.
+        #: The latest epoch (-1: none).
         self.latest_epoch = self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
+        #: The latest epoch once written to the file, -2 while a change is only in memory: a
+        #: plain attribute ``Log`` compares on every append (an append in any other epoch
+        #: calls ``assign``, which records the epoch or writes the pending change).
+        self.settled_epoch = self.latest_epoch
 
     @classmethod
     def load(cls, directory: str) -> LeaderEpochCache | None:
@@ -184,13 +189,16 @@ class LeaderEpochCache:
 
     # ------------------------------------------------------------------ changes
 
-    def assign(self, epoch: int, start_offset: int) -> bool:
+    def assign(self, epoch: int, start_offset: int, *, flush: bool = True) -> bool:
         """Records that ``epoch`` starts at ``start_offset``; returns whether anything
-        changed (and was written)."""
+        changed. ``flush`` False keeps the change in memory until the next write: for an
+        epoch with no records yet (a new leader's), whose loss in a crash changes no answer."""
         if epoch < 0 or start_offset < 0:
             return False
         latest = self.latest_entry
         if latest is not None and epoch == latest.epoch and start_offset >= latest.start_offset:
+            if flush and self.settled_epoch != self.latest_epoch:
+                self.flush()  # the epoch's first records: its entry must survive a crash now
             return False
         kept = [e for e in self._entries if e.epoch < epoch and e.start_offset < start_offset]
         if len(kept) != len(self._entries):
@@ -202,7 +210,7 @@ class LeaderEpochCache:
                 self._entries[len(kept) :],
             )
         kept.append(EpochEntry(epoch, start_offset))
-        self._replace(kept)
+        self._replace(kept, flush=flush)
         return True
 
     def truncate_from_end(self, end_offset: int) -> bool:
@@ -234,11 +242,15 @@ class LeaderEpochCache:
         """Writes the checkpoint file (no-op without a path)."""
         if self.path is not None:
             atomic_write(self.path, render_checkpoint(self._entries))
+        self.settled_epoch = self.latest_epoch
 
-    def _replace(self, entries: list[EpochEntry]) -> None:
+    def _replace(self, entries: list[EpochEntry], *, flush: bool = True) -> None:
         self._entries = entries
         self.latest_epoch = entries[-1].epoch if entries else UNDEFINED_EPOCH
-        self.flush()
+        if flush:
+            self.flush()
+        else:
+            self.settled_epoch = _UNSETTLED
 
     def __repr__(self) -> str:
         pairs = ", ".join(f"{e.epoch}: {e.start_offset}" for e in self._entries)

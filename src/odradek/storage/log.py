@@ -294,7 +294,7 @@ class Log:
                         self._log_end_offset = base_offset + last_offset_delta + 1
                         if (
                             leader_epoch is not None
-                            and leader_epoch != self._leader_epochs.latest_epoch
+                            and leader_epoch != self._leader_epochs.settled_epoch
                         ):
                             self._leader_epochs.assign(leader_epoch, base_offset)
                         self._unflushed_messages += records
@@ -364,10 +364,12 @@ class Log:
                 self._clock.now_ms(),
             ):
                 segment = self._roll_locked(first.base_offset)
+            if not assign_offsets or leader_epoch is not None:
+                # Before the records: a crash then leaves an entry past the log end, which
+                # the next open trims, never records of an epoch the cache does not name.
+                self._assign_epochs_locked(batches)
             segment.append(payload, batches)
             self._log_end_offset = last.next_offset
-            if not assign_offsets or leader_epoch is not None:
-                self._assign_epochs_locked(batches)
             self._unflushed_messages += records
             flush_now = self._unflushed_messages >= config.flush_messages
         if flush_now:
@@ -391,7 +393,7 @@ class Log:
         cache = self._leader_epochs
         for _, header in batches:
             epoch = header.partition_leader_epoch
-            if epoch >= 0 and epoch != cache.latest_epoch:
+            if epoch >= 0 and epoch != cache.settled_epoch:
                 cache.assign(epoch, header.base_offset)
 
     def _check_open(self) -> None:
@@ -689,6 +691,17 @@ class Log:
         """The leader-epoch cache's ``(epoch, start offset)`` pairs, oldest first."""
         with self._lock:
             return [(entry.epoch, entry.start_offset) for entry in self._leader_epochs.entries()]
+
+    def assign_epoch_start(self, leader_epoch: int) -> bool:
+        """Records that ``leader_epoch`` starts at the log end offset (a new leader's epoch,
+        before its first append, as Kafka's ``makeLeader`` does: a follower asking where its
+        older epoch ends then gets this offset). Kept in memory until the next write of the
+        checkpoint: an epoch without records changes no answer if a crash forgets it.
+        Returns whether the cache changed."""
+        with self._lock:
+            if leader_epoch == self._leader_epochs.latest_epoch:
+                return False
+            return self._leader_epochs.assign(leader_epoch, self._log_end_offset, flush=False)
 
     def end_offset_for_epoch(self, leader_epoch: int) -> EpochEndOffset:
         """Where ``leader_epoch`` ends in this log (OffsetForLeaderEpoch; see
