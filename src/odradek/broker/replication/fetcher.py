@@ -106,6 +106,8 @@ class ReplicaFetcher:
         settings: the ``replica.fetch.*`` settings.
         endpoint_for: the address of a broker id (the metadata cache's live brokers).
         clock: for the back-offs.
+        connection: the connection to the leader (default: a ``BrokerConnection``; tests
+            pass one that serves the leader's handlers in process).
     """
 
     def __init__(
@@ -116,6 +118,7 @@ class ReplicaFetcher:
         settings: FetcherSettings,
         endpoint_for: EndpointLookup,
         clock: Clock,
+        connection: BrokerConnection | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.source_id = source_id
@@ -127,7 +130,7 @@ class ReplicaFetcher:
         self._states: dict[TopicPartition, PartitionFetchState] = {}
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._connection = BrokerConnection(
+        self._connection = connection or BrokerConnection(
             self.name,
             max_response_bytes=settings.replica_fetch_response_max_bytes + (16 << 20),
         )
@@ -190,7 +193,7 @@ class ReplicaFetcher:
     async def _run(self) -> None:
         while True:
             try:
-                await self._step()
+                await self.run_once()
             except BrokerUnavailableError as error:
                 self.failures += 1
                 logger.info("%s: %s; backing off", self.name, error)
@@ -203,9 +206,13 @@ class ReplicaFetcher:
     async def _back_off(self) -> None:
         await asyncio.sleep(self._settings.replica_fetch_backoff_ms / 1000)
 
-    async def _step(self) -> None:
+    async def run_once(self) -> None:
         """One request: truncation for the partitions that need it, else one fetch; waits
-        when there is nothing to do."""
+        when there is nothing to do. The task loops over it; tests call it directly.
+
+        Raises:
+            BrokerUnavailableError: the leader could not be reached or did not answer.
+        """
         self._changed.clear()
         now = self._clock.monotonic_ms()
         ready = [s for s in self._states.values() if s.delayed_until_ms <= now]
@@ -220,10 +227,11 @@ class ReplicaFetcher:
             await asyncio.sleep(_ENDPOINT_POLL_S)
             return
         truncating = [state for state in ready if state.truncating]
-        if truncating:
-            await self._truncate(endpoint, truncating)
-        else:
-            await self._fetch(endpoint, ready)
+        if truncating and await self._truncate(endpoint, truncating):
+            return
+        fetching = [state for state in ready if not state.truncating]
+        if fetching:
+            await self._fetch(endpoint, fetching)
 
     def _delay(self, state: PartitionFetchState, why: str) -> None:
         backoff_ms = self._settings.replica_fetch_backoff_ms
@@ -238,7 +246,9 @@ class ReplicaFetcher:
 
     # ------------------------------------------------------------------ truncation
 
-    async def _truncate(self, endpoint: tuple[str, int], states: list[PartitionFetchState]) -> None:
+    async def _truncate(self, endpoint: tuple[str, int], states: list[PartitionFetchState]) -> bool:
+        """Truncates what can be decided locally and asks the leader about the rest; returns
+        whether a request went out."""
         asked: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
         for state in states:
             log = state.partition.log
@@ -252,7 +262,7 @@ class ReplicaFetcher:
                 continue
             asked[state.partition.topic_partition] = (state, epoch)
         if not asked:
-            return
+            return False
         topics: dict[str, list[dict[str, Any]]] = {}
         for tp, (state, epoch) in asked.items():
             topics.setdefault(tp.topic, []).append(
@@ -292,6 +302,7 @@ class ReplicaFetcher:
                     high_watermark=partition.high_watermark,
                 )
                 self._apply_truncation(state, decision)
+        return True
 
     def _apply_truncation(self, state: PartitionFetchState, decision: Truncation) -> None:
         partition = state.partition
