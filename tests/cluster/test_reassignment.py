@@ -4,16 +4,18 @@ AdminClient, ``/admin/reassign_partitions`` and ``odradek reassign-partitions``;
 controller resumes the reassignments in progress (that test kills the controller: it runs
 last).
 
-What is true on this branch: followers do not replicate yet, so a replica being added never
-joins the ISR and a reassignment that adds one stays in progress (its completion is
-test_reassignment_completion.py's). A reassignment that only removes or reorders replicas
-completes at once, which these tests use to see completion: replicas == target on every
-broker, the leader moved off a removed replica, the removed replica's log deleted.
+Followers replicate, so a reassignment onto live brokers completes within moments (that is
+test_reassignment_completion.py's). To see one in progress, a test adds a phantom broker
+as well: a registration the test makes (``phantom``), pointing at a closed port, which never
+fetches and so never joins the ISR. A reassignment that only removes or reorders replicas
+completes at once: replicas == target on every broker, the leader moved off a removed
+replica, the removed replica's log deleted.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -26,6 +28,7 @@ from tests._blocking_connection import BlockingConnection
 from odradek.cli.main import main
 from odradek.client import AdminClient, NewTopic, TopicPartition
 from odradek.client.admin_types import PartitionReassignment
+from odradek.controller.topics import BROKER_IDS_PATH, ClusterMetadata, Endpoint
 from odradek.errors import KafkaError
 from odradek.protocol import ApiKey
 from odradek.testing.cluster import Cluster
@@ -47,6 +50,7 @@ pytestmark = pytest.mark.cluster
 WAIT_S = 60.0
 #: Two racks: a partition of two replicas must have one on broker 2.
 RACKS = {0: "east", 1: "east", 2: "west"}
+PHANTOM = 5
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +64,29 @@ def cluster(
     with brokers as started:
         started.wait_until(lambda: started.controller_id() is not None, what="a controller")
         yield started
+
+
+@pytest.fixture
+def phantom(cluster: Cluster) -> Iterator[int]:
+    """Broker 5: registered by the test at a closed port, so it never fetches and a replica
+    added on it never joins the ISR; unregistered afterwards (topics created meanwhile
+    could be placed on it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ClusterMetadata(cluster.store).register_broker(
+        PHANTOM, [Endpoint("PLAINTEXT", "127.0.0.1", port)], rack="west"
+    )
+    try:
+        with AdminClient({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+            cluster.wait_until(
+                lambda: PHANTOM in {b.node_id for b in admin.describe_cluster().brokers},
+                timeout_s=WAIT_S,
+                what="the phantom broker in the cluster",
+            )
+        yield PHANTOM
+    finally:
+        cluster.store.delete(f"{BROKER_IDS_PATH}/{PHANTOM}")
 
 
 def _create(cluster: Cluster, topic: str, assignment: dict[int, list[int]]) -> None:
@@ -122,7 +149,9 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]
     return status, captured.out.splitlines(), captured.err
 
 
-def test_kafka_python_starts_lists_and_cancels_a_reassignment(cluster: Cluster) -> None:
+def test_kafka_python_starts_lists_and_cancels_a_reassignment(
+    cluster: Cluster, phantom: int
+) -> None:
     topic = "moving"
     _create(cluster, topic, {0: [0, 1], 1: [1, 2]})
     _everywhere(cluster, lambda b: _log_dir(cluster, b, topic, 0).is_dir() or b == 2, "logs")
@@ -131,7 +160,7 @@ def test_kafka_python_starts_lists_and_cancels_a_reassignment(cluster: Cluster) 
         tp0 = KafkaTopicPartition(topic, 0)
         results = admin.alter_partition_reassignments(
             {
-                tp0: [1, 2],
+                tp0: [1, 2, phantom],
                 KafkaTopicPartition(topic, 7): [0, 1],
                 KafkaTopicPartition(topic, 1): [1, 9],
             }
@@ -141,24 +170,36 @@ def test_kafka_python_starts_lists_and_cancels_a_reassignment(cluster: Cluster) 
             KafkaTopicPartition(topic, 7): UnknownTopicOrPartitionError,
             KafkaTopicPartition(topic, 1): InvalidReplicationAssignmentError,
         }
-        # In progress: RS = target + leaving originals, broker 2 being added, 0 removed.
+        # In progress: RS = target + leaving originals, brokers 2 and the phantom being
+        # added (the phantom never catches up), 0 removed.
         listed = admin.list_partition_reassignments()
         assert listed == {
-            tp0: {"replicas": [1, 2, 0], "adding_replicas": [2], "removing_replicas": [0]}
+            tp0: {
+                "replicas": [1, 2, phantom, 0],
+                "adding_replicas": [2, phantom],
+                "removing_replicas": [0],
+            }
         }
         node = _topic_node(cluster, topic)
-        assert node["partitions"]["0"] == [1, 2, 0]
-        assert (node["adding_replicas"], node["removing_replicas"]) == ({"0": [2]}, {"0": [0]})
+        assert node["partitions"]["0"] == [1, 2, phantom, 0]
+        assert (node["adding_replicas"], node["removing_replicas"]) == (
+            {"0": [2, phantom]},
+            {"0": [0]},
+        )
         state = _state(cluster, topic, 0)
         assert (state["leader"], state["leader_epoch"]) == (0, 1)  # bumped for the new RS
-        _everywhere(cluster, lambda b: _metadata(cluster, b, topic)[0] == (0, [1, 2, 0]), "RS")
+        _everywhere(
+            cluster, lambda b: _metadata(cluster, b, topic)[0] == (0, [1, 2, phantom, 0]), "RS"
+        )
         # The new replica's log was created on broker 2 (a follower now).
         cluster.wait_until(
             lambda: _log_dir(cluster, 2, topic, 0).is_dir(), timeout_s=WAIT_S, what="log on 2"
         )
         with AdminClient({"bootstrap.servers": cluster.bootstrap_servers}) as ours:
             assert ours.list_partition_reassignments([TopicPartition(topic, 0)]) == {
-                TopicPartition(topic, 0): PartitionReassignment((1, 2, 0), (2,), (0,))
+                TopicPartition(topic, 0): PartitionReassignment(
+                    (1, 2, phantom, 0), (2, phantom), (0,)
+                )
             }
             assert ours.list_partition_reassignments([TopicPartition(topic, 1)]) == {}
 
@@ -216,13 +257,13 @@ def test_a_removal_completes_at_once_and_deletes_the_removed_replica(cluster: Cl
     assert written.partition == 0
 
 
-def test_a_reassignment_written_to_zookeeper_is_taken_over(cluster: Cluster) -> None:
+def test_a_reassignment_written_to_zookeeper_is_taken_over(cluster: Cluster, phantom: int) -> None:
     topic = "zk-moved"
     _create(cluster, topic, {0: [0, 1], 1: [1, 0]})
     document = {
         "version": 1,
         "partitions": [
-            {"topic": topic, "partition": 0, "replicas": [0, 2]},
+            {"topic": topic, "partition": 0, "replicas": [0, 2, phantom]},
             {"topic": topic, "partition": 1, "replicas": [0, 1]},
         ],
     }
@@ -233,9 +274,10 @@ def test_a_reassignment_written_to_zookeeper_is_taken_over(cluster: Cluster) -> 
         what="the controller to delete /admin/reassign_partitions",
     )
     with AdminClient({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
-        # Partition 0 adds broker 2 (in progress); partition 1 was a reorder (completed).
+        # Partition 0 adds broker 2 and the phantom (in progress); partition 1 was a
+        # reorder (completed).
         assert admin.list_partition_reassignments() == {
-            TopicPartition(topic, 0): PartitionReassignment((0, 2, 1), (2,), (1,))
+            TopicPartition(topic, 0): PartitionReassignment((0, 2, phantom, 1), (2, phantom), (1,))
         }
         assert _topic_node(cluster, topic)["partitions"]["1"] == [0, 1]
         admin.alter_partition_reassignments({TopicPartition(topic, 0): None}).all()
@@ -463,7 +505,9 @@ def test_a_broker_that_is_not_the_controller_forwards_both_requests(cluster: Clu
         admin.alter_partition_reassignments({TopicPartition(topic, 0): None}).all()
 
 
-def test_a_new_controller_resumes_a_reassignment_in_progress(cluster: Cluster) -> None:
+def test_a_new_controller_resumes_a_reassignment_in_progress(
+    cluster: Cluster, phantom: int
+) -> None:
     topic = "resumed"
     controller = cluster.controller_id()
     assert controller is not None
@@ -471,7 +515,7 @@ def test_a_new_controller_resumes_a_reassignment_in_progress(cluster: Cluster) -
     _create(cluster, topic, {0: [others[0]]})
     tp = TopicPartition(topic, 0)
     with AdminClient({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
-        admin.alter_partition_reassignments({tp: [others[1]]}).all()
+        admin.alter_partition_reassignments({tp: [others[1], phantom]}).all()
     cluster.kill(controller)
     cluster.wait_until(
         lambda: cluster.controller_id() not in (None, controller),
@@ -480,7 +524,11 @@ def test_a_new_controller_resumes_a_reassignment_in_progress(cluster: Cluster) -
     )
     bootstrap = ",".join(cluster.brokers[b].address for b in others)
     with AdminClient({"bootstrap.servers": bootstrap}) as admin:
-        expected = {tp: PartitionReassignment((others[1], others[0]), (others[1],), (others[0],))}
+        expected = {
+            tp: PartitionReassignment(
+                (others[1], phantom, others[0]), (others[1], phantom), (others[0],)
+            )
+        }
 
         def listed() -> bool:
             try:
