@@ -109,16 +109,36 @@ def test_tail_lookups_answer_what_the_batches_are_and_read_one_header(
     assert len(header_reads) == 1
 
 
-def test_lookups_before_the_tail_scan_from_the_index(
+def test_a_lookup_a_few_index_intervals_back_reads_one_header(
+    new_segment: SegmentFactory, make_batch: BatchFactory, header_reads: list[int]
+) -> None:
+    segment = new_segment(index_interval_bytes=300)
+    written = [append(segment, make_batch(3)) for _ in range(40)]
+    assert segment.offset_index.entries >= 5
+    header_reads.clear()
+    assert segment.translate_offset(written[-30][1].base_offset + 2) is not None
+    assert len(header_reads) == 1
+
+
+def test_a_reloaded_segment_scans_until_an_interval_point_starts_a_tail(
     new_segment: SegmentFactory, make_batch: BatchFactory, header_reads: list[int]
 ) -> None:
     segment = new_segment(index_interval_bytes=1000)
     written = [append(segment, make_batch(3)) for _ in range(40)]
+    segment.close()
+    config = dataclasses.replace(LogConfig(), index_interval_bytes=1000)
+    loaded = LogSegment.open_existing(segment.directory, BASE, config, NOW)
+    loaded.load_trusting_indexes()
     header_reads.clear()
-    found = segment.translate_offset(written[1][1].base_offset)
+    found = loaded.translate_offset(written[1][1].base_offset)
     assert found is not None
     assert found.position == written[1][0]
     assert len(header_reads) == 2  # from the start of the segment: no index entry before it
+    written += [append(loaded, make_batch(3)) for _ in range(20)]
+    header_reads.clear()
+    assert loaded.translate_offset(written[-1][1].base_offset) is not None
+    assert len(header_reads) == 1
+    loaded.close()
 
 
 def test_tail_follows_truncation_and_new_appends(
@@ -157,13 +177,18 @@ def test_reloaded_and_recovered_segments_answer_the_same(
     recovered.close()
 
 
-def test_a_tail_over_its_bound_is_dropped_and_lookups_scan(
-    new_segment: SegmentFactory, make_batch: BatchFactory
+def test_a_full_tail_keeps_its_newer_half(
+    new_segment: SegmentFactory, make_batch: BatchFactory, header_reads: list[int]
 ) -> None:
     segment = new_segment(index_interval_bytes=10**9)
-    written = [append(segment, make_batch(1)) for _ in range(TAIL_MAX_BATCHES + 5)]
-    assert segment._tail is None
-    check_every_offset(segment, written[-20:])
+    written = [append(segment, make_batch(1)) for _ in range(TAIL_MAX_BATCHES * 3 + 5)]
+    check_every_offset(segment, written)
+    header_reads.clear()
+    assert segment.translate_offset(written[-TAIL_MAX_BATCHES // 2][1].base_offset) is not None
+    assert len(header_reads) == 1
+    header_reads.clear()
+    assert segment.translate_offset(written[5][1].base_offset) is not None
+    assert len(header_reads) == 6  # older: scanned from the start (no index entry)
 
 
 def test_a_header_that_does_not_match_the_tail_falls_back_to_the_scan(

@@ -7,12 +7,13 @@ Files, all named by the segment's base offset as 20 digits (see ``naming``)::
     00000000000000001000.timeindex  sparse time index: (max timestamp so far, batch offset)
 
 An index entry is added every ``index.interval.bytes`` of appended batches; lookups go to the
-nearest entry at or before the target and scan a few batch headers from there. The batches
-appended since the last entry (the *tail*, where a consumer tailing the log reads) are also
+nearest entry at or before the target and scan a few batch headers from there. The last
+``TAIL_MAX_BATCHES`` batches appended (the *tail*, where consumers keeping up read) are also
 remembered in memory by position and last offset, so a lookup there reads one header instead
 of scanning (each scanned header is a ``pread``: about nine per fetch at the default interval
 with small batches). The tail is known only for batches this process appended or recovered:
-after a clean load or a truncation lookups scan until the next index entry starts a new one.
+after a clean load or a truncation lookups scan until the next index-interval point starts a
+new one; an inactive segment keeps none.
 
 Invariants: batches are stored in offset order; ``next_offset`` is the offset after the last
 batch; the index files are preallocated while the segment is active and trimmed when it rolls.
@@ -60,15 +61,14 @@ from odradek.storage.time_index import TimeIndex
 logger = logging.getLogger(__name__)
 
 _MAX_RELATIVE_OFFSET = 2**31 - 1
-#: The most batches the tail remembers (a large ``index.interval.bytes`` with tiny batches
-#: would otherwise grow it without bound); past it, lookups scan until the next index entry.
-#: At the default interval (4 KiB) a tail holds at most ~60 batches: ≤ 1 KB per partition.
-TAIL_MAX_BATCHES = 256
-#: The batches appended since the last index-interval point: ``(first offset, positions,
-#: last offsets)``. Every batch at or after ``positions[0]`` is listed, in order, and every
-#: batch before it ends below the first offset; empty arrays mean the segment holds no batch
-#: at all. Replaced (never cleared in place) when a new interval starts, and appended to
-#: position first, so a reader on another thread always sees a consistent prefix.
+#: The most batches the tail remembers; when full it keeps the newer half. 128 covers a
+#: consumer ~60 small batches behind at any moment; 2 KB per active segment at most.
+TAIL_MAX_BATCHES = 128
+#: The last batches appended: ``(first offset, positions, last offsets)``. Every batch at or
+#: after ``positions[0]`` is listed, in order, and every batch before it ends below the first
+#: offset; empty arrays mean the segment holds no batch at all. Appended to position first, and
+#: replaced (never cut in place) when trimmed, so a reader on another thread always sees a
+#: consistent prefix.
 _Tail: TypeAlias = tuple[int, "array[int]", "array[int]"]
 TIME_INDEX_ENTRY_BYTES = 12
 NO_TIMESTAMP = -1
@@ -328,17 +328,21 @@ class LogSegment:
             if self.max_timestamp_so_far > time_index.last_timestamp:
                 time_index.append_trusted(self.max_timestamp_so_far, self.offset_of_max_timestamp)
             self._bytes_since_last_index_entry = size
-            self._tail = _new_tail(base_offset, position, next_offset - 1)
+            if self._tail is None:
+                self._tail = _new_tail(base_offset, position, next_offset - 1)
+                self.next_offset = next_offset
+                return fields
         else:
             self._bytes_since_last_index_entry += size
-            tail = self._tail
-            if tail is not None:
+        # As ``_remember_in_tail``, inline (the hot path).
+        tail = self._tail
+        if tail is not None:
+            positions = tail[1]
+            if len(positions) >= TAIL_MAX_BATCHES:
+                tail = self._tail = _trimmed(tail)
                 positions = tail[1]
-                if len(positions) < TAIL_MAX_BATCHES:
-                    positions.append(position)
-                    tail[2].append(next_offset - 1)
-                else:
-                    self._tail = None
+            positions.append(position)
+            tail[2].append(next_offset - 1)
         self.next_offset = next_offset
         return fields
 
@@ -356,7 +360,10 @@ class LogSegment:
             if self.max_timestamp_so_far > time_index.last_timestamp and not time_index.is_full:
                 time_index.append_trusted(self.max_timestamp_so_far, self.offset_of_max_timestamp)
             self._bytes_since_last_index_entry = 0
-            self._tail = _new_tail(header.base_offset, position, header.last_offset)
+            if self._tail is None:
+                self._tail = _new_tail(header.base_offset, position, header.last_offset)
+            else:
+                self._remember_in_tail(position, header.last_offset)
         else:
             self._remember_in_tail(position, header.last_offset)
         self._bytes_since_last_index_entry += header.size
@@ -366,11 +373,11 @@ class LogSegment:
         tail = self._tail
         if tail is not None:
             positions = tail[1]
-            if len(positions) < TAIL_MAX_BATCHES:
-                positions.append(position)  # before the last offset: see ``_Tail``
-                tail[2].append(last_offset)
-            else:
-                self._tail = None
+            if len(positions) >= TAIL_MAX_BATCHES:
+                tail = self._tail = _trimmed(tail)
+                positions = tail[1]
+            positions.append(position)  # before the last offset: see ``_Tail``
+            tail[2].append(last_offset)
 
     # ----------------------------------------------------------------- lookups
 
@@ -751,3 +758,10 @@ def _new_tail(first_offset: int, position: int = -1, last_offset: int = -1) -> _
     if position < 0:
         return (first_offset, array("q"), array("q"))
     return (first_offset, array("q", (position,)), array("q", (last_offset,)))
+
+
+def _trimmed(tail: _Tail) -> _Tail:
+    """The newer half of a full tail (new arrays: readers may hold the old ones)."""
+    keep = TAIL_MAX_BATCHES // 2
+    last_offsets = tail[2]
+    return (last_offsets[-keep - 1] + 1, tail[1][-keep:], last_offsets[-keep:])
