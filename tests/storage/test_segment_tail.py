@@ -74,15 +74,34 @@ def append_fast(segment: LogSegment, data: bytes) -> tuple[int, BatchHeader]:
     return position, segment.log.header_at(position)
 
 
-def check_every_offset(segment: LogSegment, written: list[tuple[int, BatchHeader]]) -> None:
+def check_every_offset(
+    segment: LogSegment, written: list[tuple[int, BatchHeader]], *, reads: bool = True
+) -> None:
+    """Every offset translates to its batch and (``reads``) reads from it: one whole batch
+    with ``max_bytes`` 1, everything to the end with more, nothing past the last offset."""
     for position, header in written:
         for offset in range(header.base_offset, header.next_offset):
             found = segment.translate_offset(offset)
             assert found is not None
             assert found.position == position
             assert found.header == header
+            if not reads:
+                continue
+            one = segment.read(offset, 1)
+            assert one is not None
+            assert (one.position, one.length) == (position, header.size)
+            assert parse_header(one.read()) == header
+            rest = segment.read(offset, 10**9)
+            assert rest is not None
+            assert (rest.position, rest.length) == (position, segment.size - position)
+            bounded = segment.read(offset, 10**9, max_position=position + 1)
+            assert bounded is not None
+            assert (bounded.position, bounded.length) == (position, 1)
+            assert segment.read(offset, 10**9, max_position=position) is None
     assert segment.translate_offset(segment.next_offset) is None
     assert segment.translate_offset(segment.next_offset + 1000) is None
+    if reads:
+        assert segment.read(segment.next_offset, 10**9) is None
 
 
 @pytest.mark.parametrize("add", [append, append_fast], ids=["general", "fast"])
@@ -107,6 +126,19 @@ def test_tail_lookups_answer_what_the_batches_are_and_read_one_header(
     header_reads.clear()
     assert segment.translate_offset(last_entry.offset) is not None
     assert len(header_reads) == 1
+
+
+def test_a_read_from_the_tail_reads_no_header(
+    new_segment: SegmentFactory, make_batch: BatchFactory, header_reads: list[int]
+) -> None:
+    segment = new_segment(index_interval_bytes=300)
+    written = [append(segment, make_batch(3)) for _ in range(40)]
+    header_reads.clear()
+    for position, header in written[-30:]:
+        sliced = segment.read(header.base_offset + 1, 1)
+        assert sliced is not None
+        assert (sliced.position, sliced.length) == (position, header.size)
+    assert header_reads == []
 
 
 def test_a_lookup_a_few_index_intervals_back_reads_one_header(
@@ -199,7 +231,7 @@ def test_a_header_that_does_not_match_the_tail_falls_back_to_the_scan(
     tail = segment._tail
     assert tail is not None
     tail[2][-1] += 1  # what a bug in the bookkeeping would look like
-    check_every_offset(segment, written)
+    check_every_offset(segment, written, reads=False)
 
 
 def test_readers_on_another_thread_always_find_what_was_appended(

@@ -9,9 +9,10 @@ Files, all named by the segment's base offset as 20 digits (see ``naming``)::
 An index entry is added every ``index.interval.bytes`` of appended batches; lookups go to the
 nearest entry at or before the target and scan a few batch headers from there. The last
 ``TAIL_MAX_BATCHES`` batches appended (the *tail*, where consumers keeping up read) are also
-remembered in memory by position and last offset, so a lookup there reads one header instead
-of scanning (each scanned header is a ``pread``: about nine per fetch at the default interval
-with small batches). The tail is known only for batches this process appended or recovered:
+remembered in memory by position, last offset and size, so a read there (a fetch) reads no
+header and ``translate_offset`` one (checked against what was remembered) instead of scanning:
+each scanned header is a ``pread``, about nine per fetch at the default interval with small
+batches. The tail is known only for batches this process appended or recovered:
 after a clean load or a truncation lookups scan until the next index-interval point starts a
 new one; an inactive segment keeps none.
 
@@ -64,12 +65,12 @@ _MAX_RELATIVE_OFFSET = 2**31 - 1
 #: The most batches the tail remembers; when full it keeps the newer half. 128 covers a
 #: consumer ~60 small batches behind at any moment; 2 KB per active segment at most.
 TAIL_MAX_BATCHES = 128
-#: The last batches appended: ``(first offset, positions, last offsets)``. Every batch at or
-#: after ``positions[0]`` is listed, in order, and every batch before it ends below the first
-#: offset; empty arrays mean the segment holds no batch at all. Appended to position first, and
-#: replaced (never cut in place) when trimmed, so a reader on another thread always sees a
-#: consistent prefix.
-_Tail: TypeAlias = tuple[int, "array[int]", "array[int]"]
+#: The last batches appended: ``(first offset, positions, last offsets, sizes)``. Every batch
+#: at or after ``positions[0]`` is listed, in order, and every batch before it ends below the
+#: first offset; empty arrays mean the segment holds no batch at all. Appended to the last
+#: offsets last (readers index by them), and replaced (never cut in place) when trimmed, so a
+#: reader on another thread always sees a consistent prefix.
+_Tail: TypeAlias = tuple[int, "array[int]", "array[int]", "array[int]"]
 TIME_INDEX_ENTRY_BYTES = 12
 NO_TIMESTAMP = -1
 
@@ -329,7 +330,7 @@ class LogSegment:
                 time_index.append_trusted(self.max_timestamp_so_far, self.offset_of_max_timestamp)
             self._bytes_since_last_index_entry = size
             if self._tail is None:
-                self._tail = _new_tail(base_offset, position, next_offset - 1)
+                self._tail = _new_tail(base_offset, position, next_offset - 1, size)
                 self.next_offset = next_offset
                 return fields
         else:
@@ -342,6 +343,7 @@ class LogSegment:
                 tail = self._tail = _trimmed(tail)
                 positions = tail[1]
             positions.append(position)
+            tail[3].append(size)
             tail[2].append(next_offset - 1)
         self.next_offset = next_offset
         return fields
@@ -361,23 +363,26 @@ class LogSegment:
                 time_index.append_trusted(self.max_timestamp_so_far, self.offset_of_max_timestamp)
             self._bytes_since_last_index_entry = 0
             if self._tail is None:
-                self._tail = _new_tail(header.base_offset, position, header.last_offset)
+                self._tail = _new_tail(
+                    header.base_offset, position, header.last_offset, header.size
+                )
             else:
-                self._remember_in_tail(position, header.last_offset)
+                self._remember_in_tail(position, header.last_offset, header.size)
         else:
-            self._remember_in_tail(position, header.last_offset)
+            self._remember_in_tail(position, header.last_offset, header.size)
         self._bytes_since_last_index_entry += header.size
         self.next_offset = header.base_offset + header.last_offset_delta + 1
 
-    def _remember_in_tail(self, position: int, last_offset: int) -> None:
+    def _remember_in_tail(self, position: int, last_offset: int, size: int) -> None:
         tail = self._tail
         if tail is not None:
             positions = tail[1]
             if len(positions) >= TAIL_MAX_BATCHES:
                 tail = self._tail = _trimmed(tail)
                 positions = tail[1]
-            positions.append(position)  # before the last offset: see ``_Tail``
-            tail[2].append(last_offset)
+            positions.append(position)
+            tail[3].append(size)
+            tail[2].append(last_offset)  # last: see ``_Tail``
 
     # ----------------------------------------------------------------- lookups
 
@@ -456,16 +461,30 @@ class LogSegment:
         Returns:
             The slice, or None when the segment holds nothing at or after ``start_offset``.
         """
-        found = self.translate_offset(start_offset)
-        if found is None:
+        tail = self._tail
+        if tail is not None and start_offset >= tail[0]:
+            # From memory, no header read (the tail is this process's own bookkeeping of
+            # what it wrote; ``translate_offset`` still checks the header it reads).
+            last_offsets = tail[2]
+            index = bisect_left(last_offsets, start_offset)
+            if index == len(last_offsets):
+                return None
+            position = tail[1][index]
+            first_size = tail[3][index]
+        else:
+            found = self.translate_offset(start_offset)
+            if found is None:
+                return None
+            position = found.position
+            first_size = found.header.size
+        size = self.log.size
+        limit = size if max_position is None or max_position > size else max_position
+        if position >= limit:
             return None
-        limit = self.log.size if max_position is None else min(max_position, self.log.size)
-        if found.position >= limit:
-            return None
-        length = min(max_bytes, limit - found.position)
-        if min_one_message and length < found.header.size:
-            length = min(found.header.size, limit - found.position)
-        return self.log.slice(found.position, length)
+        length = min(max_bytes, limit - position)
+        if min_one_message and length < first_size:
+            length = min(first_size, limit - position)
+        return self.log.slice(position, length)
 
     def find_offset_by_timestamp(
         self, timestamp_ms: int, start_offset: int = 0
@@ -753,15 +772,20 @@ class LogSegment:
         )
 
 
-def _new_tail(first_offset: int, position: int = -1, last_offset: int = -1) -> _Tail:
+def _new_tail(first_offset: int, position: int = -1, last_offset: int = -1, size: int = 0) -> _Tail:
     """A tail starting at ``first_offset``: empty, or holding the batch at ``position``."""
     if position < 0:
-        return (first_offset, array("q"), array("q"))
-    return (first_offset, array("q", (position,)), array("q", (last_offset,)))
+        return (first_offset, array("q"), array("q"), array("q"))
+    return (
+        first_offset,
+        array("q", (position,)),
+        array("q", (last_offset,)),
+        array("q", (size,)),
+    )
 
 
 def _trimmed(tail: _Tail) -> _Tail:
     """The newer half of a full tail (new arrays: readers may hold the old ones)."""
     keep = TAIL_MAX_BATCHES // 2
     last_offsets = tail[2]
-    return (last_offsets[-keep - 1] + 1, tail[1][-keep:], last_offsets[-keep:])
+    return (last_offsets[-keep - 1] + 1, tail[1][-keep:], last_offsets[-keep:], tail[3][-keep:])
