@@ -213,7 +213,7 @@ def test_acknowledged_records_survive_repeated_kill_of_the_leader(cluster: Clust
             leader = _state(cluster, "survive", 0)["leader"]
             cluster.kill(leader)
             _wait(
-                lambda l=leader: _state(cluster, "survive", 0)["leader"] not in (l, -1),
+                lambda old=leader: _state(cluster, "survive", 0)["leader"] not in (old, -1),
                 "a new leader",
             )
             count = len(acknowledged)
