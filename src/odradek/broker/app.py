@@ -69,6 +69,7 @@ from odradek.controller.cluster import ClusterController, ControllerSettings
 from odradek.controller.controller import Controller
 from odradek.controller.election import ControllerEpoch
 from odradek.controller.local import LocalMetadataStore
+from odradek.controller.rebalance import RebalanceSettings
 from odradek.controller.store import MetadataStore, join_path
 from odradek.controller.topics import BROKER_IDS_PATH, ClusterMetadata, Endpoint
 from odradek.controller.zookeeper import ZooKeeperMetadataStore
@@ -295,6 +296,11 @@ class BrokerApp:
             unclean_leader_election_enable=False,
             delete_topic_enable=config.delete_topic_enable,
             validate_configs=topics.validate_configs,
+            rebalance=RebalanceSettings(
+                config.auto_leader_rebalance_enable,
+                config.leader_imbalance_check_interval_seconds,
+                config.leader_imbalance_per_broker_percentage,
+            ),
         )
         shell.append(ClusterController(controller, metadata, live, settings))
         self.cluster = ClusterMember(

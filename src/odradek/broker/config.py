@@ -209,6 +209,9 @@ class BrokerConfig:
     #: ``None``: the session timeout (Kafka's default).
     zookeeper_connection_timeout_ms: int | None = None
     broker_rack: str | None = None
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
 
     @classmethod
     def from_properties(
@@ -292,6 +295,9 @@ class BrokerConfig:
             zookeeper_session_timeout_ms=get("zookeeper.session.timeout.ms"),
             zookeeper_connection_timeout_ms=get("zookeeper.connection.timeout.ms"),
             broker_rack=get("broker.rack"),
+            auto_leader_rebalance_enable=get("auto.leader.rebalance.enable"),
+            leader_imbalance_check_interval_seconds=get("leader.imbalance.check.interval.seconds"),
+            leader_imbalance_per_broker_percentage=get("leader.imbalance.per.broker.percentage"),
         )
 
     def describe(self) -> dict[str, ConfigEntry]:
@@ -465,6 +471,9 @@ _SETTINGS: dict[str, _Setting] = {
     "zookeeper.session.timeout.ms": _int_setting(18_000, 1),
     "zookeeper.connection.timeout.ms": _int_setting(None, 1),
     "broker.rack": _Setting(_optional_string, _text, None),
+    "auto.leader.rebalance.enable": _Setting(_boolean, _render_bool, "true"),
+    "leader.imbalance.check.interval.seconds": _int_setting(300, 1, _MAX_INT),
+    "leader.imbalance.per.broker.percentage": _int_setting(10, 0, 100),
     "offsets.topic.num.partitions": _int_setting(50, 1),
     "offsets.topic.replication.factor": _int_setting(1, 1, _MAX_SHORT),
     "group.initial.rebalance.delay.ms": _int_setting(3000, 0),

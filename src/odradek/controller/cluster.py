@@ -33,7 +33,9 @@ return a ``concurrent.futures.Future``.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -50,6 +52,7 @@ from odradek.controller.controller import Controller
 from odradek.controller.election import ControllerEpoch
 from odradek.controller.leaders import LeaderAndIsr
 from odradek.controller.partition_states import (
+    PREFERRED_ELECTION,
     PartitionRecord,
     elect_leader_on_request,
     new_partition_state,
@@ -58,15 +61,25 @@ from odradek.controller.partition_states import (
     on_brokers_started,
     on_controlled_shutdown,
 )
-from odradek.controller.store import CreateOp, Op, SetOp, join_path
+from odradek.controller.rebalance import RebalanceDecision, RebalanceSettings, plan_rebalance
+from odradek.controller.store import CreateOp, DeleteOp, Op, SetOp, join_path
 from odradek.controller.topics import (
+    DELETE_TOPICS_PATH,
+    PREFERRED_REPLICA_ELECTION_PATH,
     TOPICS_PATH,
     BrokerRegistration,
     ClusterMetadata,
+    decode_preferred_replica_election,
     encode_partition_state,
     partition_state_path,
 )
-from odradek.errors import ErrorCode, KafkaError, NotControllerError
+from odradek.errors import (
+    CorruptMetadataError,
+    ErrorCode,
+    KafkaError,
+    NoNodeError,
+    NotControllerError,
+)
 from odradek.protocol.inter_broker import (
     LEADER_AND_ISR,
     LEADER_AND_ISR_VERSION,
@@ -85,6 +98,8 @@ _WRITE_CHUNK = 500
 #: The leader Kafka sends in UpdateMetadata for a partition being deleted.
 LEADER_DURING_DELETE = -2
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
+#: Kafka's first leader-imbalance check comes 5 s after the election, then every interval.
+_FIRST_REBALANCE_CHECK_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +133,8 @@ class ControllerSettings:
     delete_topic_enable: bool
     #: Raises ``KafkaError`` (INVALID_CONFIG) for topic config overrides the broker refuses.
     validate_configs: Callable[[Mapping[str, str]], None]
+    #: ``auto.leader.rebalance.enable`` and ``leader.imbalance.*`` (``controller.rebalance``).
+    rebalance: RebalanceSettings = field(default_factory=RebalanceSettings)
 
 
 class ClusterController:
@@ -145,6 +162,11 @@ class ClusterController:
         self._brokers: dict[int, BrokerRegistration] = {}
         #: Brokers in controlled shutdown: never elected again while they live.
         self._shutting_down: set[int] = set()
+        #: The automatic rebalance's timer; a check armed in another term is dropped.
+        self._rebalance_timer: threading.Timer | None = None
+        self._term = 0
+        self._admin_watched = False
+        self.rebalance_elections = 0
 
     # --- controller callbacks (controller thread) ------------------------------------------
 
@@ -172,8 +194,10 @@ class ClusterController:
             sorted(live),
             len(changes),
         )
+        self._start_term()
 
     def on_resigned(self) -> None:
+        self._end_term()
         self._epoch = None
         self._shutting_down.clear()
         self._partitions.clear()
@@ -481,6 +505,146 @@ class ClusterController:
         for topic_partition in doomed:
             self._partitions.pop(topic_partition, None)
         return results
+
+    # --- a term: automatic rebalance, the ZooKeeper tools' admin nodes ----------------------
+    #
+    # A term runs from ``on_elected`` to ``on_resigned``. Kafka's controller does the same on
+    # election: it schedules the leader-imbalance check and acts on the admin nodes written
+    # while there was no controller (a tool writes them whoever is controller).
+
+    def _start_term(self) -> None:
+        self._term += 1
+        rebalance = self.settings.rebalance
+        if rebalance.auto_leader_rebalance_enable:
+            first_s = min(
+                _FIRST_REBALANCE_CHECK_S, rebalance.leader_imbalance_check_interval_seconds
+            )
+            self._arm_rebalance(self._term, first_s)
+        if not self._admin_watched:  # watches are persistent: set once, act while active
+            self._admin_watched = True
+            store = self.metadata.store
+            store.watch_data(
+                PREFERRED_REPLICA_ELECTION_PATH,
+                lambda path: self.controller.submit(self._on_preferred_replica_election),
+            )
+            store.watch_children(
+                DELETE_TOPICS_PATH,
+                lambda path: self.controller.submit(self._on_delete_topics_requested),
+            )
+        self._on_preferred_replica_election()
+        self._on_delete_topics_requested()
+
+    def _end_term(self) -> None:
+        self._term += 1
+        timer, self._rebalance_timer = self._rebalance_timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def _arm_rebalance(self, term: int, delay_s: float) -> None:
+        def fire() -> None:
+            self.controller.submit(lambda: self._on_rebalance_timer(term))
+
+        timer = threading.Timer(delay_s, fire)
+        timer.name = f"odradek-leader-rebalance-{self.broker_id}"
+        timer.daemon = True
+        self._rebalance_timer = timer
+        timer.start()
+
+    def _on_rebalance_timer(self, term: int) -> None:
+        if term != self._term or not self.active:
+            return  # armed in an earlier term
+        try:
+            self._rebalance_leaders()
+        finally:
+            if term == self._term and self.active:
+                interval_s = self.settings.rebalance.leader_imbalance_check_interval_seconds
+                self._arm_rebalance(term, interval_s)
+
+    def _rebalance_leaders(self) -> RebalanceDecision:
+        """One leader-imbalance check (``controller.rebalance``) and its elections."""
+        live = set(self._brokers) - self._shutting_down
+        decision = plan_rebalance(
+            self._partitions,
+            live,
+            self.settings.rebalance.leader_imbalance_per_broker_percentage,
+            excluded=self._partitions_in_flight(),
+        )
+        if decision.elect:
+            results = self._elect_leaders(PREFERRED_ELECTION, decision.elect)
+            moved = sum(1 for code, _ in results.values() if code is ErrorCode.NONE)
+            self.rebalance_elections += moved
+            logger.info(
+                "controller %d: leader imbalance %s; %d partitions moved back to their "
+                "preferred replica, %d wait for theirs",
+                self.broker_id,
+                {broker: round(ratio, 3) for broker, ratio in decision.imbalance.items() if ratio},
+                moved,
+                len(decision.waiting),
+            )
+        return decision
+
+    def _partitions_in_flight(self) -> frozenset[TopicPartition]:
+        """Partitions no automatic election touches (none yet: partition reassignment adds
+        the partitions it moves, as Kafka's controller skips them)."""
+        return frozenset()
+
+    def _on_preferred_replica_election(self) -> None:
+        """``/admin/preferred_replica_election`` (kafka-preferred-replica-election.sh's
+        ``--zookeeper`` mode): a preferred election for the partitions it lists, then the node
+        goes (a fenced delete). An unreadable node is logged and removed, so that it does not
+        block the next request."""
+        if not self.active:
+            return
+        try:
+            data, _ = self.metadata.store.get(PREFERRED_REPLICA_ELECTION_PATH)
+        except NoNodeError:
+            return
+        try:
+            wanted = decode_preferred_replica_election(data)
+        except CorruptMetadataError as error:
+            logger.error("controller %d: ignoring %s", self.broker_id, error)
+            wanted = []
+        if wanted:
+            results = self._elect_leaders(PREFERRED_ELECTION, wanted)
+            outcome: dict[str, int] = {}
+            for code, _ in results.values():
+                outcome[code.name] = outcome.get(code.name, 0) + 1
+            logger.info(
+                "controller %d: preferred replica election of %d partitions requested in %s: %s",
+                self.broker_id,
+                len(wanted),
+                PREFERRED_REPLICA_ELECTION_PATH,
+                outcome,
+            )
+        with contextlib.suppress(NoNodeError):
+            self.controller.write([DeleteOp(PREFERRED_REPLICA_ELECTION_PATH)])
+
+    def _on_delete_topics_requested(self) -> None:
+        """``/admin/delete_topics/<topic>`` (kafka-topics.sh ``--delete --zookeeper``): each
+        topic is deleted across every broker as DeleteTopics does, then its node goes —
+        an unknown topic's or, with ``delete.topic.enable`` false, every one's too (logged),
+        as Kafka's controller does."""
+        if not self.active:
+            return
+        try:
+            names = sorted(self.metadata.store.children(DELETE_TOPICS_PATH))
+        except NoNodeError:
+            return
+        if not names:
+            return
+        for result in self._delete_topics(names):
+            if result.error_code is ErrorCode.NONE:
+                logger.info("controller %d: deleted topic %s", self.broker_id, result.name)
+            else:
+                logger.warning(
+                    "controller %d: request to delete topic %s ignored: %s",
+                    self.broker_id,
+                    result.name,
+                    result.message,
+                )
+        for name in names:
+            with contextlib.suppress(NoNodeError):
+                self.controller.write([DeleteOp(join_path(DELETE_TOPICS_PATH, name))])
 
     # --- store -----------------------------------------------------------------------------
 
