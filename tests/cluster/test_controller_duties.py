@@ -13,6 +13,7 @@ operator's way to make the brokers elect a controller again, which reads every s
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import uuid
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from tests.broker._wire import Wire
 
 from odradek._types import TopicPartition
 from odradek.client import AdminClient, NewTopic
@@ -29,11 +31,15 @@ from odradek.controller.topics import (
     PREFERRED_REPLICA_ELECTION_PATH,
     ClusterMetadata,
 )
-from odradek.errors import NoNodeError
+from odradek.errors import ErrorCode, NoNodeError
+from odradek.protocol.api_keys import ApiKey
 from odradek.testing.cluster import Cluster
 from odradek.testing.zookeeper import ZooKeeperEnsemble
 
 pytestmark = pytest.mark.cluster
+
+#: The module cluster's ``max.broker.partitions`` (the other tests hold ~20 replicas a broker).
+MAX_BROKER_PARTITIONS = 60
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +47,14 @@ def cluster(
     zookeeper: ZooKeeperEnsemble, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
     chroot = f"{zookeeper.connect_string}/t-{uuid.uuid4().hex[:12]}"
-    settings = {"leader.imbalance.check.interval.seconds": "1"}
+    settings = {
+        "leader.imbalance.check.interval.seconds": "1",
+        # Longer than the default 2 s: on a loaded machine a live broker's session must not
+        # expire (a kill is still noticed within 6 s).
+        "zookeeper.session.timeout.ms": "6000",
+        "max.broker.partitions": str(MAX_BROKER_PARTITIONS),
+        "max.partitions.per.request": "100",
+    }
     with Cluster(3, chroot, tmp_path_factory.mktemp("cluster"), settings=settings) as started:
         started.wait_until(lambda: started.controller_id() is not None, what="a controller")
         yield started
@@ -187,3 +200,114 @@ def test_a_delete_topics_node_deletes_the_topic_everywhere(cluster: Cluster) -> 
     # The name is free again.
     _create(cluster, "doomed", {0: [first]})
     assert _leader(cluster, "doomed", 0) == first
+
+
+def test_metadata_lists_offline_replicas_and_topic_ids(cluster: Cluster) -> None:
+    first, second = _others(cluster)
+    _create(cluster, "halved", {0: [first, second], 1: [second, first]})
+    topic_id = ClusterMetadata(cluster.store).topic_id("halved")
+    assert topic_id is not None
+    cluster.kill(second)
+    _wait(lambda: _leader(cluster, "halved", 1) == first, "leadership to move off the dead broker")
+    wire = Wire(cluster.brokers[first].port)
+    try:
+
+        def described() -> dict[str, Any]:
+            body = wire.request(
+                ApiKey.METADATA,
+                12,
+                {
+                    "topics": [{"name": "halved", "topic_id": None}],
+                    "allow_auto_topic_creation": False,
+                    "include_topic_authorized_operations": False,
+                },
+            )
+            topic: dict[str, Any] = body["topics"][0]
+            return topic
+
+        _wait(
+            lambda: all(list(p["offline_replicas"]) == [second] for p in described()["partitions"]),
+            "the dead broker's replicas to be offline",
+        )
+        topic = described()
+        assert base64.urlsafe_b64encode(topic["topic_id"].bytes).decode().rstrip("=") == topic_id
+        for partition in topic["partitions"]:
+            assert partition["leader_id"] == first
+            assert list(partition["isr_nodes"]) == [first]
+            assert partition["leader_epoch"] >= 1
+    finally:
+        wire.close()
+    cluster.restart(second)
+
+
+def _replicas_on(cluster: Cluster, broker_id: int) -> int:
+    metadata = ClusterMetadata(cluster.store)
+    return sum(
+        broker_id in replicas
+        for topic in metadata.topics()
+        for replicas in metadata.assignment(topic).values()
+    )
+
+
+def _create_result(cluster: Cluster, topic: NewTopic) -> tuple[int, str]:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    try:
+        result = admin.create_topics([topic])
+    finally:
+        admin.close()
+    error = result.errors.get(topic.name)
+    return (0, "") if error is None else (int(error.error_code), str(error))
+
+
+def test_the_controller_applies_the_partition_limits(cluster: Cluster) -> None:
+    first, _ = _others(cluster)
+    code, message = _create_result(cluster, NewTopic("too-many", 101, 1))
+    assert code == ErrorCode.POLICY_VIOLATION
+    assert "max.partitions.per.request is 100" in message
+    room = MAX_BROKER_PARTITIONS - _replicas_on(cluster, first)
+    assert 0 < room <= 100
+    over = NewTopic("crowded", replica_assignment={p: [first] for p in range(room + 1)})
+    code, message = _create_result(cluster, over)
+    assert code == ErrorCode.POLICY_VIOLATION
+    assert f"broker {first}" in message
+    assert not ClusterMetadata(cluster.store).topic_exists("crowded")
+    assert not ClusterMetadata(cluster.store).topic_exists("too-many")
+    fits = NewTopic("crowded", replica_assignment={p: [first] for p in range(room)})
+    assert _create_result(cluster, fits) == (0, "")
+    assert _replicas_on(cluster, first) == MAX_BROKER_PARTITIONS
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    try:
+        admin.delete_topics(["crowded"]).all()
+    finally:
+        admin.close()
+
+
+def test_unclean_leader_election_follows_the_topic_config(cluster: Cluster) -> None:
+    first, second = _others(cluster)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    try:
+        admin.create_topics(
+            [
+                NewTopic("careful", replica_assignment={0: [first, second]}),
+                NewTopic(
+                    "reckless",
+                    replica_assignment={0: [first, second]},
+                    configs={"unclean.leader.election.enable": "true"},
+                ),
+            ]
+        ).all()
+    finally:
+        admin.close()
+    cluster.kill(second)  # out of both ISRs
+    _wait(lambda: _state(cluster, "reckless", 0)[0]["isr"] == [first], "the ISR to shrink")
+    _wait(lambda: _state(cluster, "careful", 0)[0]["isr"] == [first], "the ISR to shrink")
+    cluster.kill(first)  # the last ISR member: both go offline
+    _wait(lambda: _leader(cluster, "reckless", 0) == -1, "the partition to go offline")
+    _wait(lambda: _leader(cluster, "careful", 0) == -1, "the partition to go offline")
+    cluster.restart(second)
+    # Only the topic that allows it takes a leader from outside the ISR.
+    _wait(lambda: _leader(cluster, "reckless", 0) == second, "an unclean leader")
+    assert _state(cluster, "reckless", 0)[0]["isr"] == [second]
+    assert _leader(cluster, "careful", 0) == -1
+    cluster.restart(first)
+    _wait(lambda: _leader(cluster, "careful", 0) == first, "the ISR member to lead again")

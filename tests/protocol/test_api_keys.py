@@ -22,7 +22,7 @@ WIRE_NOTES_FLOOR = {
     ApiKey.PRODUCE: (0, 7),
     ApiKey.FETCH: (4, 11),
     ApiKey.LIST_OFFSETS: (1, 2),
-    ApiKey.METADATA: (0, 4),
+    ApiKey.METADATA: (0, 13),  # past the floor: offline replicas, leader epochs, topic ids
     ApiKey.OFFSET_COMMIT: (2, 3),
     ApiKey.OFFSET_FETCH: (1, 3),
     ApiKey.FIND_COORDINATOR: (0, 1),
@@ -144,6 +144,11 @@ def test_only_these_implemented_versions_are_flexible() -> None:
     }
     assert flexible == {
         ("API_VERSIONS", 3),
+        ("METADATA", 9),
+        ("METADATA", 10),
+        ("METADATA", 11),
+        ("METADATA", 12),
+        ("METADATA", 13),
         ("DELETE_RECORDS", 2),
         ("DESCRIBE_CONFIGS", 4),
         ("CREATE_PARTITIONS", 2),
@@ -155,6 +160,8 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         ("DESCRIBE_LOG_DIRS", 2),
         ("DESCRIBE_LOG_DIRS", 3),
         ("DESCRIBE_LOG_DIRS", 4),
+        ("DESCRIBE_TOPIC_PARTITIONS", 0),
+        ("ALTER_REPLICA_LOG_DIRS", 2),
     }
 
 

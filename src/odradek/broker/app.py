@@ -28,6 +28,7 @@ from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
+    alter_replica_log_dirs,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -39,6 +40,7 @@ from odradek.broker.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_topic_partitions,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -64,6 +66,7 @@ from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.router import Router
 from odradek.broker.server import BrokerServer
 from odradek.broker.topic_manager import TopicManager
+from odradek.controller.admission import PartitionLimits
 from odradek.controller.brokers import LiveBrokers
 from odradek.controller.cluster import ClusterController, ControllerSettings
 from odradek.controller.controller import Controller
@@ -110,6 +113,8 @@ HANDLER_MODULES = (
     controlled_shutdown,
     elect_leaders,
     describe_log_dirs,
+    describe_topic_partitions,
+    alter_replica_log_dirs,
 )
 
 
@@ -293,9 +298,14 @@ class BrokerApp:
             listener_name=config.listeners[0].name,
             num_partitions=config.num_partitions,
             default_replication_factor=config.default_replication_factor,
-            unclean_leader_election_enable=False,
+            unclean_leader_election_enable=config.log_config.unclean_leader_election_enable,
             delete_topic_enable=config.delete_topic_enable,
             validate_configs=topics.validate_configs,
+            limits=PartitionLimits(
+                config.limits.max_partitions,
+                config.limits.max_broker_partitions,
+                config.limits.max_partitions_per_request,
+            ),
             rebalance=RebalanceSettings(
                 config.auto_leader_rebalance_enable,
                 config.leader_imbalance_check_interval_seconds,

@@ -567,6 +567,7 @@ _LOG_SETTINGS: dict[str, _Setting] = {
     "log.cleaner.min.compaction.lag.ms": _log_setting("int", "0"),
     "log.cleaner.max.compaction.lag.ms": _log_setting("int", str(_MAX_LONG)),
     "min.insync.replicas": _log_setting("int", "1"),
+    "unclean.leader.election.enable": _log_setting("str", "false", "expected true or false"),
 }
 
 for _name in sorted(BROKER_NAMES - _SETTINGS.keys() - _LOG_SETTINGS.keys()):

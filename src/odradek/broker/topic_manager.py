@@ -117,6 +117,8 @@ class TopicManager:
         self.quota = MutationQuota(config.limits)
         self._log_configs: dict[str, LogConfig] = {}
         self._known: set[str] = set()
+        #: Topic ids (KIP-516) read from the store, once per published topic.
+        self._topic_ids: dict[str, str | None] = {}
         #: The published partitions of each known topic (the store may hold more while
         #: partitions are being added).
         self._assignments: dict[str, dict[int, list[int]]] = {}
@@ -206,11 +208,27 @@ class TopicManager:
     def forget_topic(self, topic: str) -> None:
         """Forgets a topic the cluster controller deleted."""
         self._known.discard(topic)
+        self._topic_ids.pop(topic, None)
         self._assignments.pop(topic, None)
         self._log_configs.pop(topic, None)
 
     def topic_names(self) -> list[str]:
         return sorted(self._known)
+
+    def topic_id(self, topic: str) -> str | None:
+        """A published topic's id as the store keeps it (``None``: written without one, by
+        Kafka < 2.8, or not published). Read from the store once per topic (a ZooKeeper
+        round trip in a cluster), then kept until the topic is deleted."""
+        if topic in self._topic_ids:
+            return self._topic_ids[topic]
+        if topic not in self._known:
+            return None
+        try:
+            topic_id = self.metadata.topic_id(topic)
+        except UnknownTopicOrPartitionError:
+            return None  # deleted meanwhile
+        self._topic_ids[topic] = topic_id
+        return topic_id
 
     def is_internal(self, topic: str) -> bool:
         return topic in INTERNAL_TOPICS
@@ -527,6 +545,7 @@ class TopicManager:
         if not self.config.delete_topic_enable:
             raise KafkaError("delete.topic.enable is false", code=ErrorCode.TOPIC_DELETION_DISABLED)
         self._known.discard(topic)
+        self._topic_ids.pop(topic, None)
         removed = self._assignments.pop(topic, {})
         self._totals.published -= len(removed)
         self._totals.published_here -= self._held_here(removed)

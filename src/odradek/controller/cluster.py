@@ -36,11 +36,17 @@ import concurrent.futures
 import contextlib
 import logging
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from odradek._types import TopicPartition
+from odradek.controller.admission import (
+    PartitionAdmission,
+    PartitionLimits,
+    check_request_partitions,
+)
 from odradek.controller.assignment import (
     assign_replicas,
     validate_assignment,
@@ -77,6 +83,7 @@ from odradek.errors import (
     CorruptMetadataError,
     ErrorCode,
     KafkaError,
+    MetadataStoreError,
     NoNodeError,
     NotControllerError,
 )
@@ -135,6 +142,8 @@ class ControllerSettings:
     validate_configs: Callable[[Mapping[str, str]], None]
     #: ``auto.leader.rebalance.enable`` and ``leader.imbalance.*`` (``controller.rebalance``).
     rebalance: RebalanceSettings = field(default_factory=RebalanceSettings)
+    #: ``max.partitions``, ``max.broker.partitions``, ``max.partitions.per.request``.
+    limits: PartitionLimits = field(default_factory=PartitionLimits)
 
 
 class ClusterController:
@@ -179,8 +188,8 @@ class ClusterController:
         }
         self._load()
         live = set(self._brokers)
-        changes = on_brokers_failed(self._partitions, live, unclean=self._is_unclean)
-        changes.update(on_brokers_started(self._partitions, live, unclean=self._is_unclean))
+        changes = on_brokers_failed(self._partitions, live, unclean=self._unclean_reader())
+        changes.update(on_brokers_started(self._partitions, live, unclean=self._unclean_reader()))
         self._write_states(changes)
         everything = list(self._partitions)
         self._send_leader_and_isr(everything, live)
@@ -290,8 +299,12 @@ class ClusterController:
         electable = live - self._shutting_down
         changes: dict[TopicPartition, LeaderAndIsr] = {}
         if removed:
-            changes.update(on_brokers_failed(self._partitions, electable, unclean=self._is_unclean))
-        changes.update(on_brokers_started(self._partitions, electable, unclean=self._is_unclean))
+            changes.update(
+                on_brokers_failed(self._partitions, electable, unclean=self._unclean_reader())
+            )
+        changes.update(
+            on_brokers_started(self._partitions, electable, unclean=self._unclean_reader())
+        )
         self._write_states(changes)
         # The new brokers learn all their replicas; the others only what changed.
         targets = [
@@ -366,9 +379,16 @@ class ClusterController:
         results: list[TopicResult] = []
         created: list[TopicPartition] = []
         live = sorted(self._brokers)
+        admission = self._admission(
+            sum(_requested_partitions(r, self.settings.num_partitions) for r in requests),
+            [request.name for request in requests],
+        )
+        if isinstance(admission, list):
+            return admission
         for request in requests:
             try:
                 assignment = self._plan_topic(request, live)
+                admission.admit(assignment)
                 if validate_only:
                     results.append(TopicResult(request.name))
                     continue
@@ -435,6 +455,13 @@ class ClusterController:
         results: list[TopicResult] = []
         created: list[TopicPartition] = []
         live = sorted(self._brokers)
+        counts = Counter(tp.topic for tp in self._partitions)
+        admission = self._admission(
+            sum(max(0, total - counts[name]) for name, total, _ in requests),
+            [name for name, _, _ in requests],
+        )
+        if isinstance(admission, list):
+            return admission
         for name, total, manual in requests:
             try:
                 current = self.metadata.assignment(name)
@@ -456,6 +483,7 @@ class ClusterController:
                 else:
                     factor = len(next(iter(current.values()))) if current else 1
                     new = assign_replicas(total - first, factor, live, start_partition=first)
+                admission.admit(new)
                 if validate_only:
                     results.append(TopicResult(name))
                     continue
@@ -646,6 +674,21 @@ class ClusterController:
             with contextlib.suppress(NoNodeError):
                 self.controller.write([DeleteOp(join_path(DELETE_TOPICS_PATH, name))])
 
+    # --- admission of new partitions (controller.admission) ------------------------------
+
+    def _admission(
+        self, requested: int, names: Sequence[str]
+    ) -> PartitionAdmission | list[TopicResult]:
+        """The request's admission, or every topic's POLICY_VIOLATION when the request asks
+        for more than ``max.partitions.per.request`` partitions."""
+        try:
+            check_request_partitions(requested, self.settings.limits)
+        except KafkaError as error:
+            return [TopicResult(name, error.error_code, str(error)) for name in names]
+        return PartitionAdmission(
+            (record.replicas for record in self._partitions.values()), self.settings.limits
+        )
+
     # --- store -----------------------------------------------------------------------------
 
     def _load(self) -> None:
@@ -721,6 +764,27 @@ class ClusterController:
 
     def _is_unclean(self, topic: str) -> bool:
         return self._unclean.get(topic, self.settings.unclean_leader_election_enable)
+
+    def _unclean_reader(self) -> Callable[[str], bool]:
+        """A topic's ``unclean.leader.election.enable`` read from the store, at most once per
+        topic per event: as Kafka's controller reads the topic config at election time, so
+        an IncrementalAlterConfigs on any broker applies to the next election (the broker's
+        value when the topic has no override)."""
+        default = self.settings.unclean_leader_election_enable
+        seen: dict[str, bool] = {}
+
+        def unclean(topic: str) -> bool:
+            value = seen.get(topic)
+            if value is None:
+                try:
+                    configs = self.metadata.topic_configs(topic)
+                except (KafkaError, MetadataStoreError):
+                    configs = {}
+                value = seen[topic] = _unclean_of(configs, default)
+                self._unclean[topic] = value
+            return value
+
+        return unclean
 
     # --- propagation -----------------------------------------------------------------------
 
@@ -871,6 +935,13 @@ class ClusterController:
             for broker_id, entries in per_broker.items()
         }
         self._send(STOP_REPLICA, STOP_REPLICA_VERSION, bodies)
+
+
+def _requested_partitions(request: TopicRequest, default: int) -> int:
+    """The partitions a CreateTopics entry asks for (-1: the broker's ``num.partitions``)."""
+    if request.assignment is not None:
+        return len(request.assignment)
+    return max(0, default if request.num_partitions == -1 else request.num_partitions)
 
 
 def _unclean_of(configs: Mapping[str, str], default: bool) -> bool:
