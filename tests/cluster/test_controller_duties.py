@@ -24,7 +24,7 @@ import pytest
 from tests.broker._wire import Wire
 
 from odradek._types import TopicPartition
-from odradek.client import AdminClient, NewTopic
+from odradek.client import AdminClient, ConfigResource, NewTopic
 from odradek.controller.election import CONTROLLER_PATH
 from odradek.controller.topics import (
     DELETE_TOPICS_PATH,
@@ -311,3 +311,16 @@ def test_unclean_leader_election_follows_the_topic_config(cluster: Cluster) -> N
     assert _leader(cluster, "careful", 0) == -1
     cluster.restart(first)
     _wait(lambda: _leader(cluster, "careful", 0) == first, "the ISR member to lead again")
+    # An override set later (IncrementalAlterConfigs, through any broker) applies to the next
+    # election: the controller reads it then.
+    admin = AdminClient({"bootstrap.servers": cluster.brokers[second].address})
+    try:
+        admin.alter_configs(
+            {ConfigResource.topic("careful"): {"unclean.leader.election.enable": "true"}}
+        ).all()
+    finally:
+        admin.close()
+    assert _state(cluster, "careful", 0)[0]["isr"] == [first]
+    cluster.kill(first)
+    _wait(lambda: _leader(cluster, "careful", 0) == second, "an unclean leader after the change")
+    cluster.restart(first)
