@@ -235,6 +235,16 @@ def test_metadata_lists_offline_replicas_and_topic_ids(cluster: Cluster) -> None
             assert partition["leader_id"] == first
             assert list(partition["isr_nodes"]) == [first]
             assert partition["leader_epoch"] >= 1
+        # DescribeTopicPartitions says the same, from the same cache.
+        paged = wire.request(
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+            0,
+            {"topics": [{"name": "halved"}], "response_partition_limit": 1, "cursor": None},
+        )
+        [first_page] = paged["topics"]
+        assert first_page["topic_id"] == topic["topic_id"]
+        assert [list(p["offline_replicas"]) for p in first_page["partitions"]] == [[second]]
+        assert paged["next_cursor"]["partition_index"] == 1
     finally:
         wire.close()
     cluster.restart(second)
