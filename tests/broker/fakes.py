@@ -77,6 +77,9 @@ class FakePartition:
     is_leader: bool = True
     appends: list[tuple[bytes, int]] = field(default_factory=list)
     reads: list[tuple[int, int, bool]] = field(default_factory=list)
+    #: The brokers that may fetch as followers; their fetches are recorded.
+    followers: tuple[int, ...] = (2, 3)
+    follower_fetches: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def log_end_offset(self) -> int:
@@ -116,6 +119,11 @@ class FakePartition:
                 break
             out += data
         return Read(MemoryRegion(out) if out else None, self.log_start_offset)
+
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        if replica_id not in self.followers:
+            raise KafkaError(f"{replica_id} is no follower", code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self.follower_fetches.append((replica_id, fetch_offset))
 
     def delete_records_before(self, offset: int) -> int:
         target = self.high_watermark if offset == -1 else offset

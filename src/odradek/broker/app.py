@@ -28,6 +28,8 @@ from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
+    alter_partition,
+    alter_partition_reassignments,
     alter_replica_log_dirs,
     api_versions,
     controlled_shutdown,
@@ -52,6 +54,7 @@ from odradek.broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -63,6 +66,7 @@ from odradek.broker.handlers import (
 )
 from odradek.broker.purgatory import FetchPurgatory
 from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.replication.isr_changes import IsrChangeManager
 from odradek.broker.router import Router
 from odradek.broker.server import BrokerServer
 from odradek.broker.topic_manager import TopicManager
@@ -115,6 +119,9 @@ HANDLER_MODULES = (
     describe_log_dirs,
     describe_topic_partitions,
     alter_replica_log_dirs,
+    alter_partition,
+    alter_partition_reassignments,
+    list_partition_reassignments,
 )
 
 
@@ -136,6 +143,7 @@ class BrokerApp:
         self.groups: GroupCoordinatorRuntime | None = None
         self.cluster: ClusterMember | None = None
         self.live_brokers: LiveBrokers | None = None
+        self.isr_changes: IsrChangeManager | None = None
 
     def _log_config_for(self, topic: str) -> LogConfig:
         assert self.topics is not None
@@ -198,12 +206,16 @@ class BrokerApp:
             flush_check_interval_ms=config.log_flush_scheduler_interval_ms,
             retention_check_interval_ms=config.log_retention_check_interval_ms,
             checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
+            high_watermark_checkpoint_interval_ms=(
+                config.replica_high_watermark_checkpoint_interval_ms
+            ),
             cleaner_config=config.cleaner_config,
         )
         replicas = ReplicaManager(
             config.broker_id,
             self.log_manager,
             self._log_config_for,
+            clock=self.clock,
         )
         topics = TopicManager(config, metadata_store, replicas)
         self.topics = topics
@@ -326,6 +338,13 @@ class BrokerApp:
         )
         self.cluster.groups = self.groups
         self.ctx.cluster = self.cluster
+        self.isr_changes = IsrChangeManager(
+            replicas,
+            self.cluster.alter_partition,
+            replica_lag_time_max_ms=config.replica_lag_time_max_ms,
+        )
+        replicas.on_isr_change = self.isr_changes.submit
+        self.isr_changes.start()
         self.controller = controller
         self.live_brokers = live
         live.start()
@@ -335,6 +354,8 @@ class BrokerApp:
         if self.cluster is not None and self.fatal_error is None:
             # Leadership moves to other ISR members before this broker stops serving.
             await self.cluster.controlled_shutdown()
+        if self.isr_changes is not None:
+            await self.isr_changes.stop()
         if self.controller is not None:
             await asyncio.to_thread(self.controller.stop)
         if self.groups is not None:

@@ -212,6 +212,8 @@ class BrokerConfig:
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_seconds: int = 300
     leader_imbalance_per_broker_percentage: int = 10
+    replica_lag_time_max_ms: int = 30_000
+    replica_high_watermark_checkpoint_interval_ms: int = 5_000
 
     @classmethod
     def from_properties(
@@ -298,6 +300,10 @@ class BrokerConfig:
             auto_leader_rebalance_enable=get("auto.leader.rebalance.enable"),
             leader_imbalance_check_interval_seconds=get("leader.imbalance.check.interval.seconds"),
             leader_imbalance_per_broker_percentage=get("leader.imbalance.per.broker.percentage"),
+            replica_lag_time_max_ms=get("replica.lag.time.max.ms"),
+            replica_high_watermark_checkpoint_interval_ms=get(
+                "replica.high.watermark.checkpoint.interval.ms"
+            ),
         )
 
     def describe(self) -> dict[str, ConfigEntry]:
@@ -475,6 +481,8 @@ _SETTINGS: dict[str, _Setting] = {
     "leader.imbalance.check.interval.seconds": _int_setting(300, 1, _MAX_INT),
     "leader.imbalance.per.broker.percentage": _int_setting(10, 0, 100),
     "offsets.topic.num.partitions": _int_setting(50, 1),
+    "replica.lag.time.max.ms": _int_setting(30_000, 1, _MAX_LONG),
+    "replica.high.watermark.checkpoint.interval.ms": _int_setting(5_000, 1, _MAX_LONG),
     "offsets.topic.replication.factor": _int_setting(1, 1, _MAX_SHORT),
     "group.initial.rebalance.delay.ms": _int_setting(3000, 0),
     "group.min.session.timeout.ms": _int_setting(6_000, 0),

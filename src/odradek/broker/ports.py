@@ -123,6 +123,14 @@ class PartitionPort(Protocol):
         """
         ...
 
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        """Records a follower's fetch at its log end offset (ISR, high watermark).
+
+        Raises:
+            KafkaError: NOT_LEADER_OR_FOLLOWER (not led here, or not a replica).
+        """
+        ...
+
     def delete_records_before(self, offset: int) -> int:
         """Moves the log start offset (-1: to the high watermark); returns the new one.
 

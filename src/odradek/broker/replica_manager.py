@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
+from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
 from odradek.broker.ports import LogDirDescription, ReplicaLogDescription
+from odradek.broker.replication.isr import IsrChange
 from odradek.broker.replication.partition import Partition
 from odradek.errors import ErrorCode
 from odradek.storage.config import LogConfig
@@ -32,6 +34,7 @@ class ReplicaManager:
         broker_id: this broker.
         log_manager: owner of the logs (already started).
         log_config_for: the log configuration of a topic (broker defaults + topic overrides).
+        clock: the time of follower fetches and ISR checks.
     """
 
     def __init__(
@@ -39,11 +42,17 @@ class ReplicaManager:
         broker_id: int,
         log_manager: LogManager,
         log_config_for: Callable[[str], LogConfig],
+        *,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self._log_config_for = log_config_for
+        self.clock = clock
         self._partitions: dict[TopicPartition, Partition] = {}
+        #: Where the partitions' ISR changes go (the AlterPartition sender, in a cluster);
+        #: None: a change commits at once (a single broker has no controller to ask).
+        self.on_isr_change: Callable[[IsrChange], None] | None = None
 
     def get(self, topic_partition: TopicPartition) -> Partition | None:
         return self._partitions.get(topic_partition)
@@ -97,9 +106,29 @@ class ReplicaManager:
         return described
 
     def become_leader(
-        self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int = 0
+        self,
+        topic_partition: TopicPartition,
+        replicas: list[int],
+        leader_epoch: int = 0,
+        *,
+        isr: Sequence[int] | None = None,
+        partition_epoch: int = -1,
     ) -> Partition:
-        """Makes this broker the leader of a partition, creating its log when missing."""
+        """Makes this broker the leader of a partition, creating its log when missing.
+
+        Args:
+            isr: the controller's ISR (None: this broker alone).
+            partition_epoch: the partition state's version at the controller.
+        """
+        partition = self._partition(topic_partition, replicas, leader_epoch)
+        partition.make_leader(
+            leader_epoch, replicas, isr, partition_epoch, self.clock.monotonic_ms()
+        )
+        return partition
+
+    def _partition(
+        self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int
+    ) -> Partition:
         partition = self._partitions.get(topic_partition)
         if partition is None:
             log = self.log_manager.get_or_create_log(
@@ -111,30 +140,59 @@ class ReplicaManager:
                 broker_id=self.broker_id,
                 replicas=replicas,
                 leader_epoch=leader_epoch,
+                on_isr_change=self._isr_changed,
             )
             self._partitions[topic_partition] = partition
-        else:
-            partition.leader_epoch = leader_epoch
-            partition.replicas = list(replicas)
-        partition.leader_id = self.broker_id
         return partition
+
+    def _isr_changed(self, change: IsrChange) -> None:
+        sender = self.on_isr_change
+        if sender is not None:
+            sender(change)
+            return
+        partition = self._partitions.get(TopicPartition(change.topic, change.partition))
+        if partition is not None:
+            partition.on_alter_partition_result(
+                change,
+                ErrorCode.NONE,
+                change.leader_epoch,
+                change.new_isr,
+                change.partition_epoch + 1,
+            )
 
     def become_follower(
         self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int, leader: int
     ) -> Partition:
         """Makes this broker a follower of ``leader`` (-1: none), creating the log when
         missing. (Followers do not fetch from the leader yet: replication is the next step.)"""
-        partition = self.become_leader(topic_partition, replicas, leader_epoch)
+        partition = self._partition(topic_partition, replicas, leader_epoch)
+        partition.leader_epoch = leader_epoch
+        partition.replicas = list(replicas)
         partition.leader_id = leader
+        partition.drop_pending_isr()
         return partition
 
-    def remove_partition(self, topic_partition: TopicPartition, *, delete: bool) -> bool:
-        """Stops serving a partition, deleting its log with ``delete``; whether it was here."""
+    def shrink_isrs(self, max_lag_ms: int) -> int:
+        """Proposes ISR shrinks for every partition led here whose followers lag more than
+        ``max_lag_ms`` (``replica.lag.time.max.ms``); returns how many partitions."""
+        now_ms = self.clock.monotonic_ms()
+        return sum(
+            1
+            for partition in self._partitions.values()
+            if partition.maybe_shrink_isr(now_ms, max_lag_ms)
+        )
+
+    def remove_partition(
+        self, topic_partition: TopicPartition, *, delete: bool, checkpoint: bool = True
+    ) -> bool:
+        """Stops serving a partition, deleting its log with ``delete``; whether it was here.
+        ``checkpoint=False`` leaves the checkpoint files to the caller (one
+        ``log_manager.checkpoint_logs`` after many deletions, not one per log)."""
         partition = self._partitions.pop(topic_partition, None)
         if partition is None:
             return False
         if delete:
-            self.log_manager.delete_log(topic_partition)
+            self.log_manager.delete_log(topic_partition, checkpoint=checkpoint)
         return True
 
     def update_topic_config(self, topic: str) -> None:

@@ -201,6 +201,10 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.ELECT_LEADERS: VersionRange(0, 1),
         # KIP-966's paginated describe; Kafka 3.9+ admin clients prefer it to Metadata.
         ApiKey.DESCRIBE_TOPIC_PARTITIONS: VersionRange(0, 0),
+        # The leader's ISR changes to the controller (protocol/inter_broker.py).
+        ApiKey.ALTER_PARTITION: VersionRange(1, 1),
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 1),
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
     }
 )
 

@@ -52,6 +52,7 @@ def fetch_request(
     max_wait_ms: int = 500,
     max_bytes: int = 1 << 20,
     partition_max_bytes: int = 1 << 20,
+    replica_id: int = -1,
 ) -> Any:
     m = importlib.import_module(f"kio.schema.fetch.v{VERSION}.request")
     topics: dict[str, list[Any]] = {}
@@ -65,6 +66,7 @@ def fetch_request(
         )
     return request(
         m.FetchRequest(
+            replica_id=replica_id,
             max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=max_wait_ms)),
             min_bytes=min_bytes,
             max_bytes=max_bytes,
@@ -216,3 +218,22 @@ def test_a_follower_answers_not_leader_or_follower_at_once() -> None:
 
     assert decoded(result)[TP].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert follower.reads == []
+
+
+def test_a_followers_fetch_offset_is_recorded_and_a_consumers_is_not() -> None:
+    partition = filled(TP, 3)
+    ctx = context(partition)
+
+    fetch.handle(ctx, fetch_request({TP: 2}, replica_id=3))
+    fetch.handle(ctx, fetch_request({TP: 1}))
+
+    assert partition.follower_fetches == [(3, 2)]
+
+
+def test_a_fetch_from_a_broker_that_is_not_a_replica_is_refused_unread() -> None:
+    partition = filled(TP, 3)
+
+    result = fetch.handle(context(partition), fetch_request({TP: 0}, replica_id=9))
+
+    assert decoded(result)[TP].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert partition.reads == []

@@ -2,7 +2,10 @@
 
 Limits (KIP-74): ``partition_max_bytes`` per partition and ``max_bytes`` for the whole
 response, except that the first partition with data always returns at least one whole batch
-so a consumer makes progress. Consumers read up to the high watermark. When the first read
+so a consumer makes progress. Consumers read up to the high watermark. A fetch from a follower
+(``replica_id`` ≥ 0) also tells the leader the follower's log end offset (its fetch offset):
+``Partition.update_follower_fetch`` moves the ISR and the high watermark; a broker that is not
+a replica of the partition gets NOT_LEADER_OR_FOLLOWER. When the first read
 finds fewer than ``min_bytes`` the fetch waits in the purgatory for an append to one of its
 partitions, or for ``max_wait_ms``, and reads again. The response carries file slices that
 the server sends with ``os.sendfile``; records are empty, never null.
@@ -11,10 +14,12 @@ the server sends with ``os.sendfile``; records are empty, never null.
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from typing import Any
 
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
-from odradek.errors import ErrorCode, OffsetOutOfRangeError
+from odradek.broker.ports import PartitionPort
+from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.net.sendfile import FileRegion
 from odradek.protocol import (
     ApiKey,
@@ -89,6 +94,11 @@ def _read(
                     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 partitions.append(FetchPartitionData(index, code))
                 continue
+            if body.replica_id >= 0:
+                code = _follower_fetched(ctx, partition, body.replica_id, fetch_partition)
+                if code is not ErrorCode.NONE:
+                    partitions.append(FetchPartitionData(index, code))
+                    continue
             aborted = () if read_committed else None
             try:
                 info = partition.read(
@@ -127,3 +137,16 @@ def _read(
             )
         responses.append(FetchableTopicResponse(name, partitions))
     return responses, total
+
+
+def _follower_fetched(
+    ctx: BrokerContext, partition: PartitionPort, replica_id: int, fetch_partition: Any
+) -> ErrorCode:
+    """A follower's fetch offset is its log end offset: the leader records it."""
+    try:
+        partition.update_follower_fetch(
+            replica_id, fetch_partition.fetch_offset, ctx.clock.monotonic_ms()
+        )
+    except KafkaError as error:
+        return error.error_code
+    return ErrorCode.NONE
