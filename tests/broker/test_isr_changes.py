@@ -36,6 +36,9 @@ class FakeLog:
     def update_high_watermark(self, offset: int) -> None:
         self.high_watermark = offset
 
+    def assign_epoch_start(self, leader_epoch: int) -> bool:
+        return False  # the leader-epoch cache is not what these tests are about
+
 
 class FakeLogManager:
     def get_or_create_log(self, topic_partition: TopicPartition, config: LogConfig) -> FakeLog:

@@ -168,6 +168,7 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         ("ALTER_PARTITION_REASSIGNMENTS", 0),
         ("ALTER_PARTITION_REASSIGNMENTS", 1),
         ("LIST_PARTITION_REASSIGNMENTS", 0),
+        ("OFFSET_FOR_LEADER_EPOCH", 4),
     }
 
 

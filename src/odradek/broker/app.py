@@ -12,9 +12,9 @@ Start-up order: metadata store (cluster id; a broker id already registered by a 
 fails here, before any log is opened), log manager (recovery happens here), partitions from
 the stored topics, the listener, the broker registration with the bound port
 (``/brokers/ids/<id>``), then the controller election.
-Shutdown order: the controller, stop accepting and finish requests in flight, then flush and
-close the logs (writing the clean-shutdown marker), then the store (its session: the
-registration and, on the controller, ``/controller`` vanish).
+Shutdown order: the controller, the follower fetchers, stop accepting and finish requests in
+flight, then flush and close the logs (writing the clean-shutdown marker), then the store (its
+session: the registration and, on the controller, ``/controller`` vanish).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from odradek.broker.handlers import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     stop_replica,
     sync_group,
@@ -66,6 +67,7 @@ from odradek.broker.handlers import (
 )
 from odradek.broker.purgatory import FetchPurgatory
 from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.replication.fetcher_manager import ReplicaFetcherManager
 from odradek.broker.replication.isr_changes import IsrChangeManager
 from odradek.broker.router import Router
 from odradek.broker.server import BrokerServer
@@ -122,6 +124,7 @@ HANDLER_MODULES = (
     alter_partition,
     alter_partition_reassignments,
     list_partition_reassignments,
+    offset_for_leader_epoch,
 )
 
 
@@ -144,6 +147,7 @@ class BrokerApp:
         self.cluster: ClusterMember | None = None
         self.live_brokers: LiveBrokers | None = None
         self.isr_changes: IsrChangeManager | None = None
+        self.fetchers: ReplicaFetcherManager | None = None
 
     def _log_config_for(self, topic: str) -> LogConfig:
         assert self.topics is not None
@@ -325,6 +329,11 @@ class BrokerApp:
             ),
         )
         shell.append(ClusterController(controller, metadata, live, settings))
+        # Followers fetch from leaders found in the metadata cache's live brokers.
+        self.fetchers = ReplicaFetcherManager(
+            config.broker_id, config.replica_fetchers, self._broker_endpoint, self.clock
+        )
+        replicas.fetchers = self.fetchers
         self.cluster = ClusterMember(
             config.broker_id,
             replicas,
@@ -350,6 +359,10 @@ class BrokerApp:
         live.start()
         controller.start()
 
+    def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        broker = None if self.cluster is None else self.cluster.cache.broker(broker_id)
+        return None if broker is None else (broker.host, broker.port)
+
     async def stop(self) -> None:
         if self.cluster is not None and self.fatal_error is None:
             # Leadership moves to other ISR members before this broker stops serving.
@@ -362,6 +375,8 @@ class BrokerApp:
             await self.groups.stop()  # answers requests waiting in JoinGroup/SyncGroup
         if self.topics is not None:
             await self.topics.stop()  # topic changes under way stop; startup finishes them
+        if self.fetchers is not None:
+            await self.fetchers.shutdown()  # before the logs they append to close
         if self.server is not None:
             await self.server.stop()
         if self.log_manager is not None:

@@ -28,11 +28,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import struct
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from odradek._types import TopicPartition
+from odradek.broker.broker_connection import BrokerConnection, BrokerUnavailableError
 from odradek.broker.group.records import partition_for_group
 from odradek.broker.group.runtime import offsets_topic_configs
 from odradek.broker.metadata_cache import LiveBroker, MetadataCache, PartitionMetadata
@@ -43,9 +43,8 @@ from odradek.controller.cluster import (
     IsrUpdateResult,
     TopicRequest,
 )
-from odradek.errors import ErrorCode, KafkaError, NotControllerError, ProtocolError
+from odradek.errors import ErrorCode, KafkaError, NotControllerError
 from odradek.protocol import ApiKey
-from odradek.protocol.client_codec import decode_response, encode_request
 from odradek.protocol.inter_broker import ALTER_PARTITION_VERSION, CONTROLLED_SHUTDOWN_VERSION
 
 if TYPE_CHECKING:
@@ -57,7 +56,6 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 OFFSETS_TOPIC = "__consumer_offsets"
-_SIZE = struct.Struct(">i")
 _FORWARD_TIMEOUT_S = 30.0
 _CREATE_TOPICS_VERSION = 3
 _SHUTDOWN_ATTEMPTS = 3
@@ -95,7 +93,6 @@ class ClusterMember:
         self.topics = topics
         self.controller = controller
         self.groups: GroupCoordinatorRuntime | None = None
-        self._correlation = 0
         #: Topics whose creation this broker asked for and that the controller has not
         #: answered yet (a client retrying Metadata or FindCoordinator asks once).
         self._requested: set[str] = set()
@@ -233,35 +230,19 @@ class ClusterMember:
         controller = self.cache.controller()
         if controller is None:
             raise NotControllerError("no controller is known yet")
-        self._correlation += 1
-        frame = encode_request(
-            api_key,
-            api_version,
-            self._correlation,
-            f"forwarded-by-{self.broker_id}",
-            fields,
+        connection = BrokerConnection(
+            f"forwarded-by-{self.broker_id}", timeout_s=_FORWARD_TIMEOUT_S
         )
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(controller.host, controller.port), _FORWARD_TIMEOUT_S
+            return await connection.request(
+                controller.host, controller.port, api_key, api_version, fields
             )
-            try:
-                writer.write(frame)
-                (size,) = _SIZE.unpack(
-                    await asyncio.wait_for(reader.readexactly(4), _FORWARD_TIMEOUT_S)
-                )
-                answer = await asyncio.wait_for(reader.readexactly(size), _FORWARD_TIMEOUT_S)
-            finally:
-                writer.close()
-        except (OSError, asyncio.IncompleteReadError, TimeoutError) as error:
+        except BrokerUnavailableError as error:
             raise NotControllerError(
-                f"the controller (broker {controller.broker_id}) did not answer: {error}"
+                f"the controller (broker {controller.broker_id}): {error}"
             ) from None
-        try:
-            _, body = decode_response(api_key, api_version, answer)
-        except ProtocolError as error:
-            raise NotControllerError(f"the controller's answer was malformed: {error}") from None
-        return body
+        finally:
+            connection.close()
 
     def request_topic(
         self, topic: str, partitions: int, replication_factor: int, configs: dict[str, str]

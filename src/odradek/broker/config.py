@@ -136,6 +136,25 @@ def _unescape(text: str, *, trim_right: bool = False) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class FetcherSettings:
+    """The follower fetchers' settings (``broker/replication/fetcher.py``), Kafka's defaults.
+
+    ``num.replica.fetchers``: fetcher tasks per source broker (a partition goes to one by a
+    stable hash); ``replica.fetch.max.bytes``: bytes per partition per fetch (a larger first
+    batch still comes whole); ``replica.fetch.response.max.bytes``: bytes per response;
+    ``replica.fetch.wait.max.ms`` / ``replica.fetch.min.bytes``: how long the leader may hold
+    a fetch for how much data; ``replica.fetch.backoff.ms``: the pause after a failed fetch.
+    """
+
+    num_replica_fetchers: int = 1
+    replica_fetch_max_bytes: int = 1024 * 1024
+    replica_fetch_response_max_bytes: int = 10 * 1024 * 1024
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_backoff_ms: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
 class Listener:
     """One ``listeners`` entry: ``NAME://host:port``.
 
@@ -214,6 +233,8 @@ class BrokerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     replica_lag_time_max_ms: int = 30_000
     replica_high_watermark_checkpoint_interval_ms: int = 5_000
+    #: ``num.replica.fetchers`` and ``replica.fetch.*`` (the follower fetchers).
+    replica_fetchers: FetcherSettings = field(default_factory=FetcherSettings)
 
     @classmethod
     def from_properties(
@@ -303,6 +324,14 @@ class BrokerConfig:
             replica_lag_time_max_ms=get("replica.lag.time.max.ms"),
             replica_high_watermark_checkpoint_interval_ms=get(
                 "replica.high.watermark.checkpoint.interval.ms"
+            ),
+            replica_fetchers=FetcherSettings(
+                num_replica_fetchers=get("num.replica.fetchers"),
+                replica_fetch_max_bytes=get("replica.fetch.max.bytes"),
+                replica_fetch_response_max_bytes=get("replica.fetch.response.max.bytes"),
+                replica_fetch_wait_max_ms=get("replica.fetch.wait.max.ms"),
+                replica_fetch_min_bytes=get("replica.fetch.min.bytes"),
+                replica_fetch_backoff_ms=get("replica.fetch.backoff.ms"),
             ),
         )
 
@@ -491,6 +520,13 @@ _SETTINGS: dict[str, _Setting] = {
     "offsets.retention.minutes": _int_setting(7 * 24 * 60, 1),
     "offsets.retention.check.interval.ms": _int_setting(600_000, 1, _MAX_LONG),
     "offset.metadata.max.bytes": _int_setting(4_096, 0),
+    # Follower fetchers (FetcherSettings), Kafka's defaults.
+    "num.replica.fetchers": _int_setting(1, 1, 64),
+    "replica.fetch.max.bytes": _int_setting(1024 * 1024, 0),
+    "replica.fetch.response.max.bytes": _int_setting(10 * 1024 * 1024, 0),
+    "replica.fetch.wait.max.ms": _int_setting(500, 0),
+    "replica.fetch.min.bytes": _int_setting(1, 1),
+    "replica.fetch.backoff.ms": _int_setting(1000, 0),
 }
 
 

@@ -35,6 +35,7 @@ from odradek.net.sendfile import FileRegion
 __all__ = [
     "AppendResult",
     "ClusterPort",
+    "EpochEndOffsetResult",
     "GroupsPort",
     "LogDirDescription",
     "PartitionDescription",
@@ -79,6 +80,15 @@ class TimestampOffset(Protocol):
     def timestamp(self) -> int: ...
     @property
     def offset(self) -> int: ...
+
+
+class EpochEndOffsetResult(Protocol):
+    """Where a leader epoch ends in a log (OffsetForLeaderEpoch; -1, -1: unknown)."""
+
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def end_offset(self) -> int: ...
 
 
 class PartitionPort(Protocol):
@@ -141,6 +151,11 @@ class PartitionPort(Protocol):
 
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None:
         """The first record whose timestamp is at or after ``timestamp_ms``, or ``None``."""
+        ...
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> EpochEndOffsetResult:
+        """The largest epoch at or below ``leader_epoch`` this log holds and the offset where
+        it ends (the log end offset for the latest epoch); -1, -1 when unknown (KIP-101)."""
         ...
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
 from odradek.broker.ports import LogDirDescription, ReplicaLogDescription
+from odradek.broker.replication.fetcher_manager import ReplicaFetcherManager
 from odradek.broker.replication.isr import IsrChange
 from odradek.broker.replication.partition import Partition
 from odradek.errors import ErrorCode
@@ -53,6 +54,9 @@ class ReplicaManager:
         #: Where the partitions' ISR changes go (the AlterPartition sender, in a cluster);
         #: None: a change commits at once (a single broker has no controller to ask).
         self.on_isr_change: Callable[[IsrChange], None] | None = None
+        #: The follower fetchers (a cluster's brokers; None on a single broker, which never
+        #: follows). Installed by the broker's assembly before any LeaderAndIsr.
+        self.fetchers: ReplicaFetcherManager | None = None
 
     def get(self, topic_partition: TopicPartition) -> Partition | None:
         return self._partitions.get(topic_partition)
@@ -114,16 +118,23 @@ class ReplicaManager:
         isr: Sequence[int] | None = None,
         partition_epoch: int = -1,
     ) -> Partition:
-        """Makes this broker the leader of a partition, creating its log when missing.
+        """Makes this broker the leader of a partition, creating its log when missing; stops
+        fetching it.
 
         Args:
             isr: the controller's ISR (None: this broker alone).
             partition_epoch: the partition state's version at the controller.
         """
+        if self.fetchers is not None:
+            self.fetchers.remove_partition(topic_partition)
         partition = self._partition(topic_partition, replicas, leader_epoch)
         partition.make_leader(
             leader_epoch, replicas, isr, partition_epoch, self.clock.monotonic_ms()
         )
+        # The new epoch starts at the log end offset in the leader-epoch cache (Kafka's
+        # makeLeader): a follower asking where its older epoch ends gets this offset even
+        # before the first append.
+        partition.log.assign_epoch_start(leader_epoch)
         return partition
 
     def _partition(
@@ -164,12 +175,21 @@ class ReplicaManager:
         self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int, leader: int
     ) -> Partition:
         """Makes this broker a follower of ``leader`` (-1: none), creating the log when
-        missing. (Followers do not fetch from the leader yet: replication is the next step.)"""
+        missing, and (in a cluster) hands it to the fetchers: they truncate it to the
+        divergence point with the leader (OffsetForLeaderEpoch) and then copy from there.
+        The same leader at the same epoch changes nothing: fetching goes on. An ISR change
+        in flight is dropped (the partition no longer leads)."""
         partition = self._partition(topic_partition, replicas, leader_epoch)
+        unchanged = partition.leader_id == leader and partition.leader_epoch == leader_epoch
         partition.leader_epoch = leader_epoch
         partition.replicas = list(replicas)
         partition.leader_id = leader
         partition.drop_pending_isr()
+        if self.fetchers is not None:
+            if leader < 0 or leader == self.broker_id:
+                self.fetchers.remove_partition(topic_partition)
+            elif not (unchanged and self.fetchers.is_fetching(topic_partition)):
+                self.fetchers.add_partition(partition)
         return partition
 
     def shrink_isrs(self, max_lag_ms: int) -> int:
@@ -187,7 +207,10 @@ class ReplicaManager:
     ) -> bool:
         """Stops serving a partition, deleting its log with ``delete``; whether it was here.
         ``checkpoint=False`` leaves the checkpoint files to the caller (one
-        ``log_manager.checkpoint_logs`` after many deletions, not one per log)."""
+        ``log_manager.checkpoint_logs`` after many deletions, not one per log). Fetching
+        it stops too."""
+        if self.fetchers is not None:
+            self.fetchers.remove_partition(topic_partition)
         partition = self._partitions.pop(topic_partition, None)
         if partition is None:
             return False
@@ -207,6 +230,8 @@ class ReplicaManager:
         another thread if it likes, with ``log_manager.delete_log``); returns them."""
         doomed = [tp for tp in self._partitions if tp.topic == topic]
         for topic_partition in doomed:
+            if self.fetchers is not None:
+                self.fetchers.remove_partition(topic_partition)
             del self._partitions[topic_partition]
         return doomed
 

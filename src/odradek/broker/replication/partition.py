@@ -39,6 +39,7 @@ from odradek.broker.replication.isr import (
     reset_follower,
 )
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from odradek.storage.leader_epoch_cache import EpochEndOffset
 from odradek.storage.log import AppendInfo, Log, LogReadInfo
 from odradek.storage.segment import TimestampAndOffset
 
@@ -347,6 +348,49 @@ class Partition:
         if found is None or found.offset >= self.high_watermark:
             return None
         return found
+
+    # ------------------------------------------------------------------ follower
+
+    def append_as_follower(self, data: bytes | bytearray | memoryview) -> AppendInfo:
+        """Appends batches fetched from the leader as they are: offsets and leader epochs
+        kept (the log records each new epoch in its leader-epoch cache).
+
+        Raises:
+            KafkaError: CORRUPT_MESSAGE, or INVALID_RECORD for offsets that go backwards.
+        """
+        return self.log.append(data, assign_offsets=False)
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> bool:
+        """A follower's high watermark: the leader's, capped by what this replica holds
+        (min(leader HW, own LEO)); forward only, through ``advance_high_watermark``."""
+        return self.advance_high_watermark(min(leader_high_watermark, self.log.log_end_offset))
+
+    def truncate_to(self, offset: int) -> bool:
+        """Removes the records at or past ``offset`` (a follower reaching the divergence
+        point with its leader); returns whether any went. The one place the high watermark
+        moves back: never past the log end offset."""
+        truncated = self.log.truncate_to(offset)
+        self._cap_high_watermark()
+        return truncated
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empties the log and restarts it at ``offset`` (a follower behind the leader's log
+        start offset)."""
+        self.log.truncate_fully_and_start_at(offset)
+        self._cap_high_watermark()
+        self.advance_high_watermark(offset)  # nothing below the log start offset is left
+
+    def _cap_high_watermark(self) -> None:
+        log_end_offset = self.log.log_end_offset
+        if self.high_watermark > log_end_offset:
+            self.high_watermark = log_end_offset
+            self.log.update_high_watermark(log_end_offset)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> EpochEndOffset:
+        """Where ``leader_epoch`` ends in this replica's log (OffsetForLeaderEpoch, KIP-101):
+        the largest epoch at or below it and the start of the next one, the log end offset
+        for the latest epoch, ``UNDEFINED`` (-1, -1) when unknown."""
+        return self.log.end_offset_for_epoch(leader_epoch)
 
     def delete_records_before(self, offset: int) -> int:
         """Moves the log start offset to ``offset`` (DeleteRecords; -1 means the high
