@@ -226,8 +226,12 @@ def test_metadata_lists_offline_replicas_and_topic_ids(cluster: Cluster) -> None
             topic: dict[str, Any] = body["topics"][0]
             return topic
 
+        # (A broker reads a topic's id off its event loop: the first answers may lack it.)
         _wait(
-            lambda: all(list(p["offline_replicas"]) == [second] for p in described()["partitions"]),
+            lambda: (
+                all(list(p["offline_replicas"]) == [second] for p in described()["partitions"])
+                and described()["topic_id"] is not None
+            ),
             "the dead broker's replicas to be offline",
         )
         topic = described()
