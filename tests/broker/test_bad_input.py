@@ -404,7 +404,7 @@ def test_api_versions_too_new_gets_the_v0_fallback_and_the_connection_stays(env:
     ranges = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
     assert ranges[ApiKey.API_VERSIONS] == (0, 3)
     assert ranges[ApiKey.PRODUCE] == (0, 7)
-    assert ranges[ApiKey.METADATA] == (0, 4)
+    assert ranges[ApiKey.METADATA] == (0, 13)
     # The client retries lower on the same connection.
     again = conn.request(
         ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}

@@ -397,3 +397,27 @@ def test_group_coordinator_settings_by_kafka_names() -> None:
         BrokerConfig.from_mapping(
             {"group.min.session.timeout.ms": "9000", "group.max.session.timeout.ms": "1000"}
         )
+
+
+def test_leader_rebalance_settings_have_kafkas_defaults_and_bounds() -> None:
+    defaults = BrokerConfig.from_mapping({})
+    assert defaults.auto_leader_rebalance_enable is True
+    assert defaults.leader_imbalance_check_interval_seconds == 300
+    assert defaults.leader_imbalance_per_broker_percentage == 10
+    given = BrokerConfig.from_mapping(
+        {
+            "auto.leader.rebalance.enable": "false",
+            "leader.imbalance.check.interval.seconds": "5",
+            "leader.imbalance.per.broker.percentage": "0",
+        }
+    )
+    assert given.auto_leader_rebalance_enable is False
+    assert given.leader_imbalance_check_interval_seconds == 5
+    assert given.leader_imbalance_per_broker_percentage == 0
+    for name, value in (
+        ("leader.imbalance.per.broker.percentage", "101"),
+        ("leader.imbalance.check.interval.seconds", "0"),
+        ("auto.leader.rebalance.enable", "yes"),
+    ):
+        with pytest.raises(ConfigError, match=name):
+            BrokerConfig.from_mapping({name: value})

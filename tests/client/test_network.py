@@ -51,8 +51,13 @@ def wait_all(client: NetworkClient, futures: list[RequestFuture]) -> None:
     assert client.wait(futures, client.clock.monotonic_ms() + int(DEADLINE_S * 1000))
 
 
-def metadata_for(topic: str) -> dict[str, object]:
-    return {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
+def metadata_for(topic: str, *, create: bool = False) -> dict[str, object]:
+    return {
+        "topics": [{"name": topic, "topic_id": None}],
+        "allow_auto_topic_creation": create,
+        "include_cluster_authorized_operations": False,
+        "include_topic_authorized_operations": False,
+    }
 
 
 def test_bootstrap_servers_required() -> None:
@@ -115,7 +120,7 @@ def test_mixed_apis_are_matched_and_versions_negotiated(network: NetworkClient) 
     )
     wait_all(network, [metadata, versions, cluster])
     assert metadata.result()["topics"][0]["name"] == "m"
-    assert metadata.api_version == 4  # the broker serves Metadata 0..4
+    assert metadata.api_version == 12  # the client reads 1..12; the broker serves 0..13
     assert any(entry["api_key"] == ApiKey.FETCH for entry in versions.result()["api_keys"])
     assert cluster.result()["brokers"][0]["port"] == network.address_of(-1)[1]  # type: ignore[index]
     assert network.api_version(-1, ApiKey.FETCH, VersionRange(0, 100)) == 11
@@ -135,7 +140,7 @@ def test_fields_may_depend_on_the_version(network: NetworkClient) -> None:
 
 
 def test_no_common_version_fails_the_request_only(network: NetworkClient) -> None:
-    bad = network.send(-1, ApiKey.METADATA, metadata_for("a"), versions=VersionRange(9, 12))
+    bad = network.send(-1, ApiKey.METADATA, metadata_for("a"), versions=VersionRange(14, 15))
     good = network.send(-1, ApiKey.METADATA, metadata_for("b"), versions=METADATA)
     wait_all(network, [bad, good])
     with pytest.raises(KafkaError) as caught:
@@ -154,7 +159,9 @@ def test_request_timeout_closes_the_connection(broker: Broker) -> None:
     client = client_for(broker.bootstrap_servers, request_timeout_ms=300)
     try:
         topic = "slow"
-        create = client.send(-1, ApiKey.METADATA, {"topics": [{"name": topic}]}, versions=METADATA)
+        create = client.send(
+            -1, ApiKey.METADATA, metadata_for(topic, create=True), versions=METADATA
+        )
         wait_all(client, [create])
         # A Fetch that waits 5 s on an empty partition, with a 300 ms request timeout.
         fetch = client.send(
@@ -180,7 +187,7 @@ def test_request_timeout_closes_the_connection(broker: Broker) -> None:
 
 
 def test_per_request_timeout(network: NetworkClient) -> None:
-    create = network.send(-1, ApiKey.METADATA, {"topics": [{"name": "w"}]}, versions=METADATA)
+    create = network.send(-1, ApiKey.METADATA, metadata_for("w", create=True), versions=METADATA)
     wait_all(network, [create])
     slow = network.send(
         -1,
@@ -223,7 +230,7 @@ def produce_body(topic: str, acks: int, value: bytes) -> dict[str, object]:
 
 
 def test_acks_zero_expects_no_response(network: NetworkClient) -> None:
-    create = network.send(-1, ApiKey.METADATA, {"topics": [{"name": "z"}]}, versions=METADATA)
+    create = network.send(-1, ApiKey.METADATA, metadata_for("z", create=True), versions=METADATA)
     wait_all(network, [create])
     produce = VersionRange(3, 7)
     fire = [
@@ -313,7 +320,7 @@ def test_reconnect_after_broker_restart(tmp_path: Path) -> None:
     client = client_for(first.bootstrap_servers)
     client.add_disconnect_listener(disconnected.append)
     try:
-        create = client.send(-1, ApiKey.METADATA, {"topics": [{"name": "r"}]}, versions=METADATA)
+        create = client.send(-1, ApiKey.METADATA, metadata_for("r", create=True), versions=METADATA)
         wait_all(client, [create])
         first.stop()
         # The lost connection is noticed; requests fail with a retriable error.

@@ -13,6 +13,7 @@ import pytest
 from tests.controller.test_store_contract import wait_for
 
 from odradek._clock import MockClock
+from odradek._types import TopicPartition
 from odradek.controller.assignment import (
     assign_replicas,
     topic_names_collide,
@@ -27,6 +28,8 @@ from odradek.controller.topics import (
     ClusterMetadata,
     Endpoint,
     PartitionState,
+    decode_preferred_replica_election,
+    encode_preferred_replica_election,
     new_uuid_string,
 )
 from odradek.errors import (
@@ -528,6 +531,55 @@ def test_remove_partitions_undoes_add_partitions(
     assert metadata.assignment("t") == {0: [0], 1: [0]}
     with pytest.raises(UnknownTopicOrPartitionError):
         metadata.remove_partitions("missing", 0)
+
+
+# --- admin request nodes ------------------------------------------------------------------
+
+
+def test_preferred_replica_election_json_round_trips_as_kafka_writes_it() -> None:
+    wanted = [TopicPartition("a", 1), TopicPartition("b", 0)]
+    data = encode_preferred_replica_election(wanted)
+    assert json.loads(data) == {
+        "version": 1,
+        "partitions": [{"topic": "a", "partition": 1}, {"topic": "b", "partition": 0}],
+    }
+    assert decode_preferred_replica_election(data) == wanted
+    # A partition named twice is elected once.
+    twice = b'{"version":1,"partitions":[{"topic":"a","partition":1},{"topic":"a","partition":1}]}'
+    assert decode_preferred_replica_election(twice) == [TopicPartition("a", 1)]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"{not json",
+        b"[]",
+        b'{"version":1}',
+        b'{"partitions":[{"topic":"a"}]}',
+        b'{"partitions":[{"topic":"a","partition":"0"}]}',
+        b'{"partitions":[{"topic":1,"partition":0}]}',
+        b'{"partitions":[{"topic":"a","partition":true}]}',
+        b'{"partitions":[7]}',
+    ],
+)
+def test_a_malformed_preferred_replica_election_node_is_refused(data: bytes) -> None:
+    with pytest.raises(CorruptMetadataError, match="preferred_replica_election"):
+        decode_preferred_replica_election(data)
+
+
+def test_admin_request_nodes_are_where_kafkas_tools_write_them(tmp_path: Path) -> None:
+    metadata = ClusterMetadata(LocalMetadataStore(tmp_path / "meta"))
+    metadata.request_topic_deletion("gone")
+    assert metadata.store.children("/admin/delete_topics") == ["gone"]
+    with pytest.raises(NodeExistsError):
+        metadata.request_topic_deletion("gone")
+    with pytest.raises(InvalidTopicError):
+        metadata.request_topic_deletion("bad/name")
+    metadata.request_preferred_replica_election([TopicPartition("t", 2)])
+    data, _ = metadata.store.get("/admin/preferred_replica_election")
+    assert decode_preferred_replica_election(data) == [TopicPartition("t", 2)]
+    with pytest.raises(NodeExistsError):  # an election under way: the tool says so
+        metadata.request_preferred_replica_election([TopicPartition("t", 0)])
 
 
 # --- reassignment layout (KIP-455) ---------------------------------------------------------

@@ -308,7 +308,7 @@ def test_api_versions_fallback_is_a_v0_body_with_error_35(
 def test_response_class() -> None:
     assert response_class(ApiKey.METADATA, 4) is MetadataResponse
     with pytest.raises(UnsupportedVersionError):
-        response_class(ApiKey.METADATA, 5)
+        response_class(ApiKey.METADATA, 14)
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
@@ -327,3 +327,17 @@ def test_produce_v0_to_v2_decode_through_the_v3_schema(version: int) -> None:
         decode_request(frame + b"\x00")
     with pytest.raises(RequestDecodeError):
         decode_request(frame[:-1])
+
+
+@pytest.mark.parametrize("version", [12, 13])
+def test_librdkafkas_all_topics_metadata_request_decodes_despite_its_trailing_bytes(
+    version: int,
+) -> None:
+    # As librdkafka 2.16 sends it: a compact null topic array in a 4-byte placeholder.
+    frame = bytes.fromhex(f"0003{version:04x}00000003000772646b61666b610000000000010000")
+    request = decode_request(frame)
+    assert request.body.topics is None
+    # Older, non-flexible versions stay strict.
+    v4 = bytes.fromhex("0003000400000003000772646b61666b61ffffffff01" + "000000")
+    with pytest.raises(RequestDecodeError, match="3 bytes after the request body"):
+        decode_request(v4)

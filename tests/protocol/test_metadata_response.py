@@ -3,6 +3,7 @@ byte, at every version they write; versions outside their ranges are refused."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from kio.index import load_response_schema
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.builder import build_entity
 from odradek.protocol.codec import encode_response
+from odradek.protocol.header import response_header_version
 from odradek.protocol.metadata_response import (
     LIST_OFFSETS_RESPONSE_VERSIONS,
     METADATA_RESPONSE_VERSIONS,
@@ -43,6 +45,7 @@ partitions = st.builds(
     node_lists,
     node_lists,
 )
+topic_ids = st.one_of(st.none(), st.uuids())
 topics = st.builds(
     MetadataTopic,
     error_codes,
@@ -50,6 +53,11 @@ topics = st.builds(
     st.booleans(),
     st.lists(partitions, max_size=4),
     int32s,
+    topic_ids,
+)
+#: v12+: a topic asked by an unknown id has no name.
+nameless_topics = st.builds(
+    MetadataTopic, error_codes, st.none(), st.booleans(), st.just(()), int32s, st.uuids()
 )
 offsets_topics = st.builds(
     ListOffsetsTopic,
@@ -68,8 +76,10 @@ def kio_metadata(
     controller_id: int,
     topics: list[MetadataTopic],
     throttle_time_ms: int,
+    error_code: int = 0,
 ) -> bytes:
     fields: dict[str, Any] = {
+        "error_code": error_code,
         "throttle_time": throttle_time_ms,
         "brokers": [b._asdict() for b in brokers],
         "cluster_id": cluster_id,
@@ -79,7 +89,9 @@ def kio_metadata(
         ],
     }
     response = build_entity(load_response_schema(ApiKey.METADATA, version), fields)
-    return encode_response(0, correlation_id, response)
+    return encode_response(
+        response_header_version(ApiKey.METADATA, version), correlation_id, response
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -92,7 +104,9 @@ def kio_metadata(
     cluster_id=st.one_of(st.none(), names),
     controller_id=int32s,
     topics=st.lists(topics, max_size=4),
+    nameless=st.lists(nameless_topics, max_size=2),
     throttle_time_ms=st.integers(0, 2**31 - 1),
+    error_code=error_codes,
 )
 def test_metadata_matches_kio(
     version: int,
@@ -101,15 +115,58 @@ def test_metadata_matches_kio(
     cluster_id: str | None,
     controller_id: int,
     topics: list[MetadataTopic],
+    nameless: list[MetadataTopic],
     throttle_time_ms: int,
+    error_code: int,
 ) -> None:
+    if version >= 12:
+        topics = [*topics, *nameless]
     ours = encode_metadata_response(
-        version, correlation_id, brokers, cluster_id, controller_id, topics, throttle_time_ms
+        version,
+        correlation_id,
+        brokers,
+        cluster_id,
+        controller_id,
+        topics,
+        throttle_time_ms,
+        error_code,
     )
     theirs = kio_metadata(
-        version, correlation_id, brokers, cluster_id, controller_id, topics, throttle_time_ms
+        version,
+        correlation_id,
+        brokers,
+        cluster_id,
+        controller_id,
+        topics,
+        throttle_time_ms,
+        error_code if version >= 13 else 0,
     )
     assert ours == theirs
+
+
+@pytest.mark.parametrize("version", range(METADATA_RESPONSE_VERSIONS.min_version, 12))
+def test_a_topic_without_a_name_is_refused_below_v12(version: int) -> None:
+    with pytest.raises(ValueError, match="without a name"):
+        encode_metadata_response(version, 1, [], None, 0, [MetadataTopic(0, None)])
+
+
+@pytest.mark.parametrize("version", list(METADATA_RESPONSE_VERSIONS))
+def test_every_version_matches_kio_on_a_cluster_shaped_answer(version: int) -> None:
+    """One deterministic case per version (hypothesis may skip some): two brokers, a
+    topic with an id and partitions with offline replicas."""
+    brokers = [MetadataBroker(1, "127.0.0.1", 9092, "r1"), MetadataBroker(2, "h", 9093)]
+    topic = MetadataTopic(
+        0,
+        "t",
+        False,
+        [
+            MetadataPartition(0, 0, 1, 4, [1, 2, 3], [1, 2], [3]),
+            MetadataPartition(5, 1, -1, 7, [3], [3], [3]),
+        ],
+        topic_id=uuid.UUID("12345678-1234-5678-1234-567812345678"),
+    )
+    ours = encode_metadata_response(version, 77, brokers, "cid", 2, [topic])
+    assert ours == kio_metadata(version, 77, brokers, "cid", 2, [topic], 0)
 
 
 @settings(max_examples=60, deadline=None)

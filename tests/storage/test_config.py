@@ -144,3 +144,14 @@ def test_broker_names() -> None:
     assert {"log.retention.ms", "log.retention.minutes", "log.retention.hours"} <= BROKER_NAMES
     assert {"log.roll.ms", "log.roll.hours", "log.segment.bytes"} <= BROKER_NAMES
     assert "retention.ms" not in BROKER_NAMES
+
+
+def test_unclean_leader_election_is_a_topic_config_with_the_broker_value_as_default() -> None:
+    assert LogConfig().unclean_leader_election_enable is False
+    broker = LogConfig.from_broker_settings({"unclean.leader.election.enable": "true"})
+    assert broker.unclean_leader_election_enable is True
+    topic = broker.with_overrides({"unclean.leader.election.enable": "FALSE"})
+    assert topic.unclean_leader_election_enable is False
+    assert topic.topic_configs()["unclean.leader.election.enable"] == "false"
+    with pytest.raises(ConfigError, match=r"unclean\.leader\.election\.enable.*true or false"):
+        LogConfig().with_overrides({"unclean.leader.election.enable": "1"})

@@ -30,6 +30,7 @@ from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
     alter_partition,
     alter_partition_reassignments,
+    alter_replica_log_dirs,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -41,6 +42,7 @@ from odradek.broker.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_topic_partitions,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -70,11 +72,13 @@ from odradek.broker.replication.isr_changes import IsrChangeManager
 from odradek.broker.router import Router
 from odradek.broker.server import BrokerServer
 from odradek.broker.topic_manager import TopicManager
+from odradek.controller.admission import PartitionLimits
 from odradek.controller.brokers import LiveBrokers
 from odradek.controller.cluster import ClusterController, ControllerSettings
 from odradek.controller.controller import Controller
 from odradek.controller.election import ControllerEpoch
 from odradek.controller.local import LocalMetadataStore
+from odradek.controller.rebalance import RebalanceSettings
 from odradek.controller.store import MetadataStore, join_path
 from odradek.controller.topics import BROKER_IDS_PATH, ClusterMetadata, Endpoint
 from odradek.controller.zookeeper import ZooKeeperMetadataStore
@@ -115,6 +119,8 @@ HANDLER_MODULES = (
     controlled_shutdown,
     elect_leaders,
     describe_log_dirs,
+    describe_topic_partitions,
+    alter_replica_log_dirs,
     alter_partition,
     alter_partition_reassignments,
     list_partition_reassignments,
@@ -308,9 +314,19 @@ class BrokerApp:
             listener_name=config.listeners[0].name,
             num_partitions=config.num_partitions,
             default_replication_factor=config.default_replication_factor,
-            unclean_leader_election_enable=False,
+            unclean_leader_election_enable=config.log_config.unclean_leader_election_enable,
             delete_topic_enable=config.delete_topic_enable,
             validate_configs=topics.validate_configs,
+            limits=PartitionLimits(
+                config.limits.max_partitions,
+                config.limits.max_broker_partitions,
+                config.limits.max_partitions_per_request,
+            ),
+            rebalance=RebalanceSettings(
+                config.auto_leader_rebalance_enable,
+                config.leader_imbalance_check_interval_seconds,
+                config.leader_imbalance_per_broker_percentage,
+            ),
         )
         shell.append(ClusterController(controller, metadata, live, settings))
         # Followers fetch from leaders found in the metadata cache's live brokers.

@@ -228,6 +228,9 @@ class BrokerConfig:
     #: ``None``: the session timeout (Kafka's default).
     zookeeper_connection_timeout_ms: int | None = None
     broker_rack: str | None = None
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
     replica_lag_time_max_ms: int = 30_000
     replica_high_watermark_checkpoint_interval_ms: int = 5_000
     #: ``num.replica.fetchers`` and ``replica.fetch.*`` (the follower fetchers).
@@ -315,6 +318,9 @@ class BrokerConfig:
             zookeeper_session_timeout_ms=get("zookeeper.session.timeout.ms"),
             zookeeper_connection_timeout_ms=get("zookeeper.connection.timeout.ms"),
             broker_rack=get("broker.rack"),
+            auto_leader_rebalance_enable=get("auto.leader.rebalance.enable"),
+            leader_imbalance_check_interval_seconds=get("leader.imbalance.check.interval.seconds"),
+            leader_imbalance_per_broker_percentage=get("leader.imbalance.per.broker.percentage"),
             replica_lag_time_max_ms=get("replica.lag.time.max.ms"),
             replica_high_watermark_checkpoint_interval_ms=get(
                 "replica.high.watermark.checkpoint.interval.ms"
@@ -500,6 +506,9 @@ _SETTINGS: dict[str, _Setting] = {
     "zookeeper.session.timeout.ms": _int_setting(18_000, 1),
     "zookeeper.connection.timeout.ms": _int_setting(None, 1),
     "broker.rack": _Setting(_optional_string, _text, None),
+    "auto.leader.rebalance.enable": _Setting(_boolean, _render_bool, "true"),
+    "leader.imbalance.check.interval.seconds": _int_setting(300, 1, _MAX_INT),
+    "leader.imbalance.per.broker.percentage": _int_setting(10, 0, 100),
     "offsets.topic.num.partitions": _int_setting(50, 1),
     "replica.lag.time.max.ms": _int_setting(30_000, 1, _MAX_LONG),
     "replica.high.watermark.checkpoint.interval.ms": _int_setting(5_000, 1, _MAX_LONG),
@@ -602,6 +611,7 @@ _LOG_SETTINGS: dict[str, _Setting] = {
     "log.cleaner.min.compaction.lag.ms": _log_setting("int", "0"),
     "log.cleaner.max.compaction.lag.ms": _log_setting("int", str(_MAX_LONG)),
     "min.insync.replicas": _log_setting("int", "1"),
+    "unclean.leader.election.enable": _log_setting("str", "false", "expected true or false"),
 }
 
 for _name in sorted(BROKER_NAMES - _SETTINGS.keys() - _LOG_SETTINGS.keys()):

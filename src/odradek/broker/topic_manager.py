@@ -117,6 +117,9 @@ class TopicManager:
         self.quota = MutationQuota(config.limits)
         self._log_configs: dict[str, LogConfig] = {}
         self._known: set[str] = set()
+        #: Topic ids (KIP-516) read from the store, once per published topic.
+        self._topic_ids: dict[str, str | None] = {}
+        self._topic_id_reads: set[str] = set()
         #: The published partitions of each known topic (the store may hold more while
         #: partitions are being added).
         self._assignments: dict[str, dict[int, list[int]]] = {}
@@ -201,16 +204,64 @@ class TopicManager:
         if topic not in self._known:
             self._known.add(topic)
             self._log_configs.pop(topic, None)
+            self._prefetch_topic_id(topic)
         self._assignments[topic] = {index: list(replicas) for index, replicas in assignment.items()}
 
     def forget_topic(self, topic: str) -> None:
         """Forgets a topic the cluster controller deleted."""
         self._known.discard(topic)
+        self._topic_ids.pop(topic, None)
         self._assignments.pop(topic, None)
         self._log_configs.pop(topic, None)
 
     def topic_names(self) -> list[str]:
         return sorted(self._known)
+
+    def topic_id(self, topic: str) -> str | None:
+        """A published topic's id as the store keeps it (``None``: written without one, by
+        Kafka < 2.8, not published, or — in a cluster — not read yet).
+
+        Read once per topic, then kept until the topic is deleted. On the embedded store the
+        read is a memory lookup and happens at once; in a cluster the store is ZooKeeper and
+        the event loop never waits on it: the read runs on the worker thread (started when
+        the controller publishes the topic) and this answers ``None`` until it is done.
+        """
+        if topic in self._topic_ids:
+            return self._topic_ids[topic]
+        if topic not in self._known:
+            return None
+        if self.config.zookeeper_connect is None:
+            topic_id = self._read_topic_id(topic)
+            self._topic_ids[topic] = topic_id
+            return topic_id
+        self._prefetch_topic_id(topic)
+        return None
+
+    def _read_topic_id(self, topic: str) -> str | None:
+        try:
+            return self.metadata.topic_id(topic)
+        except UnknownTopicOrPartitionError:
+            return None  # deleted meanwhile
+
+    def _prefetch_topic_id(self, topic: str) -> None:
+        """Reads the topic's id off the event loop (a cluster's store is ZooKeeper)."""
+        if topic in self._topic_id_reads or self._stopping.is_set():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # not on the loop (start-up): the first Metadata request reads it
+        self._topic_id_reads.add(topic)
+        future = loop.run_in_executor(self._worker(), self._read_topic_id, topic)
+
+        def done(read: asyncio.Future[str | None]) -> None:
+            self._topic_id_reads.discard(topic)
+            if read.cancelled() or read.exception() is not None:
+                return
+            if topic in self._known:
+                self._topic_ids[topic] = read.result()
+
+        future.add_done_callback(done)
 
     def is_internal(self, topic: str) -> bool:
         return topic in INTERNAL_TOPICS
@@ -527,6 +578,7 @@ class TopicManager:
         if not self.config.delete_topic_enable:
             raise KafkaError("delete.topic.enable is false", code=ErrorCode.TOPIC_DELETION_DISABLED)
         self._known.discard(topic)
+        self._topic_ids.pop(topic, None)
         removed = self._assignments.pop(topic, {})
         self._totals.published -= len(removed)
         self._totals.published_here -= self._held_here(removed)

@@ -180,7 +180,7 @@ class TopicAdmin:
                 self._requests.any_node,
                 ApiKey.METADATA,
                 METADATA_VERSIONS,
-                metadata_fields([{"name": name} for name in topics]),
+                metadata_fields([{"name": name, "topic_id": None} for name in topics]),
                 deadline,
             )
         return item_results(list(topics), body["topics"], lambda e: e["name"], topic_description)

@@ -398,7 +398,11 @@ class Metadata:
     def request_fields(self, version: int) -> dict[str, Any]:
         """The Metadata request body for the topics of interest."""
         with self._condition:
-            topics = None if self._topics is None else [{"name": t} for t in sorted(self._topics)]
+            topics = (
+                None
+                if self._topics is None
+                else [{"name": t, "topic_id": None} for t in sorted(self._topics)]
+            )
         return {
             "topics": topics,
             "allow_auto_topic_creation": self.allow_auto_topic_creation,

@@ -49,11 +49,18 @@ import concurrent.futures
 import contextlib
 import functools
 import logging
+import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from odradek._types import TopicPartition
+from odradek.controller.admission import (
+    PartitionAdmission,
+    PartitionLimits,
+    check_request_partitions,
+)
 from odradek.controller.assignment import (
     assign_replicas,
     validate_assignment,
@@ -65,6 +72,7 @@ from odradek.controller.controller import Controller
 from odradek.controller.election import ControllerEpoch
 from odradek.controller.leaders import LeaderAndIsr
 from odradek.controller.partition_states import (
+    PREFERRED_ELECTION,
     PartitionRecord,
     alter_partition,
     elect_leader_on_request,
@@ -81,19 +89,25 @@ from odradek.controller.reassignment import (
     parse_reassignment_json,
     start_reassignment,
 )
+from odradek.controller.rebalance import RebalanceDecision, RebalanceSettings, plan_rebalance
 from odradek.controller.store import CreateOp, DeleteOp, Op, SetOp, join_path
 from odradek.controller.topics import (
+    DELETE_TOPICS_PATH,
+    PREFERRED_REPLICA_ELECTION_PATH,
     REASSIGN_PARTITIONS_PATH,
     TOPICS_PATH,
     BrokerRegistration,
     ClusterMetadata,
+    decode_preferred_replica_election,
     encode_partition_state,
     partition_state_path,
 )
 from odradek.errors import (
     BadVersionError,
+    CorruptMetadataError,
     ErrorCode,
     KafkaError,
+    MetadataStoreError,
     NoNodeError,
     NotControllerError,
 )
@@ -115,6 +129,8 @@ _WRITE_CHUNK = 500
 #: The leader Kafka sends in UpdateMetadata for a partition being deleted.
 LEADER_DURING_DELETE = -2
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
+#: Kafka's first leader-imbalance check comes 5 s after the election, then every interval.
+_FIRST_REBALANCE_CHECK_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +189,10 @@ class ControllerSettings:
     delete_topic_enable: bool
     #: Raises ``KafkaError`` (INVALID_CONFIG) for topic config overrides the broker refuses.
     validate_configs: Callable[[Mapping[str, str]], None]
+    #: ``auto.leader.rebalance.enable`` and ``leader.imbalance.*`` (``controller.rebalance``).
+    rebalance: RebalanceSettings = field(default_factory=RebalanceSettings)
+    #: ``max.partitions``, ``max.broker.partitions``, ``max.partitions.per.request``.
+    limits: PartitionLimits = field(default_factory=PartitionLimits)
 
 
 class ClusterController:
@@ -203,6 +223,11 @@ class ClusterController:
         #: Partitions being reassigned (their replicas in ``_partitions`` are RS).
         self._reassignments: dict[TopicPartition, ReplicaAssignment] = {}
         self._reassign_node_watched = False
+        #: The automatic rebalance's timer; a check armed in another term is dropped.
+        self._rebalance_timer: threading.Timer | None = None
+        self._term = 0
+        self._admin_watched = False
+        self.rebalance_elections = 0
 
     # --- controller callbacks (controller thread) ------------------------------------------
 
@@ -215,8 +240,8 @@ class ClusterController:
         }
         self._load()
         live = set(self._brokers)
-        changes = on_brokers_failed(self._partitions, live, unclean=self._is_unclean)
-        changes.update(on_brokers_started(self._partitions, live, unclean=self._is_unclean))
+        changes = on_brokers_failed(self._partitions, live, unclean=self._unclean_reader())
+        changes.update(on_brokers_started(self._partitions, live, unclean=self._unclean_reader()))
         self._write_states(changes)
         everything = list(self._partitions)
         self._send_leader_and_isr(everything, live)
@@ -231,8 +256,10 @@ class ClusterController:
             len(changes),
         )
         self._resume_reassignments()
+        self._start_term()
 
     def on_resigned(self) -> None:
+        self._end_term()
         self._epoch = None
         self._shutting_down.clear()
         self._reassignments.clear()
@@ -353,8 +380,12 @@ class ClusterController:
         electable = live - self._shutting_down
         changes: dict[TopicPartition, LeaderAndIsr] = {}
         if removed:
-            changes.update(on_brokers_failed(self._partitions, electable, unclean=self._is_unclean))
-        changes.update(on_brokers_started(self._partitions, electable, unclean=self._is_unclean))
+            changes.update(
+                on_brokers_failed(self._partitions, electable, unclean=self._unclean_reader())
+            )
+        changes.update(
+            on_brokers_started(self._partitions, electable, unclean=self._unclean_reader())
+        )
         self._write_states(changes)
         # The new brokers learn all their replicas; the others only what changed.
         targets = [
@@ -499,9 +530,16 @@ class ClusterController:
         results: list[TopicResult] = []
         created: list[TopicPartition] = []
         live = sorted(self._brokers)
+        admission = self._admission(
+            sum(_requested_partitions(r, self.settings.num_partitions) for r in requests),
+            [request.name for request in requests],
+        )
+        if isinstance(admission, list):
+            return admission
         for request in requests:
             try:
                 assignment = self._plan_topic(request, live)
+                admission.admit(assignment)
                 if validate_only:
                     results.append(TopicResult(request.name))
                     continue
@@ -568,6 +606,13 @@ class ClusterController:
         results: list[TopicResult] = []
         created: list[TopicPartition] = []
         live = sorted(self._brokers)
+        counts = Counter(tp.topic for tp in self._partitions)
+        admission = self._admission(
+            sum(max(0, total - counts[name]) for name, total, _ in requests),
+            [name for name, _, _ in requests],
+        )
+        if isinstance(admission, list):
+            return admission
         for name, total, manual in requests:
             try:
                 current = self.metadata.assignment(name)
@@ -596,6 +641,7 @@ class ClusterController:
                         start_partition=first,
                         racks=self._racks(),
                     )
+                admission.admit(new)
                 if validate_only:
                     results.append(TopicResult(name))
                     continue
@@ -646,6 +692,161 @@ class ClusterController:
             self._partitions.pop(topic_partition, None)
             self._reassignments.pop(topic_partition, None)
         return results
+
+    # --- a term: automatic rebalance, the ZooKeeper tools' admin nodes ----------------------
+    #
+    # A term runs from ``on_elected`` to ``on_resigned``. Kafka's controller does the same on
+    # election: it schedules the leader-imbalance check and acts on the admin nodes written
+    # while there was no controller (a tool writes them whoever is controller).
+
+    def _start_term(self) -> None:
+        self._term += 1
+        rebalance = self.settings.rebalance
+        if rebalance.auto_leader_rebalance_enable:
+            first_s = min(
+                _FIRST_REBALANCE_CHECK_S, rebalance.leader_imbalance_check_interval_seconds
+            )
+            self._arm_rebalance(self._term, first_s)
+        if not self._admin_watched:  # watches are persistent: set once, act while active
+            self._admin_watched = True
+            store = self.metadata.store
+            store.watch_data(
+                PREFERRED_REPLICA_ELECTION_PATH,
+                lambda path: self.controller.submit(self._on_preferred_replica_election),
+            )
+            store.watch_children(
+                DELETE_TOPICS_PATH,
+                lambda path: self.controller.submit(self._on_delete_topics_requested),
+            )
+        self._on_preferred_replica_election()
+        self._on_delete_topics_requested()
+
+    def _end_term(self) -> None:
+        self._term += 1
+        timer, self._rebalance_timer = self._rebalance_timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def _arm_rebalance(self, term: int, delay_s: float) -> None:
+        def fire() -> None:
+            self.controller.submit(lambda: self._on_rebalance_timer(term))
+
+        timer = threading.Timer(delay_s, fire)
+        timer.name = f"odradek-leader-rebalance-{self.broker_id}"
+        timer.daemon = True
+        self._rebalance_timer = timer
+        timer.start()
+
+    def _on_rebalance_timer(self, term: int) -> None:
+        if term != self._term or not self.active:
+            return  # armed in an earlier term
+        try:
+            self._rebalance_leaders()
+        finally:
+            if term == self._term and self.active:
+                interval_s = self.settings.rebalance.leader_imbalance_check_interval_seconds
+                self._arm_rebalance(term, interval_s)
+
+    def _rebalance_leaders(self) -> RebalanceDecision:
+        """One leader-imbalance check (``controller.rebalance``) and its elections."""
+        live = set(self._brokers) - self._shutting_down
+        decision = plan_rebalance(
+            self._partitions,
+            live,
+            self.settings.rebalance.leader_imbalance_per_broker_percentage,
+            excluded=self._partitions_in_flight(),
+        )
+        if decision.elect:
+            results = self._elect_leaders(PREFERRED_ELECTION, decision.elect)
+            moved = sum(1 for code, _ in results.values() if code is ErrorCode.NONE)
+            self.rebalance_elections += moved
+            logger.info(
+                "controller %d: leader imbalance %s; %d partitions moved back to their "
+                "preferred replica, %d wait for theirs",
+                self.broker_id,
+                {broker: round(ratio, 3) for broker, ratio in decision.imbalance.items() if ratio},
+                moved,
+                len(decision.waiting),
+            )
+        return decision
+
+    def _partitions_in_flight(self) -> frozenset[TopicPartition]:
+        """Partitions no automatic election touches: those being reassigned, as Kafka's
+        controller skips them."""
+        return frozenset(self._reassignments)
+
+    def _on_preferred_replica_election(self) -> None:
+        """``/admin/preferred_replica_election`` (kafka-preferred-replica-election.sh's
+        ``--zookeeper`` mode): a preferred election for the partitions it lists, then the node
+        goes (a fenced delete). An unreadable node is logged and removed, so that it does not
+        block the next request."""
+        if not self.active:
+            return
+        try:
+            data, _ = self.metadata.store.get(PREFERRED_REPLICA_ELECTION_PATH)
+        except NoNodeError:
+            return
+        try:
+            wanted = decode_preferred_replica_election(data)
+        except CorruptMetadataError as error:
+            logger.error("controller %d: ignoring %s", self.broker_id, error)
+            wanted = []
+        if wanted:
+            results = self._elect_leaders(PREFERRED_ELECTION, wanted)
+            outcome: dict[str, int] = {}
+            for code, _ in results.values():
+                outcome[code.name] = outcome.get(code.name, 0) + 1
+            logger.info(
+                "controller %d: preferred replica election of %d partitions requested in %s: %s",
+                self.broker_id,
+                len(wanted),
+                PREFERRED_REPLICA_ELECTION_PATH,
+                outcome,
+            )
+        with contextlib.suppress(NoNodeError):
+            self.controller.write([DeleteOp(PREFERRED_REPLICA_ELECTION_PATH)])
+
+    def _on_delete_topics_requested(self) -> None:
+        """``/admin/delete_topics/<topic>`` (kafka-topics.sh ``--delete --zookeeper``): each
+        topic is deleted across every broker as DeleteTopics does, then its node goes —
+        an unknown topic's or, with ``delete.topic.enable`` false, every one's too (logged),
+        as Kafka's controller does."""
+        if not self.active:
+            return
+        try:
+            names = sorted(self.metadata.store.children(DELETE_TOPICS_PATH))
+        except NoNodeError:
+            return
+        if not names:
+            return
+        for result in self._delete_topics(names):
+            if result.error_code is ErrorCode.NONE:
+                logger.info("controller %d: deleted topic %s", self.broker_id, result.name)
+            else:
+                logger.warning(
+                    "controller %d: request to delete topic %s ignored: %s",
+                    self.broker_id,
+                    result.name,
+                    result.message,
+                )
+        for name in names:
+            with contextlib.suppress(NoNodeError):
+                self.controller.write([DeleteOp(join_path(DELETE_TOPICS_PATH, name))])
+
+    # --- admission of new partitions (controller.admission) ------------------------------
+
+    def _admission(
+        self, requested: int, names: Sequence[str]
+    ) -> PartitionAdmission | list[TopicResult]:
+        """The request's admission, or every topic's POLICY_VIOLATION when the request asks
+        for more than ``max.partitions.per.request`` partitions."""
+        try:
+            check_request_partitions(requested, self.settings.limits)
+        except KafkaError as error:
+            return [TopicResult(name, error.error_code, str(error)) for name in names]
+        return PartitionAdmission(
+            (record.replicas for record in self._partitions.values()), self.settings.limits
+        )
 
     # --- partition reassignment (KIP-455; decisions in controller.reassignment) ---------------
 
@@ -943,6 +1144,27 @@ class ClusterController:
     def _is_unclean(self, topic: str) -> bool:
         return self._unclean.get(topic, self.settings.unclean_leader_election_enable)
 
+    def _unclean_reader(self) -> Callable[[str], bool]:
+        """A topic's ``unclean.leader.election.enable`` read from the store, at most once per
+        topic per event: as Kafka's controller reads the topic config at election time, so
+        an IncrementalAlterConfigs on any broker applies to the next election (the broker's
+        value when the topic has no override)."""
+        default = self.settings.unclean_leader_election_enable
+        seen: dict[str, bool] = {}
+
+        def unclean(topic: str) -> bool:
+            value = seen.get(topic)
+            if value is None:
+                try:
+                    configs = self.metadata.topic_configs(topic)
+                except (KafkaError, MetadataStoreError):
+                    configs = {}
+                value = seen[topic] = _unclean_of(configs, default)
+                self._unclean[topic] = value
+            return value
+
+        return unclean
+
     # --- propagation -----------------------------------------------------------------------
 
     def _address(self, broker_id: int) -> tuple[str, int] | None:
@@ -1092,6 +1314,13 @@ class ClusterController:
             for broker_id, entries in per_broker.items()
         }
         self._send(STOP_REPLICA, STOP_REPLICA_VERSION, bodies)
+
+
+def _requested_partitions(request: TopicRequest, default: int) -> int:
+    """The partitions a CreateTopics entry asks for (-1: the broker's ``num.partitions``)."""
+    if request.assignment is not None:
+        return len(request.assignment)
+    return max(0, default if request.num_partitions == -1 else request.num_partitions)
 
 
 def _unclean_of(configs: Mapping[str, str], default: bool) -> bool:

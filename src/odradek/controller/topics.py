@@ -18,7 +18,11 @@ Layout (JSON is compact UTF-8; the broker and the tools of later issues rely on 
                                               "leader_epoch":0,"isr":[0]}
     /config/topics/<t>                       {"version":1,"config":{"retention.ms":"1000"}}
     /config/brokers/<id>                     (same form; created by later issues)
-    /admin/delete_topics/<t>                 (empty; the controller's deletion queue, later)
+    /admin/delete_topics/<t>                 (empty; a request to delete topic t: the
+                                              controller deletes it, then the node)
+    /admin/preferred_replica_election        {"version":1,"partitions":[{"topic":"t",
+                                              "partition":0},..]} (a request: the controller
+                                              elects, then deletes the node)
     /admin/reassign_partitions               {"version":1,"partitions":[{"topic":..,
                                               "partition":..,"replicas":[..]}]} (written by
                                               tools; the controller starts the reassignments
@@ -48,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from odradek._clock import SYSTEM_CLOCK, Clock
+from odradek._types import TopicPartition
 from odradek.controller.assignment import (
     topic_names_collide,
     validate_assignment,
@@ -75,6 +80,7 @@ TOPICS_PATH = "/brokers/topics"
 TOPIC_CONFIGS_PATH = "/config/topics"
 BROKER_CONFIGS_PATH = "/config/brokers"
 DELETE_TOPICS_PATH = "/admin/delete_topics"
+PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
 REASSIGN_PARTITIONS_PATH = "/admin/reassign_partitions"
 ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
 
@@ -485,6 +491,32 @@ class ClusterMetadata:
             self.store.delete(_config_path(topic), recursive=True)
         logger.info("deleted topic %s", topic)
 
+    # --- admin requests (the ZooKeeper-mode tools' nodes) ------------------------------------
+
+    def request_topic_deletion(self, topic: str) -> None:
+        """Creates ``/admin/delete_topics/<topic>``, as ``kafka-topics.sh --delete
+        --zookeeper`` does; the controller deletes the topic and then the node.
+
+        Raises:
+            InvalidTopicError: an illegal name.
+            NodeExistsError: its deletion is requested already.
+        """
+        validate_topic_name(topic)
+        self.store.create(join_path(DELETE_TOPICS_PATH, topic), make_parents=True)
+
+    def request_preferred_replica_election(self, partitions: Sequence[TopicPartition]) -> None:
+        """Creates ``/admin/preferred_replica_election`` for ``partitions``, as
+        ``kafka-preferred-replica-election.sh --zookeeper`` does.
+
+        Raises:
+            NodeExistsError: an election requested earlier is still under way.
+        """
+        self.store.create(
+            PREFERRED_REPLICA_ELECTION_PATH,
+            encode_preferred_replica_election(partitions),
+            make_parents=True,
+        )
+
     # --- topic configs ---------------------------------------------------------------------
 
     def topic_configs(self, topic: str) -> dict[str, str]:
@@ -695,6 +727,43 @@ def encode_partition_state(
             "isr": list(isr),
         }
     )
+
+
+def encode_preferred_replica_election(partitions: Sequence[TopicPartition]) -> bytes:
+    """``/admin/preferred_replica_election``'s data (Kafka's JSON, version 1)."""
+    return _encode(
+        {
+            "version": 1,
+            "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in partitions],
+        }
+    )
+
+
+def decode_preferred_replica_election(data: bytes) -> list[TopicPartition]:
+    """The partitions of ``/admin/preferred_replica_election``, in order, each once.
+
+    Raises:
+        CorruptMetadataError: not Kafka's JSON (an object with a ``partitions`` list of
+            ``{"topic": str, "partition": int}``).
+    """
+    path = PREFERRED_REPLICA_ELECTION_PATH
+    try:
+        document = json.loads(data)
+    except ValueError as error:
+        raise CorruptMetadataError(f"malformed JSON at {path}: {error}") from None
+    entries = document.get("partitions") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise CorruptMetadataError(f"{path} has no 'partitions' list")
+    partitions: dict[TopicPartition, None] = {}
+    for entry in entries:
+        topic = entry.get("topic") if isinstance(entry, dict) else None
+        partition = entry.get("partition") if isinstance(entry, dict) else None
+        if not isinstance(topic, str) or type(partition) is not int:
+            raise CorruptMetadataError(
+                f"{path}: each partition must be {{'topic': str, 'partition': int}}, got {entry!r}"
+            )
+        partitions[TopicPartition(topic, partition)] = None
+    return list(partitions)
 
 
 def _encode(document: Mapping[str, Any]) -> bytes:

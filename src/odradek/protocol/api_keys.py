@@ -168,7 +168,7 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.PRODUCE: VersionRange(0, 7),
         ApiKey.FETCH: VersionRange(4, 11),
         ApiKey.LIST_OFFSETS: VersionRange(1, 2),
-        ApiKey.METADATA: VersionRange(0, 4),
+        ApiKey.METADATA: VersionRange(0, 13),
         ApiKey.OFFSET_COMMIT: VersionRange(2, 3),
         ApiKey.OFFSET_FETCH: VersionRange(1, 3),
         ApiKey.FIND_COORDINATOR: VersionRange(0, 1),
@@ -189,6 +189,8 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 2),
         # Kafka 4 serves v1-v4 (v0 was removed); kio's v5 lacks v5's IsCordoned field.
         ApiKey.DESCRIBE_LOG_DIRS: VersionRange(1, 4),
+        # Answered per partition without moving anything (handlers/alter_replica_log_dirs.py).
+        ApiKey.ALTER_REPLICA_LOG_DIRS: VersionRange(1, 2),
         ApiKey.DELETE_GROUPS: VersionRange(0, 1),
         ApiKey.OFFSET_DELETE: VersionRange(0, 0),
         # The controller's requests to brokers (protocol/inter_broker.py).
@@ -197,6 +199,8 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.UPDATE_METADATA: VersionRange(4, 4),
         ApiKey.CONTROLLED_SHUTDOWN: VersionRange(1, 1),
         ApiKey.ELECT_LEADERS: VersionRange(0, 1),
+        # KIP-966's paginated describe; Kafka 3.9+ admin clients prefer it to Metadata.
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS: VersionRange(0, 0),
         # The leader's ISR changes to the controller (protocol/inter_broker.py).
         ApiKey.ALTER_PARTITION: VersionRange(1, 1),
         ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 1),

@@ -201,6 +201,18 @@ def _unsupported(api_key: int, api_version: int, correlation_id: int) -> Unsuppo
     )
 
 
+#: The first Metadata version whose requests may end with bytes the body does not use.
+_METADATA_FLEXIBLE_VERSION = 9
+
+
+def _ignores_trailing_bytes(api_key: int, api_version: int) -> bool:
+    """Whether bytes after the body are ignored (Kafka ignores them everywhere; odradek only
+    where a client sends them): librdkafka's all-topics Metadata request v9+ reserves four
+    bytes for the topic count and writes the one-byte compact null in the first, leaving
+    three bytes after the body, which Kafka never reads."""
+    return api_key == 3 and api_version >= _METADATA_FLEXIBLE_VERSION
+
+
 def decode_request(
     frame: bytes | bytearray | memoryview, supported: SupportedVersions | None = None
 ) -> Request:
@@ -234,7 +246,7 @@ def decode_request(
     try:
         # Bounds first: kio reserves memory for arrays from their declared counts.
         end = decoder.check_body(frame, offset)
-        if end != len(frame):
+        if end != len(frame) and not _ignores_trailing_bytes(api_key, api_version):
             raise ValueError(f"{len(frame) - end} bytes after the request body")
         body, _size = decoder.read_body(frame, offset)
     except _DECODE_ERRORS as exc:

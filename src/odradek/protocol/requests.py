@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime
 import operator
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -142,8 +143,11 @@ class ListOffsetsRequestBody(Protocol):
 
 
 class MetadataTopicRequest(Protocol):
+    """``name`` is null (v10+) for a topic asked by id: read the id with
+    ``metadata_topic_id``."""
+
     @property
-    def name(self) -> str: ...
+    def name(self) -> str | None: ...
 
 
 class MetadataRequestBody(Protocol):
@@ -174,6 +178,17 @@ metadata_body: Callable[[Request], MetadataRequestBody] = operator.attrgetter("b
 def metadata_allows_auto_create(request: Request) -> bool:
     """Metadata's ``allow_auto_topic_creation`` (v4+); older versions always allow it."""
     return bool(getattr(request.body, "allow_auto_topic_creation", True))
+
+
+def metadata_topic_id(topic: MetadataTopicRequest) -> uuid.UUID | None:
+    """A requested topic's id (v10+; ``None`` before, or the zero UUID when asked by name)."""
+    value = getattr(topic, "topic_id", None)
+    return value if isinstance(value, uuid.UUID) else None
+
+
+def metadata_wants_topic_operations(request: Request) -> bool:
+    """Metadata's ``include_topic_authorized_operations`` (v8+)."""
+    return bool(getattr(request.body, "include_topic_authorized_operations", False))
 
 
 def duration_ms(value: datetime.timedelta) -> int:

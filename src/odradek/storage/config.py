@@ -41,6 +41,8 @@ class LogConfig:
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = _MAX_LONG
     min_insync_replicas: int = 1
+    #: Read by the cluster controller when it elects a leader (not by the log itself).
+    unclean_leader_election_enable: bool = False
 
     def __post_init__(self) -> None:
         _check(self.segment_bytes >= 14 + 61 and self.segment_bytes <= _MAX_INT, "segment.bytes")
@@ -134,6 +136,7 @@ TOPIC_NAMES: dict[str, str] = {
     "min.compaction.lag.ms": "min_compaction_lag_ms",
     "max.compaction.lag.ms": "max_compaction_lag_ms",
     "min.insync.replicas": "min_insync_replicas",
+    "unclean.leader.election.enable": "unclean_leader_election_enable",
 }
 
 #: Broker settings that map one-to-one onto a LogConfig field.
@@ -152,6 +155,7 @@ _BROKER_DIRECT: dict[str, str] = {
     "log.cleaner.min.compaction.lag.ms": "min_compaction_lag_ms",
     "log.cleaner.max.compaction.lag.ms": "max_compaction_lag_ms",
     "min.insync.replicas": "min_insync_replicas",
+    "unclean.leader.election.enable": "unclean_leader_election_enable",
 }
 
 #: Broker settings given in several units: the first one present wins.
@@ -170,9 +174,19 @@ BROKER_NAMES: frozenset[str] = frozenset(_BROKER_DIRECT) | frozenset(
     name for ladder in _BROKER_LADDERS.values() for name, _ in ladder
 )
 
+
+def _boolean(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered not in ("true", "false"):
+        raise ValueError(raw)
+    return lowered == "true"
+
+
+_boolean.__name__ = "true or false"
+
+_KINDS: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "str": str, "bool": _boolean}
 _FIELD_TYPES: dict[str, Callable[[str], Any]] = {
-    f.name: {"int": int, "float": float, "str": str}[str(f.type)]
-    for f in dataclasses.fields(LogConfig)
+    f.name: _KINDS[str(f.type)] for f in dataclasses.fields(LogConfig)
 }
 
 
@@ -185,10 +199,14 @@ def _parse(name: str, raw: str | int | float, kind: Callable[[str], Any]) -> Any
     try:
         if kind is int and isinstance(raw, float):
             raise ValueError
+        if kind is _boolean and isinstance(raw, bool):
+            return raw
         return kind(str(raw).strip()) if isinstance(raw, str) else kind(raw)  # type: ignore[arg-type]
     except ValueError:
         raise ConfigError(f"invalid value {raw!r} for {name}: expected {kind.__name__}") from None
 
 
 def _render(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"  # Kafka's spelling
     return str(value)

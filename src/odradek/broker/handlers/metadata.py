@@ -1,11 +1,19 @@
-"""Metadata: the brokers, the controller, and each requested topic's partitions.
+"""Metadata (v0-v13): the brokers, the controller, and each requested topic's partitions.
 
 A request for all topics (null list, or an empty list in v0) gets every topic. A missing
 topic is created when ``auto.create.topics.enable`` is on and the request allows it (always
 before v4, by ``allow_auto_topic_creation`` from v4); an illegal name answers
 INVALID_TOPIC_EXCEPTION, a missing topic otherwise UNKNOWN_TOPIC_OR_PARTITION. The response is
 encoded by the hand-written encoder (``protocol.metadata_response``: every client asks on each
-new connection) at the versions it writes, by kio at any other.
+new connection).
+
+What each topic says (``handlers._topic_metadata``): leader epochs (v7+, KIP-320), offline
+replicas (v5+: assigned replicas on brokers that are not live), topic ids (v10+, KIP-516; the
+store's ``topic_id``, the zero UUID for a topic written without one) and, when asked (v8+),
+the authorized operations: all of them, as there is no authorizer. From v10 a topic may be
+asked by id (a null name): a known id answers with its name, an unknown one
+UNKNOWN_TOPIC_ID (with a null name from v12; v10-v11 cannot carry a null name and answer an
+empty one). Ids are looked up only for v10+.
 
 In a cluster (``ctx.cluster``) everything comes from the metadata cache, the controller's view:
 every live broker, the controller, each partition's leader, replicas, ISR and offline
@@ -16,114 +24,107 @@ until the controller has created it on every broker.
 
 from __future__ import annotations
 
+import uuid
+
 from odradek.broker.context import BrokerContext
-from odradek.broker.ports import ClusterPort
+from odradek.broker.handlers._topic_metadata import (
+    describe_topic,
+    find_topic,
+    topic_names,
+    topic_operations,
+)
 from odradek.controller.assignment import validate_topic_name
 from odradek.errors import ErrorCode, KafkaError
-from odradek.protocol import ApiKey, Request, ResponsePayload
-from odradek.protocol.builder import build_response
+from odradek.protocol import ApiKey, Request
 from odradek.protocol.metadata_response import (
-    METADATA_RESPONSE_VERSIONS,
     MetadataBroker,
-    MetadataPartition,
     MetadataTopic,
     encode_metadata_response,
 )
-from odradek.protocol.requests import metadata_allows_auto_create, metadata_body
+from odradek.protocol.requests import (
+    metadata_allows_auto_create,
+    metadata_body,
+    metadata_topic_id,
+    metadata_wants_topic_operations,
+)
 
 API_KEY = ApiKey.METADATA
+#: The first version with topic ids; the first whose response may carry a null topic name.
+TOPIC_ID_VERSION = 10
+NULLABLE_NAME_VERSION = 12
 
 
-def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | bytes:
+def handle(ctx: BrokerContext, request: Request) -> bytes:
+    version = request.api_version
     requested = metadata_body(request).topics
-    all_topics = requested is None or (request.api_version == 0 and not requested)
-    requested_names = [] if requested is None else [str(topic.name) for topic in requested]
+    all_topics = requested is None or (version == 0 and not requested)
     allow_create = metadata_allows_auto_create(request)
+    with_ids = version >= TOPIC_ID_VERSION
+    operations = topic_operations(metadata_wants_topic_operations(request))
+    topics: list[MetadataTopic] = []
+    if all_topics:
+        for name in topic_names(ctx):
+            described = describe_topic(ctx, name, with_id=with_ids, operations=operations)
+            if described is not None:
+                topics.append(described)
+    else:
+        assert requested is not None
+        for entry in requested:
+            if entry.name is None:
+                topics.append(_by_id(ctx, version, metadata_topic_id(entry), operations))
+                continue
+            name = str(entry.name)
+            described = describe_topic(ctx, name, with_id=with_ids, operations=operations)
+            if described is None:
+                described = _missing(ctx, name, allow_create, with_ids, operations)
+            topics.append(described)
     cluster = ctx.cluster
     if cluster is None:
-        names = ctx.topics.topic_names() if all_topics else requested_names
-        topics = [_describe(ctx, name, allow_create) for name in names]
         brokers = [MetadataBroker(ctx.broker_id, ctx.host, ctx.port, None)]
         controller_id = ctx.broker_id
     else:
-        names = cluster.cache.topic_names() if all_topics else requested_names
-        topics = [_describe_in_cluster(ctx, cluster, name, allow_create) for name in names]
         brokers = [
             MetadataBroker(b.broker_id, b.host, b.port, b.rack) for b in cluster.cache.brokers()
         ]
         known = cluster.cache.controller_id
         controller_id = -1 if known is None else known
-    if request.api_version in METADATA_RESPONSE_VERSIONS:
-        return encode_metadata_response(
-            request.api_version,
-            request.correlation_id,
-            brokers,
-            ctx.cluster_id,
-            controller_id,
-            topics,
-        )
-    return build_response(  # a version the hand-written encoder does not write
-        API_KEY,
-        request.api_version,
-        {
-            "throttle_time": 0,
-            "brokers": [broker._asdict() for broker in brokers],
-            "cluster_id": ctx.cluster_id,
-            "controller_id": controller_id,
-            "topics": [
-                {**topic._asdict(), "partitions": [p._asdict() for p in topic.partitions]}
-                for topic in topics
-            ],
-        },
+    return encode_metadata_response(
+        version, request.correlation_id, brokers, ctx.cluster_id, controller_id, topics
     )
 
 
-def _describe(ctx: BrokerContext, name: str, allow_create: bool) -> MetadataTopic:
-    if not ctx.topics.exists(name):
+def _by_id(
+    ctx: BrokerContext, version: int, topic_id: uuid.UUID | None, operations: int
+) -> MetadataTopic:
+    name = None if topic_id is None else find_topic(ctx, topic_id)
+    described = None
+    if name is not None:
+        described = describe_topic(ctx, name, with_id=True, operations=operations)
+    if described is not None:
+        return described
+    return MetadataTopic(
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        None if version >= NULLABLE_NAME_VERSION else "",
+        topic_id=topic_id,
+    )
+
+
+def _missing(
+    ctx: BrokerContext, name: str, allow_create: bool, with_ids: bool, operations: int
+) -> MetadataTopic:
+    """A topic this broker does not know: created when allowed (single broker), requested
+    from the controller (cluster), else UNKNOWN_TOPIC_OR_PARTITION."""
+    cluster = ctx.cluster
+    if cluster is None:
         try:
             created = allow_create and ctx.topics.maybe_auto_create(name)
         except KafkaError as error:
             return MetadataTopic(error.error_code, name)
-        if not created:
-            return MetadataTopic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
-    partitions = [
-        MetadataPartition(
-            ErrorCode.NONE,
-            info.partition,
-            info.leader,
-            info.leader_epoch,
-            info.replicas,
-            info.isr,
-        )
-        for info in ctx.topics.describe(name)
-    ]
-    return MetadataTopic(ErrorCode.NONE, name, ctx.topics.is_internal(name), partitions)
-
-
-def _describe_in_cluster(
-    ctx: BrokerContext, cluster: ClusterPort, name: str, allow_create: bool
-) -> MetadataTopic:
-    states = cluster.cache.partitions(name)
-    if not states:
-        return _missing(ctx, cluster, name, allow_create)
-    partitions = [
-        MetadataPartition(
-            ErrorCode.NONE if state.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
-            state.partition,
-            state.leader,
-            state.leader_epoch,
-            state.replicas,
-            state.isr,
-            state.offline_replicas,
-        )
-        for state in states
-    ]
-    return MetadataTopic(ErrorCode.NONE, name, ctx.topics.is_internal(name), partitions)
-
-
-def _missing(
-    ctx: BrokerContext, cluster: ClusterPort, name: str, allow_create: bool
-) -> MetadataTopic:
+        if created:
+            described = describe_topic(ctx, name, with_id=with_ids, operations=operations)
+            if described is not None:
+                return described
+        return MetadataTopic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
     if not allow_create or not ctx.config.auto_create_topics_enable or ctx.topics.is_internal(name):
         return MetadataTopic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
     try:
