@@ -12,7 +12,8 @@ Start-up order: metadata store (cluster id; a broker id already registered by a 
 fails here, before any log is opened), log manager (recovery happens here), partitions from
 the stored topics, the listener, the broker registration with the bound port
 (``/brokers/ids/<id>``), then the controller election.
-Shutdown order: the controller, the follower fetchers, stop accepting and finish requests in
+Shutdown order: controlled shutdown (leaderships move away), the follower fetchers, the
+controller, stop accepting and finish requests in
 flight, then flush and close the logs (writing the clean-shutdown marker), then the store (its
 session: the registration and, on the controller, ``/controller`` vanish).
 """
@@ -367,6 +368,10 @@ class BrokerApp:
         if self.cluster is not None and self.fatal_error is None:
             # Leadership moves to other ISR members before this broker stops serving.
             await self.cluster.controlled_shutdown()
+        if self.fetchers is not None:
+            # Followers stop at once: a broker shutting down must not keep asking to rejoin
+            # ISRs the controller keeps it out of. Before the logs they append to close.
+            await self.fetchers.shutdown()
         if self.isr_changes is not None:
             await self.isr_changes.stop()
         if self.controller is not None:
@@ -375,8 +380,6 @@ class BrokerApp:
             await self.groups.stop()  # answers requests waiting in JoinGroup/SyncGroup
         if self.topics is not None:
             await self.topics.stop()  # topic changes under way stop; startup finishes them
-        if self.fetchers is not None:
-            await self.fetchers.shutdown()  # before the logs they append to close
         if self.server is not None:
             await self.server.stop()
         if self.log_manager is not None:

@@ -64,6 +64,8 @@ OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 #: How often a fetcher looks again for its leader's address before UpdateMetadata brings it.
 _ENDPOINT_POLL_S = 0.05
 _UNDEFINED_EPOCH = -1
+#: How often ``stop`` repeats a cancellation the task has not acted on yet.
+_STOP_RETRY_S = 0.1
 
 #: ``(host, port)`` of a broker id, or None while unknown.
 EndpointLookup = Callable[[int], tuple[str, int] | None]
@@ -130,6 +132,7 @@ class ReplicaFetcher:
         self._states: dict[TopicPartition, PartitionFetchState] = {}
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._stopped = False
         self._connection = connection or BrokerConnection(
             self.name,
             max_response_bytes=settings.replica_fetch_response_max_bytes + (16 << 20),
@@ -179,19 +182,23 @@ class ReplicaFetcher:
             self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
 
     async def stop(self) -> None:
-        """Cancels the task (a fetch in flight is abandoned) and closes the connection."""
+        """Cancels the task (a fetch in flight is abandoned) and closes the connection.
+
+        The loop also stops at its next turn by a flag: Python 3.11's ``asyncio.wait_for``
+        can swallow a cancellation that arrives as its inner wait completes (gh-86296), and a
+        swallowed one must not leave the task fetching and this call waiting forever."""
+        self._stopped = True
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                if not task.cancelled():
-                    raise
+            while not task.done():
+                task.cancel()
+                await asyncio.wait({task}, timeout=_STOP_RETRY_S)
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
         self._connection.close()
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopped:
             try:
                 await self.run_once()
             except BrokerUnavailableError as error:
