@@ -18,6 +18,7 @@ from odradek._types import TopicPartition
 from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.ports import LogDirDescription, ReplicaLogDescription
+from odradek.broker.replication.delayed_produce import DelayedProducePurgatory, Schedule
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.protocol import Request, decode_request
 from odradek.protocol.client_codec import encode_request_body
@@ -75,7 +76,9 @@ class FakePartition:
     fail_with: KafkaError | None = None
     #: False: a follower (in a cluster another broker leads it).
     is_leader: bool = True
-    appends: list[tuple[bytes, int]] = field(default_factory=list)
+    isr: list[int] = field(default_factory=lambda: [1])
+    min_insync_replicas: int = 1
+    appends: list[bytes] = field(default_factory=list)
     reads: list[tuple[int, int, bool]] = field(default_factory=list)
 
     @property
@@ -85,8 +88,8 @@ class FakePartition:
         base, data = self.batches[-1]
         return base + parse_header(data).last_offset_delta + 1
 
-    def append_as_leader(self, data: bytes | bytearray, required_acks: int) -> Appended:
-        self.appends.append((bytes(data), required_acks))
+    def append_as_leader(self, data: bytes | bytearray) -> Appended:
+        self.appends.append(bytes(data))
         if self.fail_with is not None:
             raise self.fail_with
         first = self.log_end_offset
@@ -134,8 +137,12 @@ class FakePartition:
 
 
 class FakeReplicas:
-    def __init__(self, *partitions: FakePartition) -> None:
+    """The partitions, and a real delayed-produce purgatory over them (timers from the
+    running loop unless ``schedule`` is given)."""
+
+    def __init__(self, *partitions: FakePartition, schedule: Schedule | None = None) -> None:
         self.partitions = {p.topic_partition: p for p in partitions}
+        self.delayed_produce = DelayedProducePurgatory(schedule)
 
     def get(self, topic_partition: TopicPartition) -> FakePartition | None:
         return self.partitions.get(topic_partition)

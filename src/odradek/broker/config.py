@@ -209,6 +209,11 @@ class BrokerConfig:
     #: ``None``: the session timeout (Kafka's default).
     zookeeper_connection_timeout_ms: int | None = None
     broker_rack: str | None = None
+    #: How the group coordinator's appends to ``__consumer_offsets`` are acknowledged
+    #: (-1: once replicated to the ISR; 1: once appended by the leader), and for how long
+    #: it waits for the replication before answering COORDINATOR_NOT_AVAILABLE.
+    offsets_commit_required_acks: int = -1
+    offsets_commit_timeout_ms: int = 5_000
 
     @classmethod
     def from_properties(
@@ -292,6 +297,8 @@ class BrokerConfig:
             zookeeper_session_timeout_ms=get("zookeeper.session.timeout.ms"),
             zookeeper_connection_timeout_ms=get("zookeeper.connection.timeout.ms"),
             broker_rack=get("broker.rack"),
+            offsets_commit_required_acks=get("offsets.commit.required.acks"),
+            offsets_commit_timeout_ms=get("offsets.commit.timeout.ms"),
         )
 
     def describe(self) -> dict[str, ConfigEntry]:
@@ -466,7 +473,10 @@ _SETTINGS: dict[str, _Setting] = {
     "zookeeper.connection.timeout.ms": _int_setting(None, 1),
     "broker.rack": _Setting(_optional_string, _text, None),
     "offsets.topic.num.partitions": _int_setting(50, 1),
-    "offsets.topic.replication.factor": _int_setting(1, 1, _MAX_SHORT),
+    # Kafka's 3, capped by the brokers alive when the topic is created (1 on a lone broker).
+    "offsets.topic.replication.factor": _int_setting(3, 1, _MAX_SHORT),
+    "offsets.commit.required.acks": _int_setting(-1, -1, 1),
+    "offsets.commit.timeout.ms": _int_setting(5_000, 1),
     "group.initial.rebalance.delay.ms": _int_setting(3000, 0),
     "group.min.session.timeout.ms": _int_setting(6_000, 0),
     "group.max.session.timeout.ms": _int_setting(1_800_000, 0),

@@ -3,7 +3,11 @@
 Owns the ``Partition`` objects: creating them (and their logs) when the broker becomes a
 replica, finding them for produce and fetch, applying new topic configs to their logs, and
 removing them with their logs when a topic is deleted, and describing them per log dir
-(DescribeLogDirs).
+(DescribeLogDirs). It installs every Partition's ``on_high_watermark`` listener, which wakes
+the acks=all produces waiting in ``delayed_produce`` and the fetches long-polling in the fetch
+purgatory (consumers read up to the high watermark, so they must wake when it moves); a
+partition that stops being led here (become_follower, removal) wakes its delayed produces too,
+which then answer NOT_LEADER_OR_FOLLOWER.
 
 Thread safety: used from the broker's event loop thread only (the log manager underneath is
 thread-safe for its background work).
@@ -17,6 +21,8 @@ from collections.abc import Callable, Iterable
 
 from odradek._types import TopicPartition
 from odradek.broker.ports import LogDirDescription, ReplicaLogDescription
+from odradek.broker.purgatory import FetchPurgatory
+from odradek.broker.replication.delayed_produce import DelayedProducePurgatory
 from odradek.broker.replication.partition import Partition
 from odradek.errors import ErrorCode
 from odradek.storage.config import LogConfig
@@ -32,6 +38,8 @@ class ReplicaManager:
         broker_id: this broker.
         log_manager: owner of the logs (already started).
         log_config_for: the log configuration of a topic (broker defaults + topic overrides).
+        fetch_purgatory: woken when a partition's high watermark moves (None: no fetches
+            long-poll, as in tests of the partitions alone).
     """
 
     def __init__(
@@ -39,11 +47,22 @@ class ReplicaManager:
         broker_id: int,
         log_manager: LogManager,
         log_config_for: Callable[[str], LogConfig],
+        *,
+        fetch_purgatory: FetchPurgatory | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self._log_config_for = log_config_for
         self._partitions: dict[TopicPartition, Partition] = {}
+        self._fetch_purgatory = fetch_purgatory
+        #: acks=all produces (and ``__consumer_offsets`` writes) waiting for the HW.
+        self.delayed_produce = DelayedProducePurgatory()
+
+    def _on_high_watermark(self, partition: Partition) -> None:
+        """Every Partition's listener: its high watermark moved (or it stopped leading)."""
+        self.delayed_produce.check(partition)
+        if self._fetch_purgatory is not None:
+            self._fetch_purgatory.notify(partition.topic_partition)
 
     def get(self, topic_partition: TopicPartition) -> Partition | None:
         return self._partitions.get(topic_partition)
@@ -111,6 +130,7 @@ class ReplicaManager:
                 broker_id=self.broker_id,
                 replicas=replicas,
                 leader_epoch=leader_epoch,
+                on_high_watermark=self._on_high_watermark,
             )
             self._partitions[topic_partition] = partition
         else:
@@ -126,6 +146,7 @@ class ReplicaManager:
         missing. (Followers do not fetch from the leader yet: replication is the next step.)"""
         partition = self.become_leader(topic_partition, replicas, leader_epoch)
         partition.leader_id = leader
+        self._on_high_watermark(partition)  # acks=all waiters answer NOT_LEADER_OR_FOLLOWER
         return partition
 
     def remove_partition(self, topic_partition: TopicPartition, *, delete: bool) -> bool:
@@ -133,6 +154,7 @@ class ReplicaManager:
         partition = self._partitions.pop(topic_partition, None)
         if partition is None:
             return False
+        self._stop_leading(partition)
         if delete:
             self.log_manager.delete_log(topic_partition)
         return True
@@ -149,8 +171,14 @@ class ReplicaManager:
         another thread if it likes, with ``log_manager.delete_log``); returns them."""
         doomed = [tp for tp in self._partitions if tp.topic == topic]
         for topic_partition in doomed:
-            del self._partitions[topic_partition]
+            self._stop_leading(self._partitions.pop(topic_partition))
         return doomed
+
+    def _stop_leading(self, partition: Partition) -> None:
+        """A partition that leaves this broker: no leader here any more, and its waiters
+        are told so."""
+        partition.leader_id = -1
+        self._on_high_watermark(partition)
 
     def remove_topic(self, topic: str) -> int:
         """Stops serving a topic's partitions and deletes their logs; returns how many."""

@@ -59,10 +59,10 @@ def answers(response: Any, version: int) -> list[tuple[int, int, int, int]]:
 def test_earliest_latest_and_by_timestamp() -> None:
     partition = FakePartition(TP)
     for timestamp in (100, 200, 300):
-        partition.append_as_leader(build_batch([SimpleRecord(timestamp, None, b"v")]), 1)
+        partition.append_as_leader(build_batch([SimpleRecord(timestamp, None, b"v")]))
     partition.delete_records_before(1)
     partition.committed = False
-    partition.append_as_leader(build_batch([SimpleRecord(400, None, b"v")]), 1)  # above HW
+    partition.append_as_leader(build_batch([SimpleRecord(400, None, b"v")]))  # above HW
 
     for version in (1, 2):
         response = list_offsets.handle(

@@ -1,0 +1,83 @@
+"""What a produce's ``acks`` means: the one place that reads it.
+
+A Produce request (and the group coordinator's own appends to ``__consumer_offsets``) names
+how many replicas must hold its batches before it is answered (Kafka's ``acks``):
+
+- ``0``: no response at all; the append happens and the producer never hears of it (a
+  failure closes the connection: the producer has no other way to learn);
+- ``1``: answered once the leader appended, whatever the followers hold;
+- ``-1`` (``all``): refused with NOT_ENOUGH_REPLICAS *before* the append while the ISR is
+  smaller than the topic's ``min.insync.replicas``; otherwise answered once the high
+  watermark has passed the append (every in-sync replica holds it), through the
+  delayed-produce purgatory (``broker.replication.delayed_produce``) — which answers at once
+  when the append already moved the high watermark (an ISR of one).
+
+Any other value is INVALID_REQUIRED_ACKS for every partition of the request, and nothing is
+appended (Kafka's ReplicaManager). Sans-I/O: values in, values or ``KafkaError`` out.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import Protocol
+
+from odradek.errors import ErrorCode, KafkaError
+
+__all__ = ["Acks", "InSyncReplicas", "check_enough_replicas", "parse_acks"]
+
+
+class Acks(enum.IntEnum):
+    """The three legal values of ``acks``."""
+
+    NONE = 0
+    LEADER = 1
+    ALL = -1
+
+    @property
+    def responds(self) -> bool:
+        """Whether the request gets a response (acks=0 does not)."""
+        return self is not Acks.NONE
+
+    @property
+    def waits_for_replication(self) -> bool:
+        """Whether the response waits for the high watermark to pass the append."""
+        return self is Acks.ALL
+
+
+class InSyncReplicas(Protocol):
+    """What the min.insync.replicas rule looks at on a leader partition."""
+
+    @property
+    def isr(self) -> Sequence[int]: ...
+    @property
+    def min_insync_replicas(self) -> int: ...
+
+
+def parse_acks(value: int) -> Acks:
+    """The meaning of a request's ``acks`` field.
+
+    Raises:
+        KafkaError: INVALID_REQUIRED_ACKS for anything but 0, 1 and -1.
+    """
+    try:
+        return Acks(value)
+    except ValueError:
+        raise KafkaError(
+            f"acks={value}: expected 0, 1 or -1 (all)", code=ErrorCode.INVALID_REQUIRED_ACKS
+        ) from None
+
+
+def check_enough_replicas(acks: Acks, partition: InSyncReplicas) -> None:
+    """The check before an append: acks=all needs ``min.insync.replicas`` in-sync replicas
+    (acks=0 and 1 do not care: they still work with the leader alone).
+
+    Raises:
+        KafkaError: NOT_ENOUGH_REPLICAS.
+    """
+    if acks is Acks.ALL and len(partition.isr) < partition.min_insync_replicas:
+        raise KafkaError(
+            f"{len(partition.isr)} in-sync replicas, "
+            f"min.insync.replicas is {partition.min_insync_replicas}",
+            code=ErrorCode.NOT_ENOUGH_REPLICAS,
+        )
