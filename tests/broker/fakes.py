@@ -243,13 +243,15 @@ def context(
     topics: FakeTopics | None = None,
     purgatory: FakePurgatory | None = None,
     clock: MockClock | None = None,
+    schedule: Schedule | None = None,
 ) -> BrokerContext:
-    """A broker context over fakes (broker 1 of cluster ``fake``)."""
+    """A broker context over fakes (broker 1 of cluster ``fake``); ``schedule`` gives the
+    delayed-produce purgatory's timers (default: the running loop's)."""
     return BrokerContext(
         config=BrokerConfig.from_mapping({"broker.id": "1", "log.dirs": "/nonexistent"}),
         cluster_id="fake",
         broker_id=1,
-        replicas=FakeReplicas(*partitions),
+        replicas=FakeReplicas(*partitions, schedule=schedule),
         topics=topics or FakeTopics({p.topic_partition.topic for p in partitions}),
         purgatory=purgatory or FakePurgatory(),
         clock=clock or MockClock(),

@@ -40,6 +40,8 @@ class ReplicaManager:
         log_config_for: the log configuration of a topic (broker defaults + topic overrides).
         fetch_purgatory: woken when a partition's high watermark moves (None: no fetches
             long-poll, as in tests of the partitions alone).
+        delayed_produce: where acks=all produces wait (default: a new one on the running
+            loop's timers).
     """
 
     def __init__(
@@ -49,6 +51,7 @@ class ReplicaManager:
         log_config_for: Callable[[str], LogConfig],
         *,
         fetch_purgatory: FetchPurgatory | None = None,
+        delayed_produce: DelayedProducePurgatory | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -56,7 +59,7 @@ class ReplicaManager:
         self._partitions: dict[TopicPartition, Partition] = {}
         self._fetch_purgatory = fetch_purgatory
         #: acks=all produces (and ``__consumer_offsets`` writes) waiting for the HW.
-        self.delayed_produce = DelayedProducePurgatory()
+        self.delayed_produce = delayed_produce or DelayedProducePurgatory()
 
     def _on_high_watermark(self, partition: Partition) -> None:
         """Every Partition's listener: its high watermark moved (or it stopped leading)."""
