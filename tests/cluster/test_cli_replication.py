@@ -2,7 +2,7 @@
 3-broker cluster over a real ZooKeeper, after one broker is killed (kill -9): the controller
 takes it out of every ISR, so each partition of an RF 3 topic is under-replicated, and a
 partition whose only replica it held has no leader, so it is unavailable; the healthy cluster
-reports neither."""
+reports neither; ``odradek cluster describe`` counts both."""
 
 from __future__ import annotations
 
@@ -62,6 +62,8 @@ def test_a_killed_broker_leaves_partitions_under_replicated_and_unavailable(
         )
         under = _describe(capsys, survivor, "--under-replicated-partitions")
         unavailable = _describe(capsys, survivor, "--unavailable-partitions")
+        assert main(["cluster", "describe", "--bootstrap-server", survivor]) == 0
+        counts = capsys.readouterr().out.splitlines()[-2:]
 
     assert healthy == [[], []]
     assert [line.split("\t")[1:3] for line in under] == [
@@ -70,6 +72,7 @@ def test_a_killed_broker_leaves_partitions_under_replicated_and_unavailable(
     ]
     isrs = [line.split("Isr: ")[1].split(",") for line in under]
     assert all(len(isr) == 2 and str(victim) not in isr for isr in isrs)
+    assert counts == ["UnderReplicatedPartitions: 2", "OfflinePartitions: 1"]
     assert unavailable == [
         f"\tTopic: lonely\tPartition: 0\tLeader: none\tReplicas: {victim}\tIsr: {victim}"
     ]
