@@ -18,34 +18,40 @@ appended (Kafka's ReplicaManager). Sans-I/O: values in, values or ``KafkaError``
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Final, Protocol
 
 from odradek.errors import ErrorCode, KafkaError
 
-__all__ = ["Acks", "InSyncReplicas", "check_enough_replicas", "parse_acks"]
+__all__ = [
+    "ACKS_ALL",
+    "ACKS_LEADER",
+    "ACKS_NONE",
+    "Acks",
+    "InSyncReplicas",
+    "check_enough_replicas",
+    "parse_acks",
+]
 
 
-class Acks(enum.IntEnum):
-    """The three legal values of ``acks``."""
+@dataclass(frozen=True, slots=True)
+class Acks:
+    """What one value of ``acks`` means (three instances: ``ACKS_NONE``, ``ACKS_LEADER``,
+    ``ACKS_ALL``; slotted fields, not enum properties: read on every Produce)."""
 
-    NONE = 0
-    LEADER = 1
-    ALL = -1
-
-    @property
-    def responds(self) -> bool:
-        """Whether the request gets a response (acks=0 does not)."""
-        return self is not Acks.NONE
-
-    @property
-    def waits_for_replication(self) -> bool:
-        """Whether the response waits for the high watermark to pass the append."""
-        return self is Acks.ALL
+    value: int
+    #: Whether the request gets a response (acks=0 does not).
+    responds: bool
+    #: Whether the ISR must hold ``min.insync.replicas`` before the append, and the response
+    #: waits for the high watermark to pass it (acks=all).
+    waits_for_replication: bool
 
 
-_BY_VALUE = {acks.value: acks for acks in Acks}
+ACKS_NONE: Final = Acks(0, responds=False, waits_for_replication=False)
+ACKS_LEADER: Final = Acks(1, responds=True, waits_for_replication=False)
+ACKS_ALL: Final = Acks(-1, responds=True, waits_for_replication=True)
+_BY_VALUE = {acks.value: acks for acks in (ACKS_NONE, ACKS_LEADER, ACKS_ALL)}
 
 
 class InSyncReplicas(Protocol):
@@ -63,7 +69,7 @@ def parse_acks(value: int) -> Acks:
     Raises:
         KafkaError: INVALID_REQUIRED_ACKS for anything but 0, 1 and -1.
     """
-    acks = _BY_VALUE.get(value)  # a dict lookup: Acks(value) costs more, on every Produce
+    acks = _BY_VALUE.get(value)
     if acks is None:
         raise KafkaError(
             f"acks={value}: expected 0, 1 or -1 (all)", code=ErrorCode.INVALID_REQUIRED_ACKS
@@ -78,7 +84,7 @@ def check_enough_replicas(acks: Acks, partition: InSyncReplicas) -> None:
     Raises:
         KafkaError: NOT_ENOUGH_REPLICAS.
     """
-    if acks is Acks.ALL and len(partition.isr) < partition.min_insync_replicas:
+    if acks.waits_for_replication and len(partition.isr) < partition.min_insync_replicas:
         raise KafkaError(
             f"{len(partition.isr)} in-sync replicas, "
             f"min.insync.replicas is {partition.min_insync_replicas}",

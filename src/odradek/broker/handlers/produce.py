@@ -67,6 +67,7 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
     responses = []
     failed = None
     waiting: list[_Waiting] = []
+    replicated = True  # every acks=all append already passed by the high watermark
     for topic_data in body.topic_data:
         name = str(topic_data.name)
         partitions: list[PartitionProduceResponse] = []
@@ -80,7 +81,9 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
                 if failed is None:
                     failed = result
             elif waits and partition is not None:
-                waiting.append((partition, partition.log_end_offset, partitions, len(partitions)))
+                required = partition.log_end_offset
+                waiting.append((partition, required, partitions, len(partitions)))
+                replicated = replicated and partition.high_watermark >= required
             partitions.append(result)
         responses.append(TopicProduceResponse(name, partitions))
     if not acks.responds:
@@ -91,7 +94,7 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
                 code=ErrorCode(failed.error_code),
             )
         return None
-    if waiting and any(p.high_watermark < required for p, required, _, _ in waiting):
+    if not replicated:
         return _when_replicated(ctx, request, responses, waiting, duration_ms(body.timeout))
     return encode_produce_response(request.api_version, request.correlation_id, responses)
 
