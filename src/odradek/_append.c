@@ -9,7 +9,7 @@
  * patched copy of its header plus the rest, with writev), the same tuple returned. Writes
  * go out in calls of at most 64 KiB, as the reference's.
  *
- * What stays in Python: the CRC32C itself (``odradek.records.crc.crc32c``, called back once
+ * What stays in Python: the CRC32C itself (``odradek.records.crc``'s, called back once
  * per batch: one CRC32C implementation in the project) and every error about the batch (a
  * declined batch takes the log's general path, which raises the precise one).
  *
@@ -30,7 +30,8 @@
 
 #define MAGIC_V2 2
 
-/* odradek.records.crc.crc32c, imported once at module init (a strong reference, never
+/* odradek.records.crc.crc32c_unwrapped (the crc32c library's function that
+ * odradek.records.crc.crc32c wraps), imported once at module init (a strong reference, never
  * released: the module is single-phase and lives as long as the interpreter). */
 static PyObject *crc32c;
 
@@ -328,7 +329,7 @@ static struct PyModuleDef append_module = {
 PyMODINIT_FUNC
 PyInit__append(void)
 {
-    if (crc32c == NULL && (crc32c = import_attr("odradek.records.crc", "crc32c")) == NULL) {
+    if (crc32c == NULL && (crc32c = import_attr("odradek.records.crc", "crc32c_unwrapped")) == NULL) {
         return NULL;
     }
     return PyModule_Create(&append_module);

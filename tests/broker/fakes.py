@@ -55,8 +55,19 @@ class Read:
 
 @dataclass(frozen=True)
 class Found:
+    """A timestamp and offset (ListOffsets), or an epoch and its end offset
+    (OffsetForLeaderEpoch)."""
+
     timestamp: int
     offset: int
+
+    @property
+    def epoch(self) -> int:
+        return self.timestamp
+
+    @property
+    def end_offset(self) -> int:
+        return self.offset
 
 
 @dataclass
@@ -78,8 +89,13 @@ class FakePartition:
     is_leader: bool = True
     isr: list[int] = field(default_factory=lambda: [1])
     min_insync_replicas: int = 1
+    #: The leader-epoch cache: epoch → start offset (OffsetForLeaderEpoch).
+    epochs: dict[int, int] = field(default_factory=dict)
     appends: list[bytes] = field(default_factory=list)
     reads: list[tuple[int, int, bool]] = field(default_factory=list)
+    #: The brokers that may fetch as followers; their fetches are recorded.
+    followers: tuple[int, ...] = (2, 3)
+    follower_fetches: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def log_end_offset(self) -> int:
@@ -119,6 +135,22 @@ class FakePartition:
                 break
             out += data
         return Read(MemoryRegion(out) if out else None, self.log_start_offset)
+
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        if replica_id not in self.followers:
+            raise KafkaError(f"{replica_id} is no follower", code=ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self.follower_fetches.append((replica_id, fetch_offset))
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> Found:
+        """From ``epochs`` (epoch → start offset, as the log's leader-epoch cache): the
+        largest epoch at or below ``leader_epoch`` and where it ends; (-1, -1) if unknown."""
+        known = sorted(self.epochs.items())
+        if not known or leader_epoch < 0 or leader_epoch > known[-1][0]:
+            return Found(-1, -1)
+        below = [(e, o) for e, o in known if e <= leader_epoch]
+        above = [o for e, o in known if e > leader_epoch]
+        epoch = below[-1][0] if below else leader_epoch
+        return Found(epoch, above[0] if above else self.log_end_offset)
 
     def delete_records_before(self, offset: int) -> int:
         target = self.high_watermark if offset == -1 else offset

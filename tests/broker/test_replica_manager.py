@@ -17,6 +17,14 @@ class FakeLog:
     log_end_offset: int = 0
     log_start_offset: int = 0
     high_watermark: int | None = None
+    #: (epoch, start offset) of each leader epoch begun here (``Log.assign_epoch_start``).
+    epoch_starts: list[tuple[int, int]] = field(default_factory=list)
+
+    def assign_epoch_start(self, leader_epoch: int) -> bool:
+        if self.epoch_starts and self.epoch_starts[-1][0] == leader_epoch:
+            return False
+        self.epoch_starts.append((leader_epoch, self.log_end_offset))
+        return True
 
     def update_high_watermark(self, offset: int) -> None:
         self.high_watermark = offset
@@ -58,6 +66,7 @@ def test_become_leader_creates_once_then_updates_epoch_and_replicas() -> None:
     assert again is first
     assert logs.created == [tp]
     assert (first.leader_epoch, first.replicas, first.broker_id) == (3, [7, 8], 7)
+    assert logs.logs[tp].epoch_starts == [(0, 0), (3, 0)]  # each new epoch begins at the LEO
     assert first.log.config == configs["t"]
     assert replicas.get(tp) is first
     assert replicas.get(TopicPartition("t", 1)) is None

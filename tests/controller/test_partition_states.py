@@ -10,6 +10,7 @@ from odradek._types import TopicPartition
 from odradek.controller.leaders import NO_LEADER, LeaderAndIsr
 from odradek.controller.partition_states import (
     PartitionRecord,
+    alter_partition,
     elect_leader_on_request,
     leader_counts,
     new_partition_state,
@@ -144,3 +145,45 @@ def test_elections_on_request() -> None:
         ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
     )
     assert elect_leader_on_request(7, home, {1})[0] == ErrorCode.INVALID_REQUEST
+
+
+def test_alter_partition_is_accepted_only_at_the_current_epochs() -> None:
+    record = _record((1, 2, 3), 1, 4, (1, 2, 3))  # partition epoch (zk version) 7
+    live = {1, 2, 3}
+
+    assert alter_partition(record, 1, 4, (1, 2), 7, live) == LeaderAndIsr(1, 4, (1, 2))
+    stale_version = alter_partition(record, 1, 4, (1, 2), 6, live)
+    assert isinstance(stale_version, tuple)
+    assert stale_version[0] is ErrorCode.INVALID_UPDATE_VERSION
+    newer_version = alter_partition(record, 1, 4, (1, 2), 8, live)
+    assert isinstance(newer_version, tuple)
+    assert newer_version[0] is ErrorCode.INVALID_UPDATE_VERSION
+    old_epoch = alter_partition(record, 1, 3, (1, 2), 7, live)
+    assert isinstance(old_epoch, tuple)
+    assert old_epoch[0] is ErrorCode.FENCED_LEADER_EPOCH
+    not_leader = alter_partition(record, 2, 4, (1, 2), 7, live)
+    assert isinstance(not_leader, tuple)
+    assert not_leader[0] is ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_alter_partition_checks_the_new_isr() -> None:
+    record = _record((1, 2, 3), 1, 4, (1, 2))
+    codes = {
+        isr: result[0] if isinstance(result, tuple) else ErrorCode.NONE
+        for isr in [(2, 3), (1, 5), (1, 1), (1, 3), (1, 2, 3)]
+        for result in [alter_partition(record, 1, 4, isr, 7, {1, 2})]
+    }
+
+    assert codes == {
+        (2, 3): ErrorCode.INVALID_REQUEST,  # without the leader
+        (1, 5): ErrorCode.INVALID_REQUEST,  # not a replica
+        (1, 1): ErrorCode.INVALID_REQUEST,
+        (1, 3): ErrorCode.INELIGIBLE_REPLICA,  # 3 is not live
+        (1, 2, 3): ErrorCode.INELIGIBLE_REPLICA,
+    }
+
+
+def test_a_retried_alter_partition_already_applied_answers_the_state() -> None:
+    record = _record((1, 2, 3), 1, 4, (1, 2))  # the (1, 2) change made version 7
+
+    assert alter_partition(record, 1, 4, (1, 2), 6, {1, 2, 3}) == record.state

@@ -20,6 +20,7 @@ from odradek.controller.assignment import (
     validate_topic_name,
 )
 from odradek.controller.local import LocalMetadataStore
+from odradek.controller.reassignment import ReplicaAssignment
 from odradek.controller.store import MetadataStore
 from odradek.controller.topics import (
     BrokerRegistration,
@@ -527,3 +528,53 @@ def test_remove_partitions_undoes_add_partitions(
     assert metadata.assignment("t") == {0: [0], 1: [0]}
     with pytest.raises(UnknownTopicOrPartitionError):
         metadata.remove_partitions("missing", 0)
+
+
+# --- reassignment layout (KIP-455) ---------------------------------------------------------
+
+
+def test_a_reassignment_is_stored_beside_the_partitions_as_kafka_does(
+    metadata: ClusterMetadata, store: MetadataStore
+) -> None:
+    metadata.create_topic("moving", {0: [0, 1], 1: [1, 2]})
+    assert metadata.replica_assignments("moving") == {
+        0: ReplicaAssignment((0, 1)),
+        1: ReplicaAssignment((1, 2)),
+    }
+    moving = ReplicaAssignment((3, 1, 0), adding=(3,), removing=(0,))
+    store.multi([metadata.reassignment_op("moving", {0: moving})])
+    document = node_json(store, "/brokers/topics/moving")
+    assert isinstance(document, dict)
+    assert document["partitions"] == {"0": [3, 1, 0], "1": [1, 2]}
+    assert document["adding_replicas"] == {"0": [3]}
+    assert document["removing_replicas"] == {"0": [0]}
+    assert metadata.replica_assignments("moving")[0] == moving
+    assert metadata.assignment("moving") == {0: [3, 1, 0], 1: [1, 2]}
+    # Completion clears the maps.
+    store.multi([metadata.reassignment_op("moving", {0: ReplicaAssignment((3, 1))})])
+    document = node_json(store, "/brokers/topics/moving")
+    assert isinstance(document, dict)
+    assert (document["adding_replicas"], document["removing_replicas"]) == ({}, {})
+    assert metadata.replica_assignments("moving")[0] == ReplicaAssignment((3, 1))
+
+
+def test_a_reassignment_write_is_conditional_on_the_topic_node(
+    metadata: ClusterMetadata, store: MetadataStore
+) -> None:
+    metadata.create_topic("raced", {0: [0]})
+    op = metadata.reassignment_op("raced", {0: ReplicaAssignment((1, 0), (1,), (0,))})
+    metadata.add_partitions("raced", {1: [0]})
+    with pytest.raises(BadVersionError):
+        store.multi([op])
+    with pytest.raises(UnknownTopicOrPartitionError):
+        metadata.reassignment_op("raced", {5: ReplicaAssignment((1,))})
+
+
+def test_malformed_reassignment_maps_are_corrupt_metadata(
+    metadata: ClusterMetadata, store: MetadataStore
+) -> None:
+    metadata.create_topic("bent", {0: [0]})
+    data = json.dumps({"version": 3, "partitions": {"0": [0]}, "adding_replicas": {"0": "x"}})
+    store.set("/brokers/topics/bent", data.encode())
+    with pytest.raises(CorruptMetadataError, match="adding_replicas"):
+        metadata.replica_assignments("bent")

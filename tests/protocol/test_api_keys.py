@@ -69,6 +69,8 @@ def test_the_admin_apis_of_the_broker_issue_are_listed() -> None:
         ApiKey.DELETE_RECORDS,
         ApiKey.DESCRIBE_CLUSTER,
         ApiKey.DESCRIBE_LOG_DIRS,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS,
     ):
         assert key in IMPLEMENTED_VERSIONS, key.name
 
@@ -143,6 +145,7 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         if is_implemented(key, version) and is_flexible(key, version)
     }
     assert flexible == {
+        ("ALTER_PARTITION", 1),
         ("API_VERSIONS", 3),
         ("DELETE_RECORDS", 2),
         ("DESCRIBE_CONFIGS", 4),
@@ -155,6 +158,10 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         ("DESCRIBE_LOG_DIRS", 2),
         ("DESCRIBE_LOG_DIRS", 3),
         ("DESCRIBE_LOG_DIRS", 4),
+        ("ALTER_PARTITION_REASSIGNMENTS", 0),
+        ("ALTER_PARTITION_REASSIGNMENTS", 1),
+        ("LIST_PARTITION_REASSIGNMENTS", 0),
+        ("OFFSET_FOR_LEADER_EPOCH", 4),
     }
 
 

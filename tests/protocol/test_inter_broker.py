@@ -106,3 +106,54 @@ def test_a_truncated_request_is_a_decode_error() -> None:
     frame = encode_request(ApiKey.LEADER_AND_ISR, 1, 1, None, REQUESTS[(ApiKey.LEADER_AND_ISR, 1)])
     with pytest.raises(Exception, match="malformed LEADER_AND_ISR v1"):
         decode_request(frame[4:-3])
+
+
+def test_alter_partition_v1_round_trips_flexible_with_topic_names() -> None:
+    key, version = ApiKey.ALTER_PARTITION, 1
+    assert version in IMPLEMENTED_VERSIONS[key]
+    assert is_flexible(key, version)
+    assert request_header_version(key, version) == 2
+    assert response_header_version(key, version) == 1
+    fields: dict[str, Any] = {
+        "broker_id": 1,
+        "broker_epoch": -1,
+        "topics": [
+            {
+                "topic_name": "orders",
+                "partitions": [
+                    {
+                        "partition_index": 2,
+                        "leader_epoch": 5,
+                        "new_isr": [1, 0],
+                        "leader_recovery_state": 0,
+                        "partition_epoch": 8,
+                    }
+                ],
+            }
+        ],
+    }
+    frame = encode_request(key, version, 7, "broker-1", fields)
+    request = decode_request(frame[4:])
+    assert entity_fields(request.body) == fields
+    answer: dict[str, Any] = {
+        "throttle_time": 0,
+        "error_code": 0,
+        "topics": [
+            {
+                "topic_name": "orders",
+                "partitions": [
+                    {
+                        "partition_index": 2,
+                        "error_code": 95,
+                        "leader_id": 1,
+                        "leader_epoch": 5,
+                        "isr": [1, 2, 0],
+                        "leader_recovery_state": 0,
+                        "partition_epoch": 9,
+                    }
+                ],
+            }
+        ],
+    }
+    encoded = encode_response(1, 7, build_response(key, version, answer))
+    assert decode_response(key, version, encoded[4:]) == (7, answer)

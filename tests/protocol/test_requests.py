@@ -51,6 +51,7 @@ VIEWS: dict[ApiKey, type[Any]] = {
     ApiKey.INIT_PRODUCER_ID: admin_requests.InitProducerIdRequestBody,
     ApiKey.DESCRIBE_CLUSTER: admin_requests.DescribeClusterRequestBody,
     ApiKey.DESCRIBE_LOG_DIRS: admin_requests.DescribeLogDirsRequestBody,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: admin_requests.OffsetForLeaderEpochRequestBody,
 }
 DECODED = [
     (key, version)

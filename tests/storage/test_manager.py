@@ -1,6 +1,7 @@
 """LogManager: start-up and shutdown (checkpoints, the clean-shutdown marker), recovery after an
-unclean shutdown, log deletion, several log dirs, and the periodic flush, retention and
-checkpoint tasks run by a ManualScheduler."""
+unclean shutdown, log deletion, several log dirs, the periodic flush, retention and
+checkpoint tasks run by a ManualScheduler, and the high-watermark checkpoint restored capped
+at each log's end."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from odradek.storage.manager import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_CHECKPOINT,
     LogManager,
 )
 from odradek.storage.scheduler import ManualScheduler
@@ -281,3 +283,40 @@ def test_manager_with_its_own_thread_scheduler(tmp_path: Path, make_batch: Batch
     manager.shutdown()
     assert os.path.exists(tmp_path / "d" / CLEAN_SHUTDOWN_FILE)
     assert checkpoint(str(tmp_path / "d"), RECOVERY_POINT_CHECKPOINT) == {TP0: 3}
+
+
+def test_high_watermarks_are_checkpointed_periodically_and_restored_capped(
+    managers: ManagerFactory,
+    make_batch: BatchFactory,
+    clock: MockClock,
+    scheduler: ManualScheduler,
+) -> None:
+    manager = managers(high_watermark_checkpoint_interval_ms=5_000)
+    manager.startup()
+    log = manager.get_or_create_log(TP0)
+    unreported = manager.get_or_create_log(TP1)
+    for _ in range(4):
+        log.append(make_batch(3))
+    unreported.append(make_batch(2))
+    log.update_high_watermark(7)
+    directory = manager.log_dirs[0]
+    clock.advance(4_999)
+    scheduler.run_due()
+    assert checkpoint(directory, REPLICATION_CHECKPOINT) == {}
+    clock.advance(1)
+    scheduler.run_due()
+    assert checkpoint(directory, REPLICATION_CHECKPOINT) == {TP0: 7}  # TP1 never had one
+    log.update_high_watermark(9)
+    manager.shutdown()  # a clean shutdown writes the latest
+    assert checkpoint(directory, REPLICATION_CHECKPOINT) == {TP0: 9}
+    # A checkpoint past the log end (the log lost its tail) is capped at the log end.
+    OffsetCheckpointFile(os.path.join(directory, REPLICATION_CHECKPOINT)).write({TP0: 9, TP1: 50})
+
+    second = managers()
+    second.startup()
+
+    reopened, other = second.get_log(TP0), second.get_log(TP1)
+    assert reopened is not None
+    assert other is not None
+    assert reopened.high_watermark == 9
+    assert other.high_watermark == 2

@@ -12,9 +12,9 @@ Start-up order: metadata store (cluster id; a broker id already registered by a 
 fails here, before any log is opened), log manager (recovery happens here), partitions from
 the stored topics, the listener, the broker registration with the bound port
 (``/brokers/ids/<id>``), then the controller election.
-Shutdown order: the controller, stop accepting and finish requests in flight, then flush and
-close the logs (writing the clean-shutdown marker), then the store (its session: the
-registration and, on the controller, ``/controller`` vanish).
+Shutdown order: the controller, the follower fetchers, stop accepting and finish requests in
+flight, then flush and close the logs (writing the clean-shutdown marker), then the store (its
+session: the registration and, on the controller, ``/controller`` vanish).
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
+    alter_partition,
+    alter_partition_reassignments,
     api_versions,
     controlled_shutdown,
     create_partitions,
@@ -50,10 +52,12 @@ from odradek.broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     stop_replica,
     sync_group,
@@ -61,6 +65,8 @@ from odradek.broker.handlers import (
 )
 from odradek.broker.purgatory import FetchPurgatory
 from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.replication.fetcher_manager import ReplicaFetcherManager
+from odradek.broker.replication.isr_changes import IsrChangeManager
 from odradek.broker.router import Router
 from odradek.broker.server import BrokerServer
 from odradek.broker.topic_manager import TopicManager
@@ -109,6 +115,10 @@ HANDLER_MODULES = (
     controlled_shutdown,
     elect_leaders,
     describe_log_dirs,
+    alter_partition,
+    alter_partition_reassignments,
+    list_partition_reassignments,
+    offset_for_leader_epoch,
 )
 
 
@@ -130,6 +140,8 @@ class BrokerApp:
         self.groups: GroupCoordinatorRuntime | None = None
         self.cluster: ClusterMember | None = None
         self.live_brokers: LiveBrokers | None = None
+        self.isr_changes: IsrChangeManager | None = None
+        self.fetchers: ReplicaFetcherManager | None = None
 
     def _log_config_for(self, topic: str) -> LogConfig:
         assert self.topics is not None
@@ -192,6 +204,9 @@ class BrokerApp:
             flush_check_interval_ms=config.log_flush_scheduler_interval_ms,
             retention_check_interval_ms=config.log_retention_check_interval_ms,
             checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
+            high_watermark_checkpoint_interval_ms=(
+                config.replica_high_watermark_checkpoint_interval_ms
+            ),
             cleaner_config=config.cleaner_config,
         )
         purgatory = FetchPurgatory()
@@ -199,6 +214,7 @@ class BrokerApp:
             config.broker_id,
             self.log_manager,
             self._log_config_for,
+            clock=self.clock,
             fetch_purgatory=purgatory,
         )
         topics = TopicManager(config, metadata_store, replicas)
@@ -298,6 +314,11 @@ class BrokerApp:
             validate_configs=topics.validate_configs,
         )
         shell.append(ClusterController(controller, metadata, live, settings))
+        # Followers fetch from leaders found in the metadata cache's live brokers.
+        self.fetchers = ReplicaFetcherManager(
+            config.broker_id, config.replica_fetchers, self._broker_endpoint, self.clock
+        )
+        replicas.fetchers = self.fetchers
         self.cluster = ClusterMember(
             config.broker_id,
             replicas,
@@ -311,21 +332,36 @@ class BrokerApp:
         )
         self.cluster.groups = self.groups
         self.ctx.cluster = self.cluster
+        self.isr_changes = IsrChangeManager(
+            replicas,
+            self.cluster.alter_partition,
+            replica_lag_time_max_ms=config.replica_lag_time_max_ms,
+        )
+        replicas.on_isr_change = self.isr_changes.submit
+        self.isr_changes.start()
         self.controller = controller
         self.live_brokers = live
         live.start()
         controller.start()
 
+    def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        broker = None if self.cluster is None else self.cluster.cache.broker(broker_id)
+        return None if broker is None else (broker.host, broker.port)
+
     async def stop(self) -> None:
         if self.cluster is not None and self.fatal_error is None:
             # Leadership moves to other ISR members before this broker stops serving.
             await self.cluster.controlled_shutdown()
+        if self.isr_changes is not None:
+            await self.isr_changes.stop()
         if self.controller is not None:
             await asyncio.to_thread(self.controller.stop)
         if self.groups is not None:
             await self.groups.stop()  # answers requests waiting in JoinGroup/SyncGroup
         if self.topics is not None:
             await self.topics.stop()  # topic changes under way stop; startup finishes them
+        if self.fetchers is not None:
+            await self.fetchers.shutdown()  # before the logs they append to close
         if self.server is not None:
             await self.server.stop()
         if self.log_manager is not None:

@@ -28,20 +28,24 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from odradek._types import TopicPartition
+from odradek.broker.broker_connection import BrokerConnection, BrokerUnavailableError
 from odradek.broker.group.records import partition_for_group
 from odradek.broker.group.runtime import offsets_topic_configs
 from odradek.broker.metadata_cache import LiveBroker, MetadataCache, PartitionMetadata
 from odradek.broker.replica_manager import ReplicaManager
-from odradek.controller.cluster import ClusterController, TopicRequest
-from odradek.errors import ErrorCode, NotControllerError, ProtocolError
+from odradek.controller.cluster import (
+    ClusterController,
+    IsrUpdate,
+    IsrUpdateResult,
+    TopicRequest,
+)
+from odradek.errors import ErrorCode, KafkaError, NotControllerError
 from odradek.protocol import ApiKey
-from odradek.protocol.client_codec import decode_response, encode_request
-from odradek.protocol.inter_broker import CONTROLLED_SHUTDOWN_VERSION
+from odradek.protocol.inter_broker import ALTER_PARTITION_VERSION, CONTROLLED_SHUTDOWN_VERSION
 
 if TYPE_CHECKING:
     from odradek.broker.group.runtime import GroupCoordinatorRuntime
@@ -52,7 +56,6 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 OFFSETS_TOPIC = "__consumer_offsets"
-_SIZE = struct.Struct(">i")
 _FORWARD_TIMEOUT_S = 30.0
 _CREATE_TOPICS_VERSION = 3
 _SHUTDOWN_ATTEMPTS = 3
@@ -90,7 +93,6 @@ class ClusterMember:
         self.topics = topics
         self.controller = controller
         self.groups: GroupCoordinatorRuntime | None = None
-        self._correlation = 0
         #: Topics whose creation this broker asked for and that the controller has not
         #: answered yet (a client retrying Metadata or FindCoordinator asks once).
         self._requested: set[str] = set()
@@ -134,7 +136,10 @@ class ClusterMember:
         replicas = [int(replica) for replica in state.replicas]
         leader = int(state.leader)
         if leader == self.broker_id:
-            self.replicas.become_leader(tp, replicas, leader_epoch)
+            isr = [int(replica) for replica in state.isr]
+            self.replicas.become_leader(
+                tp, replicas, leader_epoch, isr=isr, partition_epoch=int(state.zk_version)
+            )
             if tp.topic == OFFSETS_TOPIC and self.groups is not None:
                 self.groups.take_partition(tp.partition)
         else:
@@ -179,7 +184,7 @@ class ClusterMember:
             tp = TopicPartition(str(entry.topic_name), int(entry.partition_index))
             if tp.topic == OFFSETS_TOPIC and self.groups is not None:
                 self.groups.release_partition(tp.partition)
-            self.replicas.remove_partition(tp, delete=delete)
+            self.replicas.remove_partition(tp, delete=delete, checkpoint=False)
             if delete:
                 self.cache.remove_partition(tp)
                 if not self.cache.has_topic(tp.topic):
@@ -187,6 +192,8 @@ class ClusterMember:
             errors.append(
                 {"topic_name": tp.topic, "partition_index": tp.partition, "error_code": 0}
             )
+        if delete and errors:  # once for the request: per log, N deletions cost N² writes
+            self.replicas.log_manager.checkpoint_logs()
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
     def _update_cache(self, states: list[PartitionMetadata]) -> None:
@@ -223,35 +230,19 @@ class ClusterMember:
         controller = self.cache.controller()
         if controller is None:
             raise NotControllerError("no controller is known yet")
-        self._correlation += 1
-        frame = encode_request(
-            api_key,
-            api_version,
-            self._correlation,
-            f"forwarded-by-{self.broker_id}",
-            fields,
+        connection = BrokerConnection(
+            f"forwarded-by-{self.broker_id}", timeout_s=_FORWARD_TIMEOUT_S
         )
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(controller.host, controller.port), _FORWARD_TIMEOUT_S
+            return await connection.request(
+                controller.host, controller.port, api_key, api_version, fields
             )
-            try:
-                writer.write(frame)
-                (size,) = _SIZE.unpack(
-                    await asyncio.wait_for(reader.readexactly(4), _FORWARD_TIMEOUT_S)
-                )
-                answer = await asyncio.wait_for(reader.readexactly(size), _FORWARD_TIMEOUT_S)
-            finally:
-                writer.close()
-        except (OSError, asyncio.IncompleteReadError, TimeoutError) as error:
+        except BrokerUnavailableError as error:
             raise NotControllerError(
-                f"the controller (broker {controller.broker_id}) did not answer: {error}"
+                f"the controller (broker {controller.broker_id}): {error}"
             ) from None
-        try:
-            _, body = decode_response(api_key, api_version, answer)
-        except ProtocolError as error:
-            raise NotControllerError(f"the controller's answer was malformed: {error}") from None
-        return body
+        finally:
+            connection.close()
 
     def request_topic(
         self, topic: str, partitions: int, replication_factor: int, configs: dict[str, str]
@@ -296,6 +287,55 @@ class ClusterMember:
             await self.forward(ApiKey.CREATE_TOPICS, _CREATE_TOPICS_VERSION, fields)
         except NotControllerError as error:
             logger.info("creating topic %s: %s", topic.name, error)
+
+    # --- ISR changes -----------------------------------------------------------------------
+
+    async def alter_partition(self, updates: Sequence[IsrUpdate]) -> list[IsrUpdateResult]:
+        """Sends this leader's ISR changes to the controller (AlterPartition; on this broker's
+        own controller thread when it is the controller) and returns its answers.
+
+        Raises:
+            KafkaError: NOT_CONTROLLER (no controller known or reachable, or it answered so).
+        """
+        if self.is_controller:
+            return await self.run_on_controller(
+                lambda: self.controller.alter_partition(self.broker_id, updates)
+            )
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for update in updates:
+            topics.setdefault(update.topic_partition.topic, []).append(
+                {
+                    "partition_index": update.topic_partition.partition,
+                    "leader_epoch": update.leader_epoch,
+                    "new_isr": list(update.new_isr),
+                    "leader_recovery_state": 0,
+                    "partition_epoch": update.partition_epoch,
+                }
+            )
+        answer = await self.forward(
+            ApiKey.ALTER_PARTITION,
+            ALTER_PARTITION_VERSION,
+            {
+                "broker_id": self.broker_id,
+                "broker_epoch": -1,
+                "topics": [{"topic_name": t, "partitions": p} for t, p in topics.items()],
+            },
+        )
+        code = ErrorCode(int(answer["error_code"]))
+        if code is not ErrorCode.NONE:
+            raise KafkaError(f"AlterPartition answered {code.name}", code=code)
+        return [
+            IsrUpdateResult(
+                TopicPartition(str(topic["topic_name"]), int(entry["partition_index"])),
+                ErrorCode(int(entry["error_code"])),
+                int(entry["leader_id"]),
+                int(entry["leader_epoch"]),
+                tuple(int(replica) for replica in entry["isr"]),
+                int(entry["partition_epoch"]),
+            )
+            for topic in answer["topics"]
+            for entry in topic["partitions"]
+        ]
 
     # --- controlled shutdown ---------------------------------------------------------------
 

@@ -136,6 +136,25 @@ def _unescape(text: str, *, trim_right: bool = False) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class FetcherSettings:
+    """The follower fetchers' settings (``broker/replication/fetcher.py``), Kafka's defaults.
+
+    ``num.replica.fetchers``: fetcher tasks per source broker (a partition goes to one by a
+    stable hash); ``replica.fetch.max.bytes``: bytes per partition per fetch (a larger first
+    batch still comes whole); ``replica.fetch.response.max.bytes``: bytes per response;
+    ``replica.fetch.wait.max.ms`` / ``replica.fetch.min.bytes``: how long the leader may hold
+    a fetch for how much data; ``replica.fetch.backoff.ms``: the pause after a failed fetch.
+    """
+
+    num_replica_fetchers: int = 1
+    replica_fetch_max_bytes: int = 1024 * 1024
+    replica_fetch_response_max_bytes: int = 10 * 1024 * 1024
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_backoff_ms: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
 class Listener:
     """One ``listeners`` entry: ``NAME://host:port``.
 
@@ -209,6 +228,10 @@ class BrokerConfig:
     #: ``None``: the session timeout (Kafka's default).
     zookeeper_connection_timeout_ms: int | None = None
     broker_rack: str | None = None
+    replica_lag_time_max_ms: int = 30_000
+    replica_high_watermark_checkpoint_interval_ms: int = 5_000
+    #: ``num.replica.fetchers`` and ``replica.fetch.*`` (the follower fetchers).
+    replica_fetchers: FetcherSettings = field(default_factory=FetcherSettings)
     #: How the group coordinator's appends to ``__consumer_offsets`` are acknowledged
     #: (-1: once replicated to the ISR; 1: once appended by the leader), and for how long
     #: it waits for the replication before answering COORDINATOR_NOT_AVAILABLE.
@@ -297,6 +320,18 @@ class BrokerConfig:
             zookeeper_session_timeout_ms=get("zookeeper.session.timeout.ms"),
             zookeeper_connection_timeout_ms=get("zookeeper.connection.timeout.ms"),
             broker_rack=get("broker.rack"),
+            replica_lag_time_max_ms=get("replica.lag.time.max.ms"),
+            replica_high_watermark_checkpoint_interval_ms=get(
+                "replica.high.watermark.checkpoint.interval.ms"
+            ),
+            replica_fetchers=FetcherSettings(
+                num_replica_fetchers=get("num.replica.fetchers"),
+                replica_fetch_max_bytes=get("replica.fetch.max.bytes"),
+                replica_fetch_response_max_bytes=get("replica.fetch.response.max.bytes"),
+                replica_fetch_wait_max_ms=get("replica.fetch.wait.max.ms"),
+                replica_fetch_min_bytes=get("replica.fetch.min.bytes"),
+                replica_fetch_backoff_ms=get("replica.fetch.backoff.ms"),
+            ),
             offsets_commit_required_acks=get("offsets.commit.required.acks"),
             offsets_commit_timeout_ms=get("offsets.commit.timeout.ms"),
         )
@@ -473,6 +508,8 @@ _SETTINGS: dict[str, _Setting] = {
     "zookeeper.connection.timeout.ms": _int_setting(None, 1),
     "broker.rack": _Setting(_optional_string, _text, None),
     "offsets.topic.num.partitions": _int_setting(50, 1),
+    "replica.lag.time.max.ms": _int_setting(30_000, 1, _MAX_LONG),
+    "replica.high.watermark.checkpoint.interval.ms": _int_setting(5_000, 1, _MAX_LONG),
     # Kafka's 3, capped by the brokers alive when the topic is created (1 on a lone broker).
     "offsets.topic.replication.factor": _int_setting(3, 1, _MAX_SHORT),
     "offsets.commit.required.acks": _int_setting(-1, -1, 1),
@@ -484,6 +521,13 @@ _SETTINGS: dict[str, _Setting] = {
     "offsets.retention.minutes": _int_setting(7 * 24 * 60, 1),
     "offsets.retention.check.interval.ms": _int_setting(600_000, 1, _MAX_LONG),
     "offset.metadata.max.bytes": _int_setting(4_096, 0),
+    # Follower fetchers (FetcherSettings), Kafka's defaults.
+    "num.replica.fetchers": _int_setting(1, 1, 64),
+    "replica.fetch.max.bytes": _int_setting(1024 * 1024, 0),
+    "replica.fetch.response.max.bytes": _int_setting(10 * 1024 * 1024, 0),
+    "replica.fetch.wait.max.ms": _int_setting(500, 0),
+    "replica.fetch.min.bytes": _int_setting(1, 1),
+    "replica.fetch.backoff.ms": _int_setting(1000, 0),
 }
 
 

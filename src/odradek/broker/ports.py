@@ -36,6 +36,7 @@ __all__ = [
     "AppendResult",
     "ClusterPort",
     "DelayedProducePort",
+    "EpochEndOffsetResult",
     "GroupsPort",
     "LogDirDescription",
     "PartitionDescription",
@@ -80,6 +81,15 @@ class TimestampOffset(Protocol):
     def timestamp(self) -> int: ...
     @property
     def offset(self) -> int: ...
+
+
+class EpochEndOffsetResult(Protocol):
+    """Where a leader epoch ends in a log (OffsetForLeaderEpoch; -1, -1: unknown)."""
+
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def end_offset(self) -> int: ...
 
 
 class PartitionPort(Protocol):
@@ -133,6 +143,14 @@ class PartitionPort(Protocol):
         """
         ...
 
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        """Records a follower's fetch at its log end offset (ISR, high watermark).
+
+        Raises:
+            KafkaError: NOT_LEADER_OR_FOLLOWER (not led here, or not a replica).
+        """
+        ...
+
     def delete_records_before(self, offset: int) -> int:
         """Moves the log start offset (-1: to the high watermark); returns the new one.
 
@@ -143,6 +161,11 @@ class PartitionPort(Protocol):
 
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None:
         """The first record whose timestamp is at or after ``timestamp_ms``, or ``None``."""
+        ...
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> EpochEndOffsetResult:
+        """The largest epoch at or below ``leader_epoch`` this log holds and the offset where
+        it ends (the log end offset for the latest epoch); -1, -1 when unknown (KIP-101)."""
         ...
 
 

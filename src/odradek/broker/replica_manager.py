@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
+from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
 from odradek.broker.ports import LogDirDescription, ReplicaLogDescription
 from odradek.broker.purgatory import FetchPurgatory
 from odradek.broker.replication.delayed_produce import DelayedProducePurgatory
+from odradek.broker.replication.fetcher_manager import ReplicaFetcherManager
+from odradek.broker.replication.isr import IsrChange
 from odradek.broker.replication.partition import Partition
 from odradek.errors import ErrorCode
 from odradek.storage.config import LogConfig
@@ -38,6 +41,7 @@ class ReplicaManager:
         broker_id: this broker.
         log_manager: owner of the logs (already started).
         log_config_for: the log configuration of a topic (broker defaults + topic overrides).
+        clock: the time of follower fetches and ISR checks.
         fetch_purgatory: woken when a partition's high watermark moves (None: no fetches
             long-poll, as in tests of the partitions alone).
         delayed_produce: where acks=all produces wait (default: a new one on the running
@@ -50,13 +54,21 @@ class ReplicaManager:
         log_manager: LogManager,
         log_config_for: Callable[[str], LogConfig],
         *,
+        clock: Clock = SYSTEM_CLOCK,
         fetch_purgatory: FetchPurgatory | None = None,
         delayed_produce: DelayedProducePurgatory | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self._log_config_for = log_config_for
+        self.clock = clock
         self._partitions: dict[TopicPartition, Partition] = {}
+        #: Where the partitions' ISR changes go (the AlterPartition sender, in a cluster);
+        #: None: a change commits at once (a single broker has no controller to ask).
+        self.on_isr_change: Callable[[IsrChange], None] | None = None
+        #: The follower fetchers (a cluster's brokers; None on a single broker, which never
+        #: follows). Installed by the broker's assembly before any LeaderAndIsr.
+        self.fetchers: ReplicaFetcherManager | None = None
         self._fetch_purgatory = fetch_purgatory
         #: acks=all produces (and ``__consumer_offsets`` writes) waiting for the HW.
         self.delayed_produce = delayed_produce or DelayedProducePurgatory()
@@ -119,9 +131,36 @@ class ReplicaManager:
         return described
 
     def become_leader(
-        self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int = 0
+        self,
+        topic_partition: TopicPartition,
+        replicas: list[int],
+        leader_epoch: int = 0,
+        *,
+        isr: Sequence[int] | None = None,
+        partition_epoch: int = -1,
     ) -> Partition:
-        """Makes this broker the leader of a partition, creating its log when missing."""
+        """Makes this broker the leader of a partition, creating its log when missing; stops
+        fetching it.
+
+        Args:
+            isr: the controller's ISR (None: this broker alone).
+            partition_epoch: the partition state's version at the controller.
+        """
+        if self.fetchers is not None:
+            self.fetchers.remove_partition(topic_partition)
+        partition = self._partition(topic_partition, replicas, leader_epoch)
+        partition.make_leader(
+            leader_epoch, replicas, isr, partition_epoch, self.clock.monotonic_ms()
+        )
+        # The new epoch starts at the log end offset in the leader-epoch cache (Kafka's
+        # makeLeader): a follower asking where its older epoch ends gets this offset even
+        # before the first append.
+        partition.log.assign_epoch_start(leader_epoch)
+        return partition
+
+    def _partition(
+        self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int
+    ) -> Partition:
         partition = self._partitions.get(topic_partition)
         if partition is None:
             log = self.log_manager.get_or_create_log(
@@ -134,32 +173,73 @@ class ReplicaManager:
                 replicas=replicas,
                 leader_epoch=leader_epoch,
                 on_high_watermark=self._on_high_watermark,
+                on_isr_change=self._isr_changed,
             )
             self._partitions[topic_partition] = partition
-        else:
-            partition.leader_epoch = leader_epoch
-            partition.replicas = list(replicas)
-        partition.leader_id = self.broker_id
         return partition
+
+    def _isr_changed(self, change: IsrChange) -> None:
+        sender = self.on_isr_change
+        if sender is not None:
+            sender(change)
+            return
+        partition = self._partitions.get(TopicPartition(change.topic, change.partition))
+        if partition is not None:
+            partition.on_alter_partition_result(
+                change,
+                ErrorCode.NONE,
+                change.leader_epoch,
+                change.new_isr,
+                change.partition_epoch + 1,
+            )
 
     def become_follower(
         self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int, leader: int
     ) -> Partition:
         """Makes this broker a follower of ``leader`` (-1: none), creating the log when
-        missing. (Followers do not fetch from the leader yet: replication is the next step.)"""
-        partition = self.become_leader(topic_partition, replicas, leader_epoch)
+        missing, and (in a cluster) hands it to the fetchers: they truncate it to the
+        divergence point with the leader (OffsetForLeaderEpoch) and then copy from there.
+        The same leader at the same epoch changes nothing: fetching goes on. An ISR change
+        in flight is dropped (the partition no longer leads)."""
+        partition = self._partition(topic_partition, replicas, leader_epoch)
+        unchanged = partition.leader_id == leader and partition.leader_epoch == leader_epoch
+        partition.leader_epoch = leader_epoch
+        partition.replicas = list(replicas)
         partition.leader_id = leader
+        partition.drop_pending_isr()
+        if self.fetchers is not None:
+            if leader < 0 or leader == self.broker_id:
+                self.fetchers.remove_partition(topic_partition)
+            elif not (unchanged and self.fetchers.is_fetching(topic_partition)):
+                self.fetchers.add_partition(partition)
         self._on_high_watermark(partition)  # acks=all waiters answer NOT_LEADER_OR_FOLLOWER
         return partition
 
-    def remove_partition(self, topic_partition: TopicPartition, *, delete: bool) -> bool:
-        """Stops serving a partition, deleting its log with ``delete``; whether it was here."""
+    def shrink_isrs(self, max_lag_ms: int) -> int:
+        """Proposes ISR shrinks for every partition led here whose followers lag more than
+        ``max_lag_ms`` (``replica.lag.time.max.ms``); returns how many partitions."""
+        now_ms = self.clock.monotonic_ms()
+        return sum(
+            1
+            for partition in self._partitions.values()
+            if partition.maybe_shrink_isr(now_ms, max_lag_ms)
+        )
+
+    def remove_partition(
+        self, topic_partition: TopicPartition, *, delete: bool, checkpoint: bool = True
+    ) -> bool:
+        """Stops serving a partition, deleting its log with ``delete``; whether it was here.
+        ``checkpoint=False`` leaves the checkpoint files to the caller (one
+        ``log_manager.checkpoint_logs`` after many deletions, not one per log). Fetching
+        it stops too."""
+        if self.fetchers is not None:
+            self.fetchers.remove_partition(topic_partition)
         partition = self._partitions.pop(topic_partition, None)
         if partition is None:
             return False
         self._stop_leading(partition)
         if delete:
-            self.log_manager.delete_log(topic_partition)
+            self.log_manager.delete_log(topic_partition, checkpoint=checkpoint)
         return True
 
     def update_topic_config(self, topic: str) -> None:
@@ -174,6 +254,8 @@ class ReplicaManager:
         another thread if it likes, with ``log_manager.delete_log``); returns them."""
         doomed = [tp for tp in self._partitions if tp.topic == topic]
         for topic_partition in doomed:
+            if self.fetchers is not None:
+                self.fetchers.remove_partition(topic_partition)
             self._stop_leading(self._partitions.pop(topic_partition))
         return doomed
 

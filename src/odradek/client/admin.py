@@ -13,7 +13,9 @@ loop):
   partitions, describe the cluster, elect leaders, describe and alter configs;
 - ``RecordAdmin`` (``admin_records``): list offsets, delete records (to partition leaders);
 - ``GroupAdmin`` (``admin_groups``): list, describe and delete groups, list, alter and delete
-  their committed offsets (to group coordinators).
+  their committed offsets (to group coordinators);
+- ``ClusterAdmin`` (``admin_cluster``): alter and list partition reassignments (to the
+  controller).
 
 Errors: a request that fails on the network (connection lost, timeout, NOT_CONTROLLER) is
 retried after ``retry.backoff.ms`` until the call's deadline, then raises its ``KafkaError``
@@ -30,6 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from odradek._clock import SYSTEM_CLOCK, Clock
+from odradek.client.admin_cluster import ClusterAdmin
 from odradek.client.admin_groups import GroupAdmin
 from odradek.client.admin_records import RecordAdmin
 from odradek.client.admin_requests import AdminRequests
@@ -104,6 +107,7 @@ class AdminClient(Closeable):
         self._topics = TopicAdmin(self._requests)
         self._records = RecordAdmin(self._requests)
         self._groups = GroupAdmin(self._requests)
+        self._cluster = ClusterAdmin(self._requests)
 
     @property
     def config(self) -> ClientConfig:
@@ -134,3 +138,10 @@ class AdminClient(Closeable):
     alter_group_offsets = _PartMethod("_groups", GroupAdmin.alter_group_offsets)
     delete_groups = _PartMethod("_groups", GroupAdmin.delete_groups)
     delete_group_offsets = _PartMethod("_groups", GroupAdmin.delete_group_offsets)
+    # partition reassignments
+    alter_partition_reassignments = _PartMethod(
+        "_cluster", ClusterAdmin.alter_partition_reassignments
+    )
+    list_partition_reassignments = _PartMethod(
+        "_cluster", ClusterAdmin.list_partition_reassignments
+    )

@@ -34,6 +34,7 @@ __all__ = [
     "NewTopic",
     "OffsetSpec",
     "PartitionDescription",
+    "PartitionReassignment",
     "ReplicaInfo",
     "TopicDescription",
 ]
@@ -268,6 +269,21 @@ class ElectionType(enum.IntEnum):
     PREFERRED = 0
     #: A live replica leads a partition that has no live leader, even one out of the ISR.
     UNCLEAN = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionReassignment:
+    """A reassignment in progress (Kafka's ``PartitionReassignment``, KIP-455): the whole
+    replica set while it moves, and the replicas being added and removed (the target is
+    ``replicas`` without ``removing_replicas``)."""
+
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,19 @@ Events (all on the ``Controller``'s thread, in order):
   the result is returned once every live broker answered, so a client that gets it finds the
   topic on any broker.
 - controlled shutdown of a broker: its leaderships move to other ISR members first.
+- AlterPartition from a partition leader: its new ISR, accepted at the current leader epoch
+  and partition epoch (``partition_states.alter_partition``), written with the state node's
+  version as the compare-and-set token inside the epoch-fenced ``multi``; the answer carries
+  the new state (its partition epoch is the node's new version) and every live broker gets
+  UpdateMetadata right after (the next event). The leader epoch does not change, so no
+  LeaderAndIsr is sent.
+- partition reassignment (KIP-455; AlterPartitionReassignments, ``/admin/reassign_partitions``):
+  the replicas become RS = TR + (OR − TR) with the adding / removing replicas stored beside
+  the assignment, every replica is told (the new ones start as followers); once the target
+  replicas are in the ISR (``_on_isr_changed``, called when the ISR grows) the replicas
+  become TR, a leader outside TR gives way, and the removed replicas are stopped and deleted.
+  A new controller resumes from the stored adding / removing replicas. Decisions:
+  ``controller.reassignment``.
 
 Thread safety: the public methods may be called from any thread; they queue an event and
 return a ``concurrent.futures.Future``.
@@ -33,6 +46,8 @@ return a ``concurrent.futures.Future``.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +66,7 @@ from odradek.controller.election import ControllerEpoch
 from odradek.controller.leaders import LeaderAndIsr
 from odradek.controller.partition_states import (
     PartitionRecord,
+    alter_partition,
     elect_leader_on_request,
     new_partition_state,
     offline_replicas,
@@ -58,15 +74,29 @@ from odradek.controller.partition_states import (
     on_brokers_started,
     on_controlled_shutdown,
 )
-from odradek.controller.store import CreateOp, Op, SetOp, join_path
+from odradek.controller.reassignment import (
+    ReassignmentStart,
+    ReplicaAssignment,
+    complete_reassignment,
+    parse_reassignment_json,
+    start_reassignment,
+)
+from odradek.controller.store import CreateOp, DeleteOp, Op, SetOp, join_path
 from odradek.controller.topics import (
+    REASSIGN_PARTITIONS_PATH,
     TOPICS_PATH,
     BrokerRegistration,
     ClusterMetadata,
     encode_partition_state,
     partition_state_path,
 )
-from odradek.errors import ErrorCode, KafkaError, NotControllerError
+from odradek.errors import (
+    BadVersionError,
+    ErrorCode,
+    KafkaError,
+    NoNodeError,
+    NotControllerError,
+)
 from odradek.protocol.inter_broker import (
     LEADER_AND_ISR,
     LEADER_AND_ISR_VERSION,
@@ -108,6 +138,31 @@ class TopicResult:
 
 
 @dataclass(frozen=True, slots=True)
+class IsrUpdate:
+    """One partition of an AlterPartition request: the ISR its leader wants, with the leader
+    epoch and partition epoch (state node version) it holds."""
+
+    topic_partition: TopicPartition
+    leader_epoch: int
+    new_isr: tuple[int, ...]
+    partition_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class IsrUpdateResult:
+    """The controller's answer for one partition of an AlterPartition request: an error, or
+    the partition's state after the change."""
+
+    topic_partition: TopicPartition
+    error_code: ErrorCode = ErrorCode.NONE
+    leader: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ControllerSettings:
     """The broker settings the controller applies."""
 
@@ -145,6 +200,9 @@ class ClusterController:
         self._brokers: dict[int, BrokerRegistration] = {}
         #: Brokers in controlled shutdown: never elected again while they live.
         self._shutting_down: set[int] = set()
+        #: Partitions being reassigned (their replicas in ``_partitions`` are RS).
+        self._reassignments: dict[TopicPartition, ReplicaAssignment] = {}
+        self._reassign_node_watched = False
 
     # --- controller callbacks (controller thread) ------------------------------------------
 
@@ -172,10 +230,12 @@ class ClusterController:
             sorted(live),
             len(changes),
         )
+        self._resume_reassignments()
 
     def on_resigned(self) -> None:
         self._epoch = None
         self._shutting_down.clear()
+        self._reassignments.clear()
         self._partitions.clear()
         self._unclean.clear()
         if self._channel is not None:
@@ -223,6 +283,33 @@ class ClusterController:
         partition. Per partition: NONE, ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
         ELIGIBLE_LEADERS_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION."""
         return self._submit(lambda: self._elect_leaders(election_type, partitions))
+
+    def alter_partition(
+        self, broker_id: int, updates: Sequence[IsrUpdate]
+    ) -> concurrent.futures.Future[list[IsrUpdateResult]]:
+        """AlterPartition from ``broker_id``: each partition's new ISR, written when its
+        leader epoch and partition epoch are current (see the module docstring)."""
+        return self._submit(lambda: self._alter_partition(broker_id, updates))
+
+    def alter_partition_reassignments(
+        self,
+        targets: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        allow_replication_factor_change: bool = True,
+    ) -> concurrent.futures.Future[dict[TopicPartition, tuple[ErrorCode, str | None]]]:
+        """AlterPartitionReassignments (KIP-455): starts, re-targets or (``None``) cancels
+        reassignments. Per partition: NONE, UNKNOWN_TOPIC_OR_PARTITION,
+        NO_REASSIGNMENT_IN_PROGRESS, INVALID_REPLICA_ASSIGNMENT or INVALID_REPLICATION_FACTOR."""
+        return self._submit(
+            lambda: self._alter_reassignments(targets, allow_replication_factor_change)
+        )
+
+    def list_partition_reassignments(
+        self, partitions: Sequence[TopicPartition] | None = None
+    ) -> concurrent.futures.Future[dict[TopicPartition, ReplicaAssignment]]:
+        """ListPartitionReassignments: the reassignments in progress (of ``partitions``, or
+        all), sorted; partitions not being reassigned are left out."""
+        return self._submit(lambda: self._list_reassignments(partitions))
 
     def leader_counts(self) -> concurrent.futures.Future[dict[int, int]]:
         def count() -> dict[int, int]:
@@ -284,6 +371,7 @@ class ClusterController:
             sorted(removed),
             len(changes),
         )
+        self._complete_reassignments(list(self._reassignments))
 
     def _controlled_shutdown(self, broker_id: int) -> list[TopicPartition]:
         live = set(self._brokers)
@@ -336,6 +424,75 @@ class ClusterController:
             )
         return results
 
+    def _alter_partition(
+        self, broker_id: int, updates: Sequence[IsrUpdate]
+    ) -> list[IsrUpdateResult]:
+        live = set(self._brokers) - self._shutting_down
+        refused: dict[TopicPartition, tuple[ErrorCode, str]] = {}
+        changes: dict[TopicPartition, LeaderAndIsr] = {}
+        for update in updates:
+            tp = update.topic_partition
+            record = self._partitions.get(tp)
+            if record is None:
+                refused[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {tp}")
+                continue
+            decision = alter_partition(
+                record,
+                broker_id,
+                update.leader_epoch,
+                update.new_isr,
+                update.partition_epoch,
+                live,
+            )
+            if not isinstance(decision, LeaderAndIsr):
+                refused[tp] = decision
+            elif decision != record.state:
+                changes[tp] = decision
+        try:
+            self._write_states(changes)
+        except BadVersionError as error:  # the node moved under us: nothing was written
+            for tp in changes:
+                refused[tp] = (ErrorCode.INVALID_UPDATE_VERSION, str(error))
+            changes = {}
+        if changes:
+            # Told after the answer (the next event): the leader need not wait for every
+            # broker, and a slow one delays no ISR change.
+            changed = list(changes)
+            self.controller.submit(lambda: self._update_metadata_if_active(changed))
+            # A reassignment waiting for its target replicas in the ISR may complete now.
+            for tp in changed:
+                if tp in self._reassignments:
+                    self.controller.submit(functools.partial(self._on_isr_changed, tp))
+            logger.info(
+                "controller %d: ISR changes from broker %d: %s",
+                self.broker_id,
+                broker_id,
+                ", ".join(f"{tp}: {list(state.isr)}" for tp, state in sorted(changes.items())),
+            )
+        results = []
+        for update in updates:
+            tp = update.topic_partition
+            if tp in refused:
+                code, message = refused[tp]
+                results.append(IsrUpdateResult(tp, code, message=message))
+                continue
+            record = self._partitions[tp]
+            results.append(
+                IsrUpdateResult(
+                    tp,
+                    ErrorCode.NONE,
+                    record.state.leader,
+                    record.state.leader_epoch,
+                    tuple(record.state.isr),
+                    record.zk_version,
+                )
+            )
+        return results
+
+    def _update_metadata_if_active(self, partitions: list[TopicPartition]) -> None:
+        if self.active:
+            self._send_update_metadata(partitions)
+
     def _create_topics(
         self, requests: Sequence[TopicRequest], validate_only: bool
     ) -> list[TopicResult]:
@@ -380,7 +537,7 @@ class ClusterController:
         factor = request.replication_factor
         if factor == -1:
             factor = self.settings.default_replication_factor
-        return assign_replicas(partitions, factor, live)
+        return assign_replicas(partitions, factor, live, racks=self._racks())
 
     def _create_states(
         self, topic: str, assignment: Mapping[int, Sequence[int]]
@@ -414,6 +571,7 @@ class ClusterController:
         for name, total, manual in requests:
             try:
                 current = self.metadata.assignment(name)
+                self._refuse_while_reassigning(name)
                 if total <= len(current):
                     raise KafkaError(
                         f"topic {name!r} has {len(current)} partitions; the new count "
@@ -431,7 +589,13 @@ class ClusterController:
                     validate_assignment(new, first_partition=first)
                 else:
                     factor = len(next(iter(current.values()))) if current else 1
-                    new = assign_replicas(total - first, factor, live, start_partition=first)
+                    new = assign_replicas(
+                        total - first,
+                        factor,
+                        live,
+                        start_partition=first,
+                        racks=self._racks(),
+                    )
                 if validate_only:
                     results.append(TopicResult(name))
                     continue
@@ -480,22 +644,243 @@ class ClusterController:
             self._unclean.pop(name, None)
         for topic_partition in doomed:
             self._partitions.pop(topic_partition, None)
+            self._reassignments.pop(topic_partition, None)
         return results
+
+    # --- partition reassignment (KIP-455; decisions in controller.reassignment) ---------------
+
+    def _on_isr_changed(self, tp: TopicPartition) -> None:
+        """Called on the controller thread after ``tp``'s ISR changed and was written
+        (AlterPartition; best as the event after the answer, so the leader does not wait for
+        the brokers): a reassignment waiting for its target replicas to join the ISR
+        completes. Does nothing once this broker is no longer the controller."""
+        if self.active and tp in self._reassignments:
+            self._complete_reassignments([tp])
+
+    def _alter_reassignments(
+        self,
+        targets: Mapping[TopicPartition, Sequence[int] | None],
+        allow_replication_factor_change: bool,
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+        live = set(self._brokers)
+        results: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
+        starts: dict[TopicPartition, ReassignmentStart] = {}
+        for tp, target in targets.items():
+            record = self._partitions.get(tp)
+            if record is None:
+                results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {tp}")
+                continue
+            current = self._reassignments.get(tp) or ReplicaAssignment(record.replicas)
+            decision = start_reassignment(
+                current,
+                record.state,
+                target,
+                live,
+                allow_replication_factor_change=allow_replication_factor_change,
+            )
+            if isinstance(decision, ReassignmentStart):
+                starts[tp] = decision
+                results[tp] = (ErrorCode.NONE, None)
+            else:
+                results[tp] = decision
+        if not starts:
+            return results
+        self._write_reassignments({tp: (s.assignment, s.state) for tp, s in starts.items()})
+        for tp, start in starts.items():
+            if start.assignment.is_reassigning:
+                self._reassignments[tp] = start.assignment
+            else:
+                self._reassignments.pop(tp, None)
+        self._send_leader_and_isr(list(starts), live)
+        self._send_stop_replicas({tp: start.stopped for tp, start in starts.items()})
+        self._send_update_metadata(list(starts))
+        logger.info(
+            "controller %d: reassignment of %d partitions started: %s",
+            self.broker_id,
+            len(starts),
+            ", ".join(f"{tp} -> {list(s.assignment.target)}" for tp, s in sorted(starts.items())),
+        )
+        self._complete_reassignments(list(starts))
+        return results
+
+    def _complete_reassignments(self, partitions: Sequence[TopicPartition]) -> None:
+        """Completes the reassignments of ``partitions`` whose target replicas are in sync."""
+        live = set(self._brokers)
+        done = {}
+        for tp in partitions:
+            record = self._partitions.get(tp)
+            if record is None:
+                self._reassignments.pop(tp, None)
+                continue
+            assignment = self._reassignments.get(tp) or ReplicaAssignment(record.replicas)
+            completion = complete_reassignment(assignment, record.state, live)
+            if completion is not None:
+                done[tp] = completion
+        if not done:
+            return
+        self._write_reassignments(
+            {tp: (ReplicaAssignment(c.replicas), c.state) for tp, c in done.items()}
+        )
+        for tp in done:
+            self._reassignments.pop(tp, None)
+        self._send_leader_and_isr(list(done), live)
+        self._send_stop_replicas({tp: c.removed for tp, c in done.items()})
+        self._send_update_metadata(list(done))
+        logger.info(
+            "controller %d: reassignment of %d partitions completed: %s",
+            self.broker_id,
+            len(done),
+            ", ".join(f"{tp} = {list(c.replicas)}" for tp, c in sorted(done.items())),
+        )
+
+    def _list_reassignments(
+        self, partitions: Sequence[TopicPartition] | None
+    ) -> dict[TopicPartition, ReplicaAssignment]:
+        wanted = sorted(self._reassignments) if partitions is None else sorted(set(partitions))
+        return {tp: self._reassignments[tp] for tp in wanted if tp in self._reassignments}
+
+    def _write_reassignments(
+        self, changes: Mapping[TopicPartition, tuple[ReplicaAssignment, LeaderAndIsr]]
+    ) -> None:
+        """Writes partitions' replica assignments (their topics' nodes) and states with
+        fenced ``multi`` writes (the topics' nodes and the first ``_WRITE_CHUNK`` states in
+        the first: ZooKeeper caps a request at ~1 MB), then holds them."""
+        epoch = self._require_epoch()
+        by_topic: dict[str, dict[int, ReplicaAssignment]] = {}
+        for tp, (assignment, _state) in changes.items():
+            by_topic.setdefault(tp.topic, {})[tp.partition] = assignment
+        topic_ops: list[Op] = [
+            self.metadata.reassignment_op(topic, assignments)
+            for topic, assignments in sorted(by_topic.items())
+        ]
+        items = sorted(changes.items())
+        for start in range(0, len(items), _WRITE_CHUNK):
+            chunk = items[start : start + _WRITE_CHUNK]
+            ops = list(topic_ops) if start == 0 else []
+            for tp, (_assignment, state) in chunk:
+                data = encode_partition_state(
+                    state.leader, state.leader_epoch, state.isr, epoch.epoch
+                )
+                version = self._partitions[tp].zk_version
+                ops.append(SetOp(partition_state_path(tp.topic, tp.partition), data, version))
+            versions = self.controller.write(ops)[len(topic_ops) if start == 0 else 0 :]
+            for (tp, (assignment, state)), version in zip(chunk, versions, strict=True):
+                self._partitions[tp] = PartitionRecord(assignment.replicas, state, version)
+
+    def _note_stored_reassignments(
+        self, topic: str, stored: Mapping[int, ReplicaAssignment]
+    ) -> None:
+        for index, assignment in stored.items():
+            if assignment.is_reassigning:
+                self._reassignments[TopicPartition(topic, index)] = assignment
+
+    def _resume_reassignments(self) -> None:
+        """After an election: complete what can be, and take over ``/admin/reassign_partitions``
+        (watched from now on)."""
+        if self._reassignments:
+            logger.info(
+                "controller %d: resuming %d partition reassignments",
+                self.broker_id,
+                len(self._reassignments),
+            )
+        self._complete_reassignments(list(self._reassignments))
+        if not self._reassign_node_watched:
+            self._reassign_node_watched = True
+            self.metadata.store.watch_data(
+                REASSIGN_PARTITIONS_PATH,
+                lambda _path: self.controller.submit(self._on_reassign_partitions_node),
+            )
+        self._on_reassign_partitions_node()
+
+    def _on_reassign_partitions_node(self) -> None:
+        """Starts the reassignments a tool wrote to ``/admin/reassign_partitions`` (Kafka's
+        JSON) and deletes the node: they are the controller's from then on."""
+        if not self.active:
+            return
+        try:
+            data, version = self.metadata.store.get(REASSIGN_PARTITIONS_PATH)
+        except NoNodeError:
+            return
+        try:
+            targets = parse_reassignment_json(data)
+        except KafkaError as error:
+            logger.warning(
+                "controller %d: ignoring %s: %s", self.broker_id, REASSIGN_PARTITIONS_PATH, error
+            )
+            targets = {}
+        if targets:
+            results = self._alter_reassignments(targets, True)
+            for tp, (code, message) in sorted(results.items()):
+                if code is not ErrorCode.NONE:
+                    logger.warning(
+                        "controller %d: reassignment of %s from %s refused: %s: %s",
+                        self.broker_id,
+                        tp,
+                        REASSIGN_PARTITIONS_PATH,
+                        code.name,
+                        message,
+                    )
+        # Written again meanwhile (its watch brings us back here), or already gone.
+        with contextlib.suppress(BadVersionError, NoNodeError):
+            self.controller.write([DeleteOp(REASSIGN_PARTITIONS_PATH, version)])
+
+    def _send_stop_replicas(self, stopped: Mapping[TopicPartition, Sequence[int]]) -> None:
+        """StopReplica with delete to the given replicas of each partition (those live)."""
+        epoch = self._require_epoch()
+        per_broker: dict[int, list[dict[str, Any]]] = {}
+        for tp, replicas in stopped.items():
+            for replica in replicas:
+                if replica in self._brokers:
+                    per_broker.setdefault(replica, []).append(
+                        {"topic_name": tp.topic, "partition_index": tp.partition}
+                    )
+        bodies = {
+            broker_id: {
+                "controller_id": self.broker_id,
+                "controller_epoch": epoch.epoch,
+                "delete_partitions": True,
+                "ungrouped_partitions": entries,
+            }
+            for broker_id, entries in per_broker.items()
+        }
+        self._send(STOP_REPLICA, STOP_REPLICA_VERSION, bodies)
+
+    def _refuse_while_reassigning(self, topic: str) -> None:
+        """New partitions wait for the topic's reassignments (as Kafka: its replica sets are
+        not one replication factor meanwhile).
+
+        Raises:
+            KafkaError: REASSIGNMENT_IN_PROGRESS.
+        """
+        moving = sorted(tp for tp in self._reassignments if tp.topic == topic)
+        if moving:
+            raise KafkaError(
+                f"topic {topic!r} has reassignments in progress ({', '.join(map(str, moving))}): "
+                "add partitions once they complete or are cancelled",
+                code=ErrorCode.REASSIGNMENT_IN_PROGRESS,
+            )
+
+    def _racks(self) -> dict[int, str | None]:
+        """Each live broker's ``broker.rack`` (for rack-aware assignment)."""
+        return {broker_id: registration.rack for broker_id, registration in self._brokers.items()}
 
     # --- store -----------------------------------------------------------------------------
 
     def _load(self) -> None:
         self._partitions.clear()
         self._unclean.clear()
+        self._reassignments.clear()
         default = self.settings.unclean_leader_election_enable
         live = set(self._brokers)
         missing: dict[str, dict[int, list[int]]] = {}
         for topic in self.metadata.topics():
             try:
-                assignment = self.metadata.assignment(topic)
+                stored = self.metadata.replica_assignments(topic)
                 configs = self.metadata.topic_configs(topic)
             except KafkaError:
                 continue  # deleted meanwhile
+            assignment = {index: list(stored[index].replicas) for index in stored}
+            self._note_stored_reassignments(topic, stored)
             self._unclean[topic] = _unclean_of(configs, default)
             for index, replicas in assignment.items():
                 state = self.metadata.partition_state(topic, index)

@@ -20,6 +20,13 @@ Rules (Kafka's ``PartitionStateMachine`` / ``ReplicaStateMachine``, ZooKeeper er
   member (it stays where it is when there is none); it leaves the ISR of the others.
 - ElectLeaders (KIP-460): type 0 moves leadership to the preferred replica when it is live
   and in sync; type 1 (unclean) elects a leader only for a partition without a live one.
+- AlterPartition (the leader's ISR change; Kafka's ZooKeeper-era ``processAlterPartition``):
+  accepted only from the partition's leader at the current leader epoch (else
+  FENCED_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER) and at the current partition epoch — the
+  state node's version, the compare-and-set token (else INVALID_UPDATE_VERSION). The new ISR
+  must hold the leader, only assigned replicas (INVALID_REQUEST) and only live brokers
+  (INELIGIBLE_REPLICA). The leader epoch does not change; a request for the ISR the
+  partition has already answers the current state without a write.
 """
 
 from __future__ import annotations
@@ -180,3 +187,42 @@ def elect_leader_on_request(
             return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, "no replica is live"
         return unclean
     return ErrorCode.INVALID_REQUEST, f"unknown election type {election_type}"
+
+
+def alter_partition(
+    record: PartitionRecord,
+    broker_id: int,
+    leader_epoch: int,
+    new_isr: tuple[int, ...],
+    partition_epoch: int,
+    live: Collection[int],
+) -> LeaderAndIsr | tuple[ErrorCode, str]:
+    """An AlterPartition decision for one partition: the state to write (unchanged when the
+    ISR is already ``new_isr``), or the error to answer."""
+    state = record.state
+    if broker_id != state.leader:
+        return (
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            f"broker {broker_id} does not lead the partition (leader {state.leader})",
+        )
+    if leader_epoch != state.leader_epoch:
+        return (
+            ErrorCode.FENCED_LEADER_EPOCH,
+            f"leader epoch {leader_epoch}, the controller's is {state.leader_epoch}",
+        )
+    if partition_epoch != record.zk_version:
+        if set(new_isr) == set(state.isr) and partition_epoch < record.zk_version:
+            return state  # already applied (a retried request whose answer was lost)
+        return (
+            ErrorCode.INVALID_UPDATE_VERSION,
+            f"partition epoch {partition_epoch}, the controller's is {record.zk_version}",
+        )
+    if state.leader not in new_isr or len(set(new_isr)) != len(new_isr):
+        return ErrorCode.INVALID_REQUEST, f"ISR {list(new_isr)} must hold the leader once"
+    unknown = [replica for replica in new_isr if replica not in record.replicas]
+    if unknown:
+        return ErrorCode.INVALID_REQUEST, f"ISR members {unknown} are not replicas"
+    dead = [replica for replica in new_isr if replica not in live]
+    if dead:
+        return ErrorCode.INELIGIBLE_REPLICA, f"ISR members {dead} are not live brokers"
+    return LeaderAndIsr(state.leader, state.leader_epoch, new_isr)

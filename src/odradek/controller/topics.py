@@ -19,12 +19,18 @@ Layout (JSON is compact UTF-8; the broker and the tools of later issues rely on 
     /config/topics/<t>                       {"version":1,"config":{"retention.ms":"1000"}}
     /config/brokers/<id>                     (same form; created by later issues)
     /admin/delete_topics/<t>                 (empty; the controller's deletion queue, later)
+    /admin/reassign_partitions               {"version":1,"partitions":[{"topic":..,
+                                              "partition":..,"replicas":[..]}]} (written by
+                                              tools; the controller starts the reassignments
+                                              and deletes the node)
     /isr_change_notification                 (ISR change notifications, later)
     /controller                 (ephemeral)  {"version":1,"brokerid":0,"timestamp":"<ms>"}
     /controller_epoch                        "1" (see ``controller.election``)
 
 Topic assignments are written as Kafka 2.8+ does (version 3, with a ``topic_id``, KIP-516);
-versions 1 and 2, without one, are read too.
+versions 1 and 2, without one, are read too. While a partition is reassigned (KIP-455) its
+``partitions`` entry is the whole replica set and ``adding_replicas`` / ``removing_replicas``
+name the replicas coming and going (``replica_assignments``, ``reassignment_op``).
 
 Thread safety: as safe as the store; read-modify-write updates use the node version
 (compare-and-set) and retry.
@@ -47,7 +53,8 @@ from odradek.controller.assignment import (
     validate_assignment,
     validate_topic_name,
 )
-from odradek.controller.store import MetadataStore, join_path
+from odradek.controller.reassignment import ReplicaAssignment
+from odradek.controller.store import MetadataStore, SetOp, join_path
 from odradek.errors import (
     BadVersionError,
     CorruptMetadataError,
@@ -68,6 +75,7 @@ TOPICS_PATH = "/brokers/topics"
 TOPIC_CONFIGS_PATH = "/config/topics"
 BROKER_CONFIGS_PATH = "/config/brokers"
 DELETE_TOPICS_PATH = "/admin/delete_topics"
+REASSIGN_PARTITIONS_PATH = "/admin/reassign_partitions"
 ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
 
 #: Persistent paths Kafka creates at startup (``KafkaZkClient.createTopLevelPaths``'s subset
@@ -369,6 +377,57 @@ class ClusterMetadata:
         """
         topic_id = self._read_topic(topic)[0].get("topic_id")
         return topic_id if isinstance(topic_id, str) else None
+
+    def replica_assignments(self, topic: str) -> dict[int, ReplicaAssignment]:
+        """partition → replica set of ``topic``, with the replicas being added and removed
+        by a reassignment in progress (KIP-455).
+
+        Raises:
+            UnknownTopicOrPartitionError: no such topic.
+            CorruptMetadataError: malformed ``adding_replicas`` / ``removing_replicas``.
+        """
+        document = self._read_topic(topic)[0]
+        partitions = _parse_partitions(document, topic)
+        adding = _parse_replica_map(document, "adding_replicas", topic)
+        removing = _parse_replica_map(document, "removing_replicas", topic)
+        return {
+            index: ReplicaAssignment(
+                tuple(replicas),
+                tuple(adding.get(index, ())),
+                tuple(removing.get(index, ())),
+            )
+            for index, replicas in partitions.items()
+        }
+
+    def reassignment_op(self, topic: str, changes: Mapping[int, ReplicaAssignment]) -> SetOp:
+        """The write that gives ``changes``' partitions of ``topic`` their replica sets and
+        reassignment maps (others kept), conditional on the topic node's current version: for
+        the controller's fenced ``multi``.
+
+        Raises:
+            UnknownTopicOrPartitionError: no such topic, or a partition it does not have.
+        """
+        document, version = self._read_topic(topic)
+        partitions = _parse_partitions(document, topic)
+        unknown = sorted(set(changes) - set(partitions))
+        if unknown:
+            raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition(s) {unknown}")
+        adding = _parse_replica_map(document, "adding_replicas", topic)
+        removing = _parse_replica_map(document, "removing_replicas", topic)
+        for index, change in changes.items():
+            partitions[index] = list(change.replicas)
+            for entries, replicas in ((adding, change.adding), (removing, change.removing)):
+                if replicas:
+                    entries[index] = list(replicas)
+                else:
+                    entries.pop(index, None)
+        document = dict(
+            document,
+            partitions=_partitions_json(partitions),
+            adding_replicas=_partitions_json(adding),
+            removing_replicas=_partitions_json(removing),
+        )
+        return SetOp(_topic_path(topic), _encode(document), version)
 
     def add_partitions(self, topic: str, new_assignment: Mapping[int, Sequence[int]]) -> None:
         """Adds partitions to ``topic``; ``new_assignment`` holds the new partitions only,
@@ -684,6 +743,17 @@ def _parse_partitions(document: Mapping[str, Any], topic: str) -> dict[int, list
         }
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise CorruptMetadataError(f"malformed assignment of topic {topic!r}: {error}") from None
+
+
+def _parse_replica_map(document: Mapping[str, Any], key: str, topic: str) -> dict[int, list[int]]:
+    entries = document.get(key) or {}
+    try:
+        return {
+            int(partition): [int(replica) for replica in replicas]
+            for partition, replicas in entries.items()
+        }
+    except (TypeError, ValueError, AttributeError) as error:
+        raise CorruptMetadataError(f"malformed {key} of topic {topic!r}: {error}") from None
 
 
 def _parse_broker(path: str, broker_id: int, document: Mapping[str, Any]) -> BrokerRegistration:

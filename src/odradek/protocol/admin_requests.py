@@ -1,9 +1,11 @@
 """Typed, read-only views of admin request bodies: DeleteRecords, DescribeConfigs,
-IncrementalAlterConfigs, InitProducerId, DescribeCluster and DescribeLogDirs (the cold-path
+IncrementalAlterConfigs, InitProducerId, DescribeCluster, DescribeLogDirs and
+OffsetForLeaderEpoch (the cold-path
 companions of ``protocol.requests``, under the same rules: fields every decoded version has, checked
 against kio's classes by tests/protocol/test_requests.py; accessors return ``Request.body``).
 
-Version-only fields (DescribeCluster's ``endpoint_type``, v1+) are read from the body.
+Version-only fields (DescribeCluster's ``endpoint_type``, v1+; OffsetForLeaderEpoch's
+``replica_id``, v3+) are read from the body.
 """
 
 from __future__ import annotations
@@ -27,12 +29,16 @@ __all__ = [
     "DescribeLogDirsTopicRequest",
     "IncrementalAlterConfigsRequestBody",
     "InitProducerIdRequestBody",
+    "OffsetForLeaderEpochRequestBody",
+    "OffsetForLeaderPartitionRequest",
+    "OffsetForLeaderTopicRequest",
     "delete_records_body",
     "describe_cluster_body",
     "describe_configs_body",
     "describe_log_dirs_body",
     "incremental_alter_configs_body",
     "init_producer_id_body",
+    "offset_for_leader_epoch_body",
 ]
 
 
@@ -118,6 +124,27 @@ class DescribeLogDirsRequestBody(Protocol):
     def topics(self) -> Sequence[DescribeLogDirsTopicRequest] | None: ...
 
 
+class OffsetForLeaderPartitionRequest(Protocol):
+    @property
+    def partition(self) -> int: ...
+    @property
+    def current_leader_epoch(self) -> int: ...
+    @property
+    def leader_epoch(self) -> int: ...
+
+
+class OffsetForLeaderTopicRequest(Protocol):
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[OffsetForLeaderPartitionRequest]: ...
+
+
+class OffsetForLeaderEpochRequestBody(Protocol):
+    @property
+    def topics(self) -> Sequence[OffsetForLeaderTopicRequest]: ...
+
+
 #: The body of a DeleteRecords request as its view.
 delete_records_body: Callable[[Request], DeleteRecordsRequestBody] = operator.attrgetter("body")
 #: The body of a DescribeConfigs request as its view.
@@ -133,4 +160,8 @@ describe_cluster_body: Callable[[Request], DescribeClusterRequestBody] = operato
 #: The body of a DescribeLogDirs request as its view.
 describe_log_dirs_body: Callable[[Request], DescribeLogDirsRequestBody] = operator.attrgetter(
     "body"
+)
+#: The body of an OffsetForLeaderEpoch request as its view.
+offset_for_leader_epoch_body: Callable[[Request], OffsetForLeaderEpochRequestBody] = (
+    operator.attrgetter("body")
 )

@@ -197,6 +197,12 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.UPDATE_METADATA: VersionRange(4, 4),
         ApiKey.CONTROLLED_SHUTDOWN: VersionRange(1, 1),
         ApiKey.ELECT_LEADERS: VersionRange(0, 1),
+        # The leader's ISR changes to the controller (protocol/inter_broker.py).
+        ApiKey.ALTER_PARTITION: VersionRange(1, 1),
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 1),
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
+        # Replication (KIP-101/279/320): kio models v2-v4; followers send v3+ with replica_id.
+        ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4),
     }
 )
 

@@ -19,7 +19,14 @@ dataclasses that kio's readers and writers serialise like its own:
 And the broker → controller API of a clean stop, ControlledShutdown v1: ``broker_id``; the
 response: an error code and the partitions the broker still leads.
 
-None is flexible (request header v1, response header v0).
+None of these is flexible (request header v1, response header v0).
+
+And the broker → controller ISR change, AlterPartition v1 (Kafka 3.2's; kio models only v2+,
+which name topics by id): ``broker_id``, ``broker_epoch`` and per topic *name* the partitions
+with the leader epoch, the new ISR, the leader recovery state and the partition epoch the
+leader holds; the response: an error code and per partition an error code with the state the
+controller holds (leader, leader epoch, ISR, recovery state, partition epoch). Flexible, as
+every AlterPartition version (request header v2, response header v1).
 
 ``load_request_schema`` and ``load_response_schema`` are kio's with these added; the codec
 and the client codec load every schema through them.
@@ -34,15 +41,19 @@ from kio.index import load_request_schema as _kio_request_schema
 from kio.index import load_response_schema as _kio_response_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader
+from kio.schema.request_header.v2.header import RequestHeader as FlexibleRequestHeader
 from kio.schema.response_header.v0.header import ResponseHeader
+from kio.schema.response_header.v1.header import ResponseHeader as FlexibleResponseHeader
 from kio.static.constants import EntityType
-from kio.static.primitive import i16, i32
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 from kio.static.protocol import ResponsePayload
 
 LEADER_AND_ISR = 4
 STOP_REPLICA = 5
 UPDATE_METADATA = 6
 CONTROLLED_SHUTDOWN = 7
+ALTER_PARTITION = 56
+ALTER_PARTITION_VERSION = 1
 CONTROLLED_SHUTDOWN_VERSION = 1
 LEADER_AND_ISR_VERSION = 1
 STOP_REPLICA_VERSION = 0
@@ -272,6 +283,85 @@ class ControlledShutdownResponse:
     remaining_partitions: tuple[RemainingPartition, ...]
 
 
+# --- AlterPartition v1 ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionRequestPartition:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(ALTER_PARTITION_VERSION)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(ALTER_PARTITION)
+    __header_schema__: ClassVar[type[FlexibleRequestHeader]] = FlexibleRequestHeader
+    partition_index: i32 = field(metadata={"kafka_type": "int32"})
+    leader_epoch: i32 = field(metadata={"kafka_type": "int32"})
+    new_isr: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
+    leader_recovery_state: i8 = field(metadata={"kafka_type": "int8"}, default=i8(0))
+    partition_epoch: i32 = field(metadata={"kafka_type": "int32"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionRequestTopic:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(ALTER_PARTITION_VERSION)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(ALTER_PARTITION)
+    __header_schema__: ClassVar[type[FlexibleRequestHeader]] = FlexibleRequestHeader
+    topic_name: str = field(metadata={"kafka_type": "string"})
+    partitions: tuple[AlterPartitionRequestPartition, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(ALTER_PARTITION_VERSION)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(ALTER_PARTITION)
+    __header_schema__: ClassVar[type[FlexibleRequestHeader]] = FlexibleRequestHeader
+    broker_id: i32 = field(metadata={"kafka_type": "int32"})
+    broker_epoch: i64 = field(metadata={"kafka_type": "int64"}, default=i64(-1))
+    topics: tuple[AlterPartitionRequestTopic, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionResponsePartition:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(ALTER_PARTITION_VERSION)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(ALTER_PARTITION)
+    __header_schema__: ClassVar[type[FlexibleResponseHeader]] = FlexibleResponseHeader
+    partition_index: i32 = field(metadata={"kafka_type": "int32"})
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    leader_id: i32 = field(metadata={"kafka_type": "int32"})
+    leader_epoch: i32 = field(metadata={"kafka_type": "int32"})
+    isr: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
+    leader_recovery_state: i8 = field(metadata={"kafka_type": "int8"}, default=i8(0))
+    partition_epoch: i32 = field(metadata={"kafka_type": "int32"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionResponseTopic:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(ALTER_PARTITION_VERSION)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(ALTER_PARTITION)
+    __header_schema__: ClassVar[type[FlexibleResponseHeader]] = FlexibleResponseHeader
+    topic_name: str = field(metadata={"kafka_type": "string"})
+    partitions: tuple[AlterPartitionResponsePartition, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterPartitionResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(ALTER_PARTITION_VERSION)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(ALTER_PARTITION)
+    __header_schema__: ClassVar[type[FlexibleResponseHeader]] = FlexibleResponseHeader
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    topics: tuple[AlterPartitionResponseTopic, ...]
+
+
 #: (api key, version) → (request schema, response schema).
 SCHEMAS: dict[tuple[int, int], tuple[type[Any], type[Any]]] = {
     (LEADER_AND_ISR, LEADER_AND_ISR_VERSION): (LeaderAndIsrRequest, LeaderAndIsrResponse),
@@ -281,6 +371,7 @@ SCHEMAS: dict[tuple[int, int], tuple[type[Any], type[Any]]] = {
         ControlledShutdownRequest,
         ControlledShutdownResponse,
     ),
+    (ALTER_PARTITION, ALTER_PARTITION_VERSION): (AlterPartitionRequest, AlterPartitionResponse),
 }
 
 #: api key → the one version declared here.

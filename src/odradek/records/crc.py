@@ -15,3 +15,8 @@ from odradek._types import ReadableBuffer
 def crc32c(data: ReadableBuffer, value: int = 0) -> int:
     """Returns the CRC32C of ``data``, continuing from ``value`` (0 to start)."""
     return int(_crc32c.crc32c(data, value))
+
+
+#: The library's function itself, for compiled callers (``odradek._append``): the same
+#: CRC32C without this module's wrapper frame (~0.4 µs per call from C).
+crc32c_unwrapped = _crc32c.crc32c

@@ -38,6 +38,11 @@ from odradek._types import TopicPartition
 from odradek.errors import InvalidRecordError, OffsetOutOfRangeError
 from odradek.storage.config import LogConfig
 from odradek.storage.file_records import FileSlice
+from odradek.storage.leader_epoch_cache import (
+    CHECKPOINT_FILE_NAME,
+    EpochEndOffset,
+    LeaderEpochCache,
+)
 from odradek.storage.loader import LogLoader
 from odradek.storage.log_validator import (
     AppendData,
@@ -49,7 +54,7 @@ from odradek.storage.log_validator import (
 from odradek.storage.open_files import OpenFiles
 from odradek.storage.retention import DEFAULT_POLICIES, DeletePolicy, SegmentInfo, plan_deletions
 from odradek.storage.scheduler import Scheduler
-from odradek.storage.segment import LogSegment, TimestampAndOffset
+from odradek.storage.segment import BatchPosition, LogSegment, TimestampAndOffset
 from odradek.storage.segments import LogSegments
 
 logger = logging.getLogger(__name__)
@@ -100,6 +105,7 @@ class Log:
         scheduler: Scheduler | None,
         policies: tuple[DeletePolicy, ...],
         open_files: OpenFiles | None = None,
+        leader_epochs: LeaderEpochCache | None = None,
     ) -> None:
         self.directory = directory
         self.topic_partition = topic_partition
@@ -127,6 +133,12 @@ class Log:
         #: needs no per-batch rewrite or record decoding (no LogAppendTime, no compaction key
         #: check). Kept under the lock.
         self._fast_appends = _allows_fast_appends(config)
+        #: Which leader epoch began where (KIP-101); kept under the lock.
+        self._leader_epochs = (
+            leader_epochs
+            if leader_epochs is not None
+            else LeaderEpochCache(os.path.join(directory, CHECKPOINT_FILE_NAME))
+        )
 
     @classmethod
     def open(
@@ -174,6 +186,9 @@ class Log:
             scheduler=scheduler,
             policies=policies,
             open_files=open_files,
+            leader_epochs=_load_leader_epochs(
+                directory, loaded.segments, loaded.log_start_offset, loaded.log_end_offset
+            ),
         )
 
     # ----------------------------------------------------------------- state
@@ -277,6 +292,11 @@ class Log:
                     if fields is not None:
                         last_offset_delta, max_timestamp, records = fields
                         self._log_end_offset = base_offset + last_offset_delta + 1
+                        if (
+                            leader_epoch is not None
+                            and leader_epoch != self._leader_epochs.settled_epoch
+                        ):
+                            self._leader_epochs.assign(leader_epoch, base_offset)
                         self._unflushed_messages += records
                         flush_now = self._unflushed_messages >= self._config.flush_messages
             if fields is not None:
@@ -344,6 +364,10 @@ class Log:
                 self._clock.now_ms(),
             ):
                 segment = self._roll_locked(first.base_offset)
+            if not assign_offsets or leader_epoch is not None:
+                # Before the records: a crash then leaves an entry past the log end, which
+                # the next open trims, never records of an epoch the cache does not name.
+                self._assign_epochs_locked(batches)
             segment.append(payload, batches)
             self._log_end_offset = last.next_offset
             self._unflushed_messages += records
@@ -362,6 +386,15 @@ class Log:
             size,
             self._log_start_offset,
         )
+
+    def _assign_epochs_locked(self, batches: list[BatchPosition]) -> None:
+        # A leader's batches carry the epoch it wrote, a follower's the epochs their leaders
+        # wrote: each new one starts at its first batch (KIP-101).
+        cache = self._leader_epochs
+        for _, header in batches:
+            epoch = header.partition_leader_epoch
+            if epoch >= 0 and epoch != cache.settled_epoch:
+                cache.assign(epoch, header.base_offset)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -548,6 +581,7 @@ class Log:
             if plan:
                 first = self._segments.snapshot().segments[0]
                 self._log_start_offset = max(self._log_start_offset, first.base_offset)
+                self._leader_epochs.truncate_from_start(self._log_start_offset)
             return len(plan)
 
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
@@ -566,6 +600,7 @@ class Log:
             if offset <= self._log_start_offset:
                 return False
             self._log_start_offset = offset
+            self._leader_epochs.truncate_from_start(offset)
             return True
 
     def _delete_segment(self, segment: LogSegment) -> None:
@@ -645,6 +680,35 @@ class Log:
                 )
             return True
 
+    # ----------------------------------------------------------------- leader epochs
+
+    @property
+    def latest_epoch(self) -> int:
+        """The newest leader epoch this log holds records of (-1: none)."""
+        return self._leader_epochs.latest_epoch
+
+    def leader_epoch_entries(self) -> list[tuple[int, int]]:
+        """The leader-epoch cache's ``(epoch, start offset)`` pairs, oldest first."""
+        with self._lock:
+            return [(entry.epoch, entry.start_offset) for entry in self._leader_epochs.entries()]
+
+    def assign_epoch_start(self, leader_epoch: int) -> bool:
+        """Records that ``leader_epoch`` starts at the log end offset (a new leader's epoch,
+        before its first append, as Kafka's ``makeLeader`` does: a follower asking where its
+        older epoch ends then gets this offset). Kept in memory until the next write of the
+        checkpoint: an epoch without records changes no answer if a crash forgets it.
+        Returns whether the cache changed."""
+        with self._lock:
+            if leader_epoch == self._leader_epochs.latest_epoch:
+                return False
+            return self._leader_epochs.assign(leader_epoch, self._log_end_offset, flush=False)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> EpochEndOffset:
+        """Where ``leader_epoch`` ends in this log (OffsetForLeaderEpoch; see
+        ``LeaderEpochCache.end_offset_for``)."""
+        with self._lock:
+            return self._leader_epochs.end_offset_for(leader_epoch, self._log_end_offset)
+
     # ----------------------------------------------------------------- truncation
 
     def truncate_to(self, offset: int) -> bool:
@@ -670,6 +734,7 @@ class Log:
             self._recovery_point = min(self._recovery_point, self._log_end_offset)
             self._unflushed_messages = 0
             self._truncations += 1
+            self._leader_epochs.truncate_from_end(self._log_end_offset)
             logger.info("%s: truncated to offset %d", self.topic_partition, offset)
             return True
 
@@ -698,6 +763,7 @@ class Log:
         self._recovery_point = offset
         self._unflushed_messages = 0
         self._truncations += 1
+        self._leader_epochs.clear()
         logger.info("%s: truncated fully, restarting at offset %d", self.topic_partition, offset)
 
     # ----------------------------------------------------------------- lifecycle
@@ -736,8 +802,32 @@ class Log:
         progress): files opened again from now on are looked for there."""
         with self._lock:
             self.directory = directory
+            self._leader_epochs.path = os.path.join(directory, CHECKPOINT_FILE_NAME)
             for segment in self._segments.snapshot():
                 segment.moved_to(directory)
+
+
+def _load_leader_epochs(
+    directory: str, segments: list[LogSegment], log_start_offset: int, log_end_offset: int
+) -> LeaderEpochCache:
+    """The log's leader-epoch cache from its checkpoint file, or rebuilt from the batch
+    headers when the file is missing or unreadable; trimmed to the recovered offsets (a crash
+    may have lost records the file still names)."""
+    path = os.path.join(directory, CHECKPOINT_FILE_NAME)
+    cache = LeaderEpochCache.load(directory)
+    if cache is None:
+        built = LeaderEpochCache(None)  # in memory: one write at the end, not one per epoch
+        for segment in segments:
+            for _, header in segment.log.batches_from(0):
+                epoch = header.partition_leader_epoch
+                if epoch >= 0 and epoch != built.latest_epoch:
+                    built.assign(epoch, header.base_offset)
+        cache = LeaderEpochCache(path, built.entries())
+        if any(segment.size for segment in segments):  # a new, empty log needs no file yet
+            cache.flush()
+    cache.truncate_from_end(log_end_offset)
+    cache.truncate_from_start(log_start_offset)
+    return cache
 
 
 def _allows_fast_appends(config: LogConfig) -> bool:

@@ -4,11 +4,16 @@ healthy — flushing by policy, retention, recovery-point checkpoints, clean shu
 Each log directory holds, besides the partition directories::
 
     recovery-point-offset-checkpoint   offsets below which each log was fsynced
+    replication-offset-checkpoint      each log's high watermark (``replica.high.watermark.
+                                       checkpoint.interval.ms``, and at shutdown)
     log-start-offset-checkpoint        each log's start offset (moved by DeleteRecords)
     cleaner-offset-checkpoint          where each compacted log is clean up to (the cleaner's)
     .odradek_cleanshutdown             present only after a clean shutdown
 
-At start-up the marker decides whether logs are trusted or recovered (see ``loader``); it is
+At start-up a log's checkpointed high watermark (capped at its log end offset) is given back
+to it (``Log.update_high_watermark``), where its partition takes it from (a replicated
+partition must not expose records it had not committed before the restart). At start-up the
+marker decides whether logs are trusted or recovered (see ``loader``); it is
 removed once the logs are loaded, and written again by ``shutdown`` after every log is flushed
 and closed. A directory with neither the marker, nor a checkpoint, nor a partition directory is
 new (a first start), not an unclean shutdown, and is logged so. A partition directory renamed
@@ -50,6 +55,7 @@ logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".odradek_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 _DELETE_DIR_SUFFIX = "-delete"
 
@@ -67,6 +73,7 @@ class LogManager:
         flush_check_interval_ms: ``log.flush.scheduler.interval.ms``.
         retention_check_interval_ms: ``log.retention.check.interval.ms``.
         checkpoint_interval_ms: ``log.flush.offset.checkpoint.interval.ms``.
+        high_watermark_checkpoint_interval_ms: ``replica.high.watermark.checkpoint.interval.ms``.
         cleaner_config: the ``log.cleaner.*`` settings (defaults: Kafka's).
         max_open_files: the most segment files open at once (None: half the soft
             ``RLIMIT_NOFILE``; see ``open_files``).
@@ -87,6 +94,7 @@ class LogManager:
         flush_check_interval_ms: int = 1000,
         retention_check_interval_ms: int = 300_000,
         checkpoint_interval_ms: int = 60_000,
+        high_watermark_checkpoint_interval_ms: int = 5_000,
         cleaner_config: CleanerConfig | None = None,
         max_open_files: int | None = None,
         idle_file_close_ms: int = 30_000,
@@ -105,6 +113,7 @@ class LogManager:
             retention_check_interval_ms,
             checkpoint_interval_ms,
         )
+        self._high_watermark_checkpoint_ms = high_watermark_checkpoint_interval_ms
         self.open_files = OpenFiles(max_open_files)
         self._idle_file_close_ms = idle_file_close_ms
         self._recovery_threads = max(1, recovery_threads_per_data_dir)
@@ -135,6 +144,10 @@ class LogManager:
         self._scheduler.schedule(
             "checkpoint recovery points", self.checkpoint_logs, checkpoint_ms, checkpoint_ms
         )
+        hw_ms = self._high_watermark_checkpoint_ms
+        self._scheduler.schedule(
+            "checkpoint high watermarks", self.checkpoint_high_watermarks, hw_ms, hw_ms
+        )
         idle_ms = self._idle_file_close_ms
         self._scheduler.schedule("close idle files", self.close_idle_files, idle_ms, idle_ms)
         self.cleaner.startup()
@@ -144,7 +157,7 @@ class LogManager:
         marker = os.path.join(directory, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
         previous_run = clean or any(
-            name in (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT)
+            name in (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_CHECKPOINT)
             or parse_partition_dir_name(name) is not None
             for name in os.listdir(directory)
         )
@@ -153,6 +166,9 @@ class LogManager:
         ).read()
         start_offsets = OffsetCheckpointFile(
             os.path.join(directory, LOG_START_OFFSET_CHECKPOINT)
+        ).read()
+        high_watermarks = OffsetCheckpointFile(
+            os.path.join(directory, REPLICATION_CHECKPOINT)
         ).read()
         logger.info(
             "loading logs in %s (%s)",
@@ -202,6 +218,9 @@ class LogManager:
             loaded = list(pool.map(load, found))
         for log in loaded:
             log.release_files(self.open_files)
+            high_watermark = high_watermarks.get(log.topic_partition)
+            if high_watermark is not None:
+                log.update_high_watermark(min(high_watermark, log.log_end_offset))
             self._logs[log.topic_partition] = log
             self._log_dir_of[log.topic_partition] = directory
             self._logs_in_dir[directory] += 1
@@ -292,6 +311,7 @@ class LogManager:
         self._scheduler.schedule(f"delete log {topic_partition}", log.delete)
         if checkpoint:
             self.checkpoint_logs()
+            self.checkpoint_high_watermarks()
         return True
 
     # ----------------------------------------------------------------- periodic work
@@ -334,6 +354,19 @@ class LogManager:
                     {tp: log.log_start_offset for tp, log in logs.items()}
                 )
 
+    def checkpoint_high_watermarks(self) -> None:
+        """Writes the ``replication-offset-checkpoint`` of every log dir: each log's high
+        watermark (logs never given one are left out)."""
+        with self._checkpoint_lock:
+            with self._lock:
+                by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+                for topic_partition, log in self._logs.items():
+                    high_watermark = log.high_watermark
+                    if high_watermark is not None:
+                        by_dir[self._log_dir_of[topic_partition]][topic_partition] = high_watermark
+            for directory, offsets in by_dir.items():
+                OffsetCheckpointFile(os.path.join(directory, REPLICATION_CHECKPOINT)).write(offsets)
+
     # ----------------------------------------------------------------- shutdown
 
     def shutdown(self) -> None:
@@ -352,6 +385,7 @@ class LogManager:
             for _ in pool.map(Log.close, logs):
                 pass
         self.checkpoint_logs()
+        self.checkpoint_high_watermarks()
         for directory in self.log_dirs:
             atomic_write(os.path.join(directory, CLEAN_SHUTDOWN_FILE), b"")
         logger.info("log manager shut down cleanly")

@@ -7,7 +7,14 @@ Files, all named by the segment's base offset as 20 digits (see ``naming``)::
     00000000000000001000.timeindex  sparse time index: (max timestamp so far, batch offset)
 
 An index entry is added every ``index.interval.bytes`` of appended batches; lookups go to the
-nearest entry at or before the target and scan a few batch headers from there.
+nearest entry at or before the target and scan a few batch headers from there. The last
+``TAIL_MAX_BATCHES`` batches appended (the *tail*, where consumers keeping up read) are also
+remembered in memory by position, last offset and size, so a read there (a fetch) reads no
+header and ``translate_offset`` one (checked against what was remembered) instead of scanning:
+each scanned header is a ``pread``, about nine per fetch at the default interval with small
+batches. The tail is known only for batches this process appended or recovered:
+after a clean load or a truncation lookups scan until the next index-interval point starts a
+new one; an inactive segment keeps none.
 
 Invariants: batches are stored in offset order; ``next_offset`` is the offset after the last
 batch; the index files are preallocated while the segment is active and trimmed when it rolls.
@@ -29,8 +36,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from array import array
+from bisect import bisect_left
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 from odradek._types import ReadableBuffer
 from odradek.errors import CorruptRecordError
@@ -53,6 +62,15 @@ from odradek.storage.time_index import TimeIndex
 logger = logging.getLogger(__name__)
 
 _MAX_RELATIVE_OFFSET = 2**31 - 1
+#: The most batches the tail remembers; when full it keeps the newer half. 128 covers a
+#: consumer ~60 small batches behind at any moment; 2 KB per active segment at most.
+TAIL_MAX_BATCHES = 128
+#: The last batches appended: ``(first offset, positions, last offsets, sizes)``. Every batch
+#: at or after ``positions[0]`` is listed, in order, and every batch before it ends below the
+#: first offset; empty arrays mean the segment holds no batch at all. Appended to the last
+#: offsets last (readers index by them), and replaced (never cut in place) when trimmed, so a
+#: reader on another thread always sees a consistent prefix.
+_Tail: TypeAlias = tuple[int, "array[int]", "array[int]", "array[int]"]
 TIME_INDEX_ENTRY_BYTES = 12
 NO_TIMESTAMP = -1
 
@@ -108,6 +126,9 @@ class LogSegment:
         self.first_batch_timestamp = NO_TIMESTAMP
         self._index_trusted = True
         self.deleted = False
+        #: None until this process knows every batch from an interval point on: a new
+        #: segment (``create``), a recovered one, or the next interval point.
+        self._tail: _Tail | None = None
 
     # ----------------------------------------------------------------- construction
 
@@ -126,7 +147,9 @@ class LogSegment:
             path = segment_path(directory, base_offset, suffix)
             if os.path.exists(path):
                 os.remove(path)
-        return cls._open_files(directory, base_offset, config, now_ms, open_files)
+        segment = cls._open_files(directory, base_offset, config, now_ms, open_files)
+        segment._tail = _new_tail(base_offset)
+        return segment
 
     @classmethod
     def _open_files(
@@ -297,16 +320,32 @@ class LogSegment:
             self.max_timestamp_so_far = max_timestamp
             self.offset_of_max_timestamp = base_offset
         size = len(data)
+        position = self.log.size - size
+        next_offset = base_offset + fields[0] + 1
         if self._bytes_since_last_index_entry > self._index_interval_bytes:
             # As ``_index_batch``; neither index was full (checked above).
-            self.offset_index.append_trusted(base_offset, self.log.size - size)
+            self.offset_index.append_trusted(base_offset, position)
             time_index = self.time_index
             if self.max_timestamp_so_far > time_index.last_timestamp:
                 time_index.append_trusted(self.max_timestamp_so_far, self.offset_of_max_timestamp)
             self._bytes_since_last_index_entry = size
+            if self._tail is None:
+                self._tail = _new_tail(base_offset, position, next_offset - 1, size)
+                self.next_offset = next_offset
+                return fields
         else:
             self._bytes_since_last_index_entry += size
-        self.next_offset = base_offset + fields[0] + 1
+        # As ``_remember_in_tail``, inline (the hot path).
+        tail = self._tail
+        if tail is not None:
+            positions = tail[1]
+            if len(positions) >= TAIL_MAX_BATCHES:
+                tail = self._tail = _trimmed(tail)
+                positions = tail[1]
+            positions.append(position)
+            tail[3].append(size)
+            tail[2].append(next_offset - 1)
+        self.next_offset = next_offset
         return fields
 
     def _index_batch(self, header: BatchHeader, position: int) -> None:
@@ -323,14 +362,49 @@ class LogSegment:
             if self.max_timestamp_so_far > time_index.last_timestamp and not time_index.is_full:
                 time_index.append_trusted(self.max_timestamp_so_far, self.offset_of_max_timestamp)
             self._bytes_since_last_index_entry = 0
+            if self._tail is None:
+                self._tail = _new_tail(
+                    header.base_offset, position, header.last_offset, header.size
+                )
+            else:
+                self._remember_in_tail(position, header.last_offset, header.size)
+        else:
+            self._remember_in_tail(position, header.last_offset, header.size)
         self._bytes_since_last_index_entry += header.size
         self.next_offset = header.base_offset + header.last_offset_delta + 1
+
+    def _remember_in_tail(self, position: int, last_offset: int, size: int) -> None:
+        tail = self._tail
+        if tail is not None:
+            positions = tail[1]
+            if len(positions) >= TAIL_MAX_BATCHES:
+                tail = self._tail = _trimmed(tail)
+                positions = tail[1]
+            positions.append(position)
+            tail[3].append(size)
+            tail[2].append(last_offset)  # last: see ``_Tail``
 
     # ----------------------------------------------------------------- lookups
 
     def translate_offset(self, target: int, start_position: int = 0) -> BatchPosition | None:
         """The first batch at or after ``start_position`` whose last offset is ≥ ``target``,
         or None when no batch in this segment reaches ``target``."""
+        tail = self._tail
+        if tail is not None and start_position == 0 and target >= tail[0]:
+            # From memory and one header read (see the module docstring); a header that does
+            # not match what was remembered falls through to the scan.
+            last_offsets = tail[2]
+            index = bisect_left(last_offsets, target)
+            if index == len(last_offsets):
+                return None
+            position = tail[1][index]
+            try:
+                remembered = self.log.header_at(position)
+            except CorruptRecordError:
+                pass
+            else:
+                if remembered.last_offset == last_offsets[index]:
+                    return BatchPosition(position, remembered)
         position = start_position
         if self._index_trusted:
             entry = self.offset_index.lookup(target)
@@ -387,16 +461,30 @@ class LogSegment:
         Returns:
             The slice, or None when the segment holds nothing at or after ``start_offset``.
         """
-        found = self.translate_offset(start_offset)
-        if found is None:
+        tail = self._tail
+        if tail is not None and start_offset >= tail[0]:
+            # From memory, no header read (the tail is this process's own bookkeeping of
+            # what it wrote; ``translate_offset`` still checks the header it reads).
+            last_offsets = tail[2]
+            index = bisect_left(last_offsets, start_offset)
+            if index == len(last_offsets):
+                return None
+            position = tail[1][index]
+            first_size = tail[3][index]
+        else:
+            found = self.translate_offset(start_offset)
+            if found is None:
+                return None
+            position = found.position
+            first_size = found.header.size
+        size = self.log.size
+        limit = size if max_position is None or max_position > size else max_position
+        if position >= limit:
             return None
-        limit = self.log.size if max_position is None else min(max_position, self.log.size)
-        if found.position >= limit:
-            return None
-        length = min(max_bytes, limit - found.position)
-        if min_one_message and length < found.header.size:
-            length = min(found.header.size, limit - found.position)
-        return self.log.slice(found.position, length)
+        length = min(max_bytes, limit - position)
+        if min_one_message and length < first_size:
+            length = min(first_size, limit - position)
+        return self.log.slice(position, length)
 
     def find_offset_by_timestamp(
         self, timestamp_ms: int, start_offset: int = 0
@@ -535,6 +623,7 @@ class LogSegment:
         self.time_index.reset()
         self._index_trusted = True
         self._bytes_since_last_index_entry = 0
+        self._tail = _new_tail(self.base_offset)
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp = self.base_offset
         self.next_offset = self.base_offset
@@ -578,6 +667,7 @@ class LogSegment:
         found = self.translate_offset(offset)
         if found is None:
             return 0
+        self._tail = None
         position = found.position
         if found.header.base_offset < offset:
             position += found.header.size
@@ -606,7 +696,9 @@ class LogSegment:
 
     def on_become_inactive(self) -> None:
         """Called when the log rolls past this segment: records the final time-index entry
-        (the segment's largest timestamp) and trims both index files."""
+        (the segment's largest timestamp) and trims both index files. Only the active
+        segment keeps a tail (memory with thousands of partitions)."""
+        self._tail = None
         index = self.time_index
         last = index.last_entry()
         if self.max_timestamp_so_far > last.timestamp:
@@ -678,3 +770,22 @@ class LogSegment:
             f"LogSegment(base_offset={self.base_offset}, next_offset={self.next_offset}, "
             f"size={self.size})"
         )
+
+
+def _new_tail(first_offset: int, position: int = -1, last_offset: int = -1, size: int = 0) -> _Tail:
+    """A tail starting at ``first_offset``: empty, or holding the batch at ``position``."""
+    if position < 0:
+        return (first_offset, array("q"), array("q"), array("q"))
+    return (
+        first_offset,
+        array("q", (position,)),
+        array("q", (last_offset,)),
+        array("q", (size,)),
+    )
+
+
+def _trimmed(tail: _Tail) -> _Tail:
+    """The newer half of a full tail (new arrays: readers may hold the old ones)."""
+    keep = TAIL_MAX_BATCHES // 2
+    last_offsets = tail[2]
+    return (last_offsets[-keep - 1] + 1, tail[1][-keep:], last_offsets[-keep:], tail[3][-keep:])

@@ -257,7 +257,8 @@ class Cluster:
     # --- internals -------------------------------------------------------------------------
 
     def command(self, broker_id: int, extra: Mapping[str, str] | None = None) -> list[str]:
-        """The ``odradek serve`` command line of broker ``broker_id``."""
+        """The ``odradek serve`` command line of broker ``broker_id`` (the cluster's settings,
+        then the broker's own ``BrokerProcess.settings``, such as its ``broker.rack``)."""
         broker = self.brokers[broker_id]
         settings = {
             "broker.id": str(broker_id),
@@ -265,6 +266,7 @@ class Cluster:
             "log.dirs": str(broker.log_dir),
             "zookeeper.connect": self.zookeeper_connect,
             **self.settings,
+            **broker.settings,
             **(extra or {}),
         }
         command = [sys.executable, "-m", "odradek.cli.main", "serve", "--log-level"]

@@ -52,6 +52,7 @@ def fetch_request(
     max_wait_ms: int = 500,
     max_bytes: int = 1 << 20,
     partition_max_bytes: int = 1 << 20,
+    replica_id: int = -1,
 ) -> Any:
     m = importlib.import_module(f"kio.schema.fetch.v{VERSION}.request")
     topics: dict[str, list[Any]] = {}
@@ -65,6 +66,7 @@ def fetch_request(
         )
     return request(
         m.FetchRequest(
+            replica_id=replica_id,
             max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=max_wait_ms)),
             min_bytes=min_bytes,
             max_bytes=max_bytes,
@@ -216,3 +218,82 @@ def test_a_follower_answers_not_leader_or_follower_at_once() -> None:
 
     assert decoded(result)[TP].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert follower.reads == []
+
+
+def test_a_followers_fetch_offset_is_recorded_and_a_consumers_is_not() -> None:
+    partition = filled(TP, 3)
+    ctx = context(partition)
+
+    fetch.handle(ctx, fetch_request({TP: 2}, replica_id=3))
+    fetch.handle(ctx, fetch_request({TP: 1}))
+
+    assert partition.follower_fetches == [(3, 2)]
+
+
+def test_a_fetch_from_a_broker_that_is_not_a_replica_is_refused_unread() -> None:
+    partition = filled(TP, 3)
+
+    result = fetch.handle(context(partition), fetch_request({TP: 0}, replica_id=9))
+
+    assert decoded(result)[TP].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert partition.reads == []
+
+
+def replica_fetch_request(
+    offsets: dict[TopicPartition, int], *, replica_id: int = 2, current_leader_epoch: int = -1
+) -> Any:
+    m = importlib.import_module(f"kio.schema.fetch.v{VERSION}.request")
+    return request(
+        m.FetchRequest(
+            replica_id=replica_id,
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=0)),
+            min_bytes=1,
+            max_bytes=1 << 20,
+            topics=(
+                m.FetchTopic(
+                    topic=TP.topic,
+                    partitions=tuple(
+                        m.FetchPartition(
+                            partition=tp.partition,
+                            current_leader_epoch=current_leader_epoch,
+                            fetch_offset=offset,
+                            partition_max_bytes=1 << 20,
+                        )
+                        for tp, offset in offsets.items()
+                    ),
+                ),
+            ),
+            forgotten_topics_data=(),
+        )
+    )
+
+
+def test_a_follower_fetch_reads_past_the_high_watermark_to_the_log_end() -> None:
+    partition = filled(TP, 2)
+    partition.committed = False
+    partition.append_as_leader(batch(2))  # not committed: consumers do not see it
+
+    consumer = decoded(fetch.handle(context(partition), fetch_request({TP: 1})))[TP]
+    follower = decoded(fetch.handle(context(partition), replica_fetch_request({TP: 1})))[TP]
+
+    assert consumer.records == batch(1)
+    assert follower.records == batch(1) + batch(2)
+    assert follower.high_watermark == 2  # the follower learns the leader's high watermark
+
+
+def test_a_known_leader_epoch_is_checked_before_leadership() -> None:
+    partition = filled(TP, 2, leader_epoch=5)
+
+    def answer(epoch: int) -> Any:
+        result = fetch.handle(
+            context(partition), replica_fetch_request({TP: 0}, current_leader_epoch=epoch)
+        )
+        return decoded(result)[TP]
+
+    assert answer(4).error_code == ErrorCode.FENCED_LEADER_EPOCH  # the fetcher is behind
+    assert answer(6).error_code == ErrorCode.UNKNOWN_LEADER_EPOCH  # this broker is behind
+    assert answer(5).records == batch(0) + batch(1)
+    assert answer(-1).records == batch(0) + batch(1)  # not given: not checked
+    partition.is_leader = False
+    assert answer(4).error_code == ErrorCode.FENCED_LEADER_EPOCH
+    assert answer(5).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER

@@ -86,3 +86,36 @@ def test_a_follower_answers_not_leader_or_follower() -> None:
         assert answers(response, version) == [(0, ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1)], (
             version
         )
+
+
+def test_a_known_leader_epoch_is_fenced_as_fetch_fences_it() -> None:
+    # ListOffsets v4+ carries current_leader_epoch (KIP-320); the handler checks it whatever
+    # version brought it, so the request is built at v4 and handed over decoded.
+    m = importlib.import_module("kio.schema.list_offsets.v4.request")
+    partition = FakePartition(TP, leader_epoch=3)
+    partition.append_as_leader(build_batch([SimpleRecord(1_000, None, b"x")]))
+
+    def error_for(epoch: int) -> int:
+        body = m.ListOffsetsRequest(
+            replica_id=-1,
+            isolation_level=0,
+            topics=(
+                m.ListOffsetsTopic(
+                    name="t",
+                    partitions=(
+                        m.ListOffsetsPartition(
+                            partition_index=0, current_leader_epoch=epoch, timestamp=-1
+                        ),
+                    ),
+                ),
+            ),
+        )
+        v2 = list_request(2, [(0, -1)])
+        decoded = v2._replace(body=body, header=v2.header._replace(api_version=4))
+        response = list_offsets.handle(context(partition), decoded)
+        return answers(response, 4)[0][1]
+
+    assert error_for(2) == ErrorCode.FENCED_LEADER_EPOCH
+    assert error_for(4) == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert error_for(3) == ErrorCode.NONE
+    assert error_for(-1) == ErrorCode.NONE

@@ -2,19 +2,30 @@
 
 Limits (KIP-74): ``partition_max_bytes`` per partition and ``max_bytes`` for the whole
 response, except that the first partition with data always returns at least one whole batch
-so a consumer makes progress. Consumers read up to the high watermark. When the first read
+so a consumer makes progress. Consumers read up to the high watermark; a follower (a request
+with ``replica_id`` ≥ 0) reads up to the log end offset (``_replica_read``), and its fetch
+offset, its log end offset, tells the leader how far it has come:
+``Partition.update_follower_fetch`` moves the ISR and the high watermark; a broker that is not
+a replica of the partition gets NOT_LEADER_OR_FOLLOWER. When the first read
 finds fewer than ``min_bytes`` the fetch waits in the purgatory for an append to one of its
 partitions, or for ``max_wait_ms``, and reads again. The response carries file slices that
 the server sends with ``os.sendfile``; records are empty, never null.
+
+Leader epochs (KIP-320, v9+): a partition's ``current_leader_epoch`` (≥ 0) older than this
+broker's answers FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (the fetcher's
+metadata is stale, or this broker's is), before leadership is checked, as Kafka does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from typing import Any
 
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
-from odradek.errors import ErrorCode, OffsetOutOfRangeError
+from odradek.broker.handlers._leader_epochs import check_leader_epoch, current_leader_epoch
+from odradek.broker.ports import PartitionPort, ReadResult
+from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.net.sendfile import FileRegion
 from odradek.protocol import (
     ApiKey,
@@ -24,7 +35,7 @@ from odradek.protocol import (
     Request,
     encode_fetch_response,
 )
-from odradek.protocol.requests import duration_ms, fetch_body
+from odradek.protocol.requests import FetchPartitionRequest, duration_ms, fetch_body
 
 API_KEY = ApiKey.FETCH
 READ_COMMITTED = 1
@@ -74,6 +85,7 @@ def _read(
 ) -> tuple[list[FetchableTopicResponse[FileRegion]], int]:
     body = fetch_body(request)
     remaining = body.max_bytes
+    replica_id = body.replica_id
     read_committed = body.isolation_level == READ_COMMITTED
     total = 0
     responses: list[FetchableTopicResponse[FileRegion]] = []
@@ -83,19 +95,31 @@ def _read(
         for fetch_partition in topic.partitions:
             index = fetch_partition.partition
             partition = ctx.replicas.get(TopicPartition(name, index))
-            if partition is None or not partition.is_leader:
+            if partition is None:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                if partition is not None:
+            else:
+                code = check_leader_epoch(partition, current_leader_epoch(fetch_partition))
+                if code is ErrorCode.NONE and not partition.is_leader:
                     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if partition is None or code is not ErrorCode.NONE:
                 partitions.append(FetchPartitionData(index, code))
                 continue
+            if replica_id >= 0:
+                code = _follower_fetched(ctx, partition, replica_id, fetch_partition)
+                if code is not ErrorCode.NONE:
+                    partitions.append(FetchPartitionData(index, code))
+                    continue
             aborted = () if read_committed else None
+            max_bytes = min(fetch_partition.partition_max_bytes, max(remaining, 0))
             try:
-                info = partition.read(
-                    fetch_partition.fetch_offset,
-                    min(fetch_partition.partition_max_bytes, max(remaining, 0)),
-                    min_one_message=total == 0,
-                )
+                if replica_id >= 0:
+                    info = _replica_read(
+                        ctx, partition, replica_id, fetch_partition, max_bytes, total == 0
+                    )
+                else:
+                    info = partition.read(
+                        fetch_partition.fetch_offset, max_bytes, min_one_message=total == 0
+                    )
             except OffsetOutOfRangeError:
                 partitions.append(
                     FetchPartitionData(
@@ -127,3 +151,36 @@ def _read(
             )
         responses.append(FetchableTopicResponse(name, partitions))
     return responses, total
+
+
+def _follower_fetched(
+    ctx: BrokerContext, partition: PartitionPort, replica_id: int, fetch_partition: Any
+) -> ErrorCode:
+    """A follower's fetch offset is its log end offset: the leader records it."""
+    try:
+        partition.update_follower_fetch(
+            replica_id, fetch_partition.fetch_offset, ctx.clock.monotonic_ms()
+        )
+    except KafkaError as error:
+        return error.error_code
+    return ErrorCode.NONE
+
+
+def _replica_read(
+    ctx: BrokerContext,
+    partition: PartitionPort,
+    replica_id: int,
+    fetch_partition: FetchPartitionRequest,
+    max_bytes: int,
+    min_one_message: bool,
+) -> ReadResult:
+    """A follower's fetch (``replica_id`` ≥ 0): it reads up to the log end offset, not the
+    high watermark — it copies what the leader has, committed or not. Its fetch offset is
+    its log end offset, which the leader has recorded before the read
+    (``_follower_fetched``)."""
+    return partition.read(
+        fetch_partition.fetch_offset,
+        max_bytes,
+        min_one_message=min_one_message,
+        committed_only=False,
+    )

@@ -3,12 +3,15 @@
 "Latest" is the high watermark (what a consumer can read); a timestamp after every record
 answers offset -1 and timestamp -1, as Kafka does. The response is encoded by the hand-written
 encoder (``protocol.metadata_response``) at the versions it writes, by kio at any other.
+A partition's ``current_leader_epoch`` (v4+, KIP-320) is checked as Fetch checks it
+(``_leader_epochs``): older than this broker's FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
 """
 
 from __future__ import annotations
 
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
+from odradek.broker.handlers._leader_epochs import check_leader_epoch, current_leader_epoch
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
@@ -31,7 +34,8 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | bytes:
     for topic in list_offsets_body(request).topics:
         name = str(topic.name)
         partitions = [
-            _list_offset(ctx, name, p.partition_index, p.timestamp) for p in topic.partitions
+            _list_offset(ctx, name, p.partition_index, p.timestamp, current_leader_epoch(p))
+            for p in topic.partitions
         ]
         topics.append(ListOffsetsTopic(name, partitions))
     if request.api_version in LIST_OFFSETS_RESPONSE_VERSIONS:
@@ -52,11 +56,14 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | bytes:
 
 
 def _list_offset(
-    ctx: BrokerContext, topic: str, index: int, timestamp: int
+    ctx: BrokerContext, topic: str, index: int, timestamp: int, leader_epoch: int
 ) -> ListOffsetsPartition:
     partition = ctx.replicas.get(TopicPartition(topic, index))
     if partition is None:
         return ListOffsetsPartition(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    fenced = check_leader_epoch(partition, leader_epoch)
+    if fenced is not ErrorCode.NONE:
+        return ListOffsetsPartition(index, fenced)
     if not partition.is_leader:
         return ListOffsetsPartition(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     if timestamp == LATEST_TIMESTAMP:

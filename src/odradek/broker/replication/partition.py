@@ -2,8 +2,21 @@
 
 The log end offset (LEO) is where the next record goes; the high watermark (HW) is the offset
 below which records are committed — held by every in-sync replica — and visible to consumers.
-With one replica HW equals LEO after each append; replication moves HW by the followers'
-LEOs later without reshaping produce and fetch (ARCHITECTURE.md).
+
+As leader the partition keeps each follower's state (``isr.FollowerState``: its LEO from its
+fetches, when it was last caught up). ``update_follower_fetch`` records a follower's fetch,
+proposes it for the ISR once it caught up, and moves HW to the smallest LEO over the ISR
+(a leader alone in its ISR commits each append at once). ``maybe_shrink_isr`` (run every half
+``replica.lag.time.max.ms``) proposes dropping followers that were not caught up within the
+lag time. ISR changes are proposed, not made: ``on_isr_change`` sends them to the controller
+(AlterPartition) and ``on_alter_partition_result`` applies its answer. One change is in
+flight at a time (a refusal for a stale state keeps it so until the next LeaderAndIsr); until
+it commits, HW counts the committed ISR plus any replica proposed to join
+(``isr.maximal_isr``). The decisions themselves are ``isr``'s, pure.
+
+The HW starts at the LEO for a single-replica partition; a replicated one starts at the HW
+its log was given (the ``replication-offset-checkpoint`` at start-up), or 0, kept within
+[log start offset, LEO].
 
 Thread safety: called from the broker's event loop; the log itself is thread-safe, and the
 storage thread only flushes and deletes.
@@ -11,12 +24,32 @@ storage thread only flushes and deletes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 
 from odradek._types import TopicPartition
-from odradek.errors import OffsetOutOfRangeError
+from odradek.broker.replication.isr import (
+    FollowerState,
+    IsrChange,
+    can_join_isr,
+    follower_fetched,
+    high_watermark,
+    maximal_isr,
+    out_of_sync_replicas,
+    reset_follower,
+)
+from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from odradek.storage.leader_epoch_cache import EpochEndOffset
 from odradek.storage.log import AppendInfo, Log, LogReadInfo
 from odradek.storage.segment import TimestampAndOffset
+
+logger = logging.getLogger(__name__)
+
+#: AlterPartition refusals after which the leader may propose again at once; any other
+#: refusal means its state is stale and it waits for the controller's LeaderAndIsr.
+_PROPOSE_AGAIN = frozenset(
+    {ErrorCode.INELIGIBLE_REPLICA, ErrorCode.INVALID_REQUEST, ErrorCode.OPERATION_NOT_ATTEMPTED}
+)
 
 
 class Partition:
@@ -29,6 +62,8 @@ class Partition:
         leader_epoch: the current leader epoch, written into appended batches.
         on_high_watermark: called with the partition after its high watermark moved
             (``advance_high_watermark``): wakes delayed fetches and acks=all produces.
+        on_isr_change: called with a proposed ISR change (the AlterPartition sender); without
+            one (a single broker, no controller) a proposal commits at once.
     """
 
     def __init__(
@@ -40,17 +75,29 @@ class Partition:
         replicas: list[int],
         leader_epoch: int = 0,
         on_high_watermark: Callable[[Partition], None] | None = None,
+        on_isr_change: Callable[[IsrChange], None] | None = None,
     ) -> None:
         self.topic_partition = topic_partition
         self.log = log
         self.broker_id = broker_id
         self.replicas = list(replicas)
+        #: The committed ISR (the controller's); ``pending_isr`` is a change in flight.
         self.isr = [broker_id]
         self.leader_epoch = leader_epoch
         #: The leader's broker id: this broker unless a controller made it a follower.
         self.leader_id = broker_id
+        self._pending: IsrChange | None = None
+        #: The partition state's version at the controller (AlterPartition's partition epoch).
+        self.partition_epoch = -1
+        self._followers: dict[int, FollowerState] = {}
+        self._leader_epoch_start_offset = log.log_end_offset
         self._on_high_watermark = on_high_watermark
-        self.high_watermark = log.log_end_offset
+        self._on_isr_change = on_isr_change
+        if len(self.replicas) > 1:
+            restored = min(log.high_watermark or 0, log.log_end_offset)
+            self.high_watermark = max(restored, log.log_start_offset)
+        else:
+            self.high_watermark = log.log_end_offset
         log.update_high_watermark(self.high_watermark)
 
     @property
@@ -81,11 +128,177 @@ class Partition:
         self._maybe_advance_high_watermark()
         return info
 
+    # --- leader state ----------------------------------------------------------------------
+
+    def make_leader(
+        self,
+        leader_epoch: int,
+        replicas: Sequence[int],
+        isr: Sequence[int] | None,
+        partition_epoch: int,
+        now_ms: int,
+    ) -> None:
+        """Becomes (or stays) the leader with the controller's state. In a new leader epoch
+        the followers' states start over (ISR members count as caught up now) and the epoch
+        starts at the current LEO; in the same epoch (the controller repeating itself) they
+        are kept. Any ISR change in flight is dropped either way.
+
+        Args:
+            isr: the controller's ISR (None: this broker alone, as without a controller).
+            partition_epoch: the partition state's version at the controller.
+        """
+        new_epoch = leader_epoch != self.leader_epoch or not self.is_leader
+        self.leader_epoch = leader_epoch
+        self.replicas = list(replicas)
+        self.leader_id = self.broker_id
+        self.isr = [self.broker_id] if isr is None else list(isr)
+        self.partition_epoch = partition_epoch
+        self._pending = None
+        if new_epoch:
+            self._leader_epoch_start_offset = self.log.log_end_offset
+        in_sync = set(self.isr)
+        kept = {} if new_epoch else self._followers
+        self._followers = {
+            replica: kept.get(replica)
+            or reset_follower(replica, in_sync=replica in in_sync, now_ms=now_ms)
+            for replica in self.replicas
+            if replica != self.broker_id
+        }
+        self._maybe_advance_high_watermark()
+
+    def follower_state(self, replica_id: int) -> FollowerState | None:
+        """What this leader knows of a follower (None: not a follower here)."""
+        return self._followers.get(replica_id)
+
+    @property
+    def pending_isr(self) -> tuple[int, ...] | None:
+        """The ISR proposed to the controller and not answered (or refused until the next
+        LeaderAndIsr); None: no change in flight."""
+        return None if self._pending is None else self._pending.new_isr
+
+    def drop_pending_isr(self) -> None:
+        """Forgets the change in flight (this broker stopped leading the partition)."""
+        self._pending = None
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The committed ISR plus replicas a pending change would add (counted for the HW)."""
+        return maximal_isr(self.isr, self.pending_isr)
+
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        """Records a follower's fetch at ``fetch_offset`` (its LEO): it may join the ISR,
+        and the high watermark may move.
+
+        Raises:
+            KafkaError: NOT_LEADER_OR_FOLLOWER — this broker does not lead the partition,
+                or ``replica_id`` is not one of its followers.
+            OffsetOutOfRangeError: ``fetch_offset`` is past the leader's LEO (nothing is
+                recorded: a follower cannot hold records the leader never had).
+        """
+        state = self._followers.get(replica_id)
+        if not self.is_leader or state is None:
+            raise KafkaError(
+                f"{self.topic_partition}: broker {replica_id} is not a follower of leader "
+                f"{self.leader_id} (replicas {self.replicas})",
+                code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            )
+        if fetch_offset > self.log.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"{self.topic_partition}: follower {replica_id} fetches at {fetch_offset}, "
+                f"past the log end offset {self.log.log_end_offset}"
+            )
+        state = follower_fetched(state, fetch_offset, self.log.log_end_offset, now_ms)
+        self._followers[replica_id] = state
+        if self.pending_isr is None and can_join_isr(
+            state, self.isr, self.high_watermark, self._leader_epoch_start_offset
+        ):
+            self._propose_isr((*self.isr, replica_id))
+        self._maybe_advance_high_watermark()
+
+    def maybe_shrink_isr(self, now_ms: int, max_lag_ms: int) -> tuple[int, ...]:
+        """Proposes dropping the followers not caught up within ``max_lag_ms``
+        (``replica.lag.time.max.ms``); returns them (none while a change is in flight)."""
+        if not self.is_leader or self.pending_isr is not None:
+            return ()
+        out = out_of_sync_replicas(
+            self._followers, self.isr, self.log.log_end_offset, now_ms, max_lag_ms
+        )
+        if out:
+            logger.info(
+                "%s: shrinking the ISR %s: replicas %s not caught up within %d ms",
+                self.topic_partition,
+                self.isr,
+                list(out),
+                max_lag_ms,
+            )
+            self._propose_isr(tuple(replica for replica in self.isr if replica not in out))
+        return out
+
+    def _propose_isr(self, new_isr: tuple[int, ...]) -> None:
+        change = IsrChange(
+            self.topic_partition.topic,
+            self.topic_partition.partition,
+            self.leader_epoch,
+            new_isr,
+            self.partition_epoch,
+        )
+        self._pending = change
+        if self._on_isr_change is None:
+            self.on_alter_partition_result(
+                change, ErrorCode.NONE, self.leader_epoch, new_isr, self.partition_epoch + 1
+            )
+            return
+        self._on_isr_change(change)
+
+    def on_alter_partition_result(
+        self,
+        change: IsrChange,
+        error: ErrorCode,
+        leader_epoch: int,
+        isr: Sequence[int],
+        partition_epoch: int,
+    ) -> bool:
+        """Applies the controller's answer to ``change``, if it is the change in flight (an
+        answer to an older one changes nothing). On success its ISR and partition epoch
+        become the committed ones (the HW may move). A refusal for a reason that may pass
+        (INELIGIBLE_REPLICA, INVALID_REQUEST, OPERATION_NOT_ATTEMPTED) drops the change: a
+        later fetch or check may propose again. A refusal because this leader's state is
+        stale (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, NOT_LEADER_OR_FOLLOWER,
+        UNKNOWN_TOPIC_OR_PARTITION) keeps it in flight, so nothing more is proposed until the
+        controller's next LeaderAndIsr brings the current state (Kafka does the same).
+        Returns whether the ISR changed."""
+        if change != self._pending or not self.is_leader:
+            return False
+        if error is not ErrorCode.NONE:
+            retry = error in _PROPOSE_AGAIN
+            logger.info(
+                "%s: the controller refused ISR %s (leader epoch %d, partition epoch %d): %s; %s",
+                self.topic_partition,
+                list(change.new_isr),
+                change.leader_epoch,
+                change.partition_epoch,
+                error.name,
+                "may propose again" if retry else "waiting for the controller's LeaderAndIsr",
+            )
+            if retry:
+                self._pending = None
+            return False
+        if leader_epoch != self.leader_epoch or partition_epoch <= self.partition_epoch:
+            return False  # an answer about an older state
+        self._pending = None
+        self.isr = list(isr)
+        self.partition_epoch = partition_epoch
+        self._maybe_advance_high_watermark()
+        return True
+
     def _maybe_advance_high_watermark(self) -> None:
-        # One replica: everything appended is committed. Replication replaces this rule with
-        # the minimum LEO over the ISR.
-        if self.isr == [self.broker_id]:
-            self.advance_high_watermark(self.log.log_end_offset)
+        if not self.is_leader:
+            return
+        self.advance_high_watermark(
+            high_watermark(
+                self.broker_id, self.log.log_end_offset, self._followers, self.maximal_isr
+            )
+        )
 
     def advance_high_watermark(self, offset: int) -> bool:
         """Moves the high watermark forward to ``offset`` (never back, never past the log end
@@ -128,6 +341,49 @@ class Partition:
         if found is None or found.offset >= self.high_watermark:
             return None
         return found
+
+    # ------------------------------------------------------------------ follower
+
+    def append_as_follower(self, data: bytes | bytearray | memoryview) -> AppendInfo:
+        """Appends batches fetched from the leader as they are: offsets and leader epochs
+        kept (the log records each new epoch in its leader-epoch cache).
+
+        Raises:
+            KafkaError: CORRUPT_MESSAGE, or INVALID_RECORD for offsets that go backwards.
+        """
+        return self.log.append(data, assign_offsets=False)
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> bool:
+        """A follower's high watermark: the leader's, capped by what this replica holds
+        (min(leader HW, own LEO)); forward only, through ``advance_high_watermark``."""
+        return self.advance_high_watermark(min(leader_high_watermark, self.log.log_end_offset))
+
+    def truncate_to(self, offset: int) -> bool:
+        """Removes the records at or past ``offset`` (a follower reaching the divergence
+        point with its leader); returns whether any went. The one place the high watermark
+        moves back: never past the log end offset."""
+        truncated = self.log.truncate_to(offset)
+        self._cap_high_watermark()
+        return truncated
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empties the log and restarts it at ``offset`` (a follower behind the leader's log
+        start offset)."""
+        self.log.truncate_fully_and_start_at(offset)
+        self._cap_high_watermark()
+        self.advance_high_watermark(offset)  # nothing below the log start offset is left
+
+    def _cap_high_watermark(self) -> None:
+        log_end_offset = self.log.log_end_offset
+        if self.high_watermark > log_end_offset:
+            self.high_watermark = log_end_offset
+            self.log.update_high_watermark(log_end_offset)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> EpochEndOffset:
+        """Where ``leader_epoch`` ends in this replica's log (OffsetForLeaderEpoch, KIP-101):
+        the largest epoch at or below it and the start of the next one, the log end offset
+        for the latest epoch, ``UNDEFINED`` (-1, -1) when unknown."""
+        return self.log.end_offset_for_epoch(leader_epoch)
 
     def delete_records_before(self, offset: int) -> int:
         """Moves the log start offset to ``offset`` (DeleteRecords; -1 means the high

@@ -30,6 +30,16 @@ Rules it keeps:
   the consumer. An error that stops the poll thread is raised once by each stream, then the
   streams end.
 
+**ZooKeeper coordination** (``zookeeper.connect`` given): the group is legacy Kafka's,
+coordinated through ZooKeeper by ``zk_coordinator`` on the poll thread instead of by a Kafka
+group coordinator. The member registers in ``/consumers/<group>/ids``, claims its range of
+each topic's partitions in ``/consumers/<group>/owners`` (its stream ``i`` of a topic reads
+what its thread ``i`` owns) and the inner consumer reads them by manual assignment; commits
+go to ``/consumers/<group>/offsets`` (``offsets.storage``, ``dual.commit.enabled``). Without
+``bootstrap.servers`` the brokers are found in ``/brokers/ids``. The ZooKeeper session is
+opened by the constructor (an unreachable ZooKeeper fails it after
+``zookeeper.connection.timeout.ms``) and ended by ``shutdown``.
+
 One ``create_message_streams*`` call per connector, as in the classic API.
 """
 
@@ -54,6 +64,8 @@ from odradek.client.streams.config import CONSUMER_CONNECTOR, ConnectorSettings
 from odradek.client.streams.filters import TopicFilter
 from odradek.client.streams.router import StreamRouter
 from odradek.client.streams.stream import ConsumedOffsets, MessageStream
+from odradek.client.streams.zk_assignment import Registration
+from odradek.client.streams.zk_coordinator import ZooKeeperCoordinator
 from odradek.errors import KafkaTimeoutError
 
 __all__ = ["ConsumerConnector"]
@@ -69,12 +81,15 @@ class ConsumerConnector(Closeable):
 
     Args:
         config: settings by Kafka name (a mapping or ``ClientConfig``): every consumer key plus
-            ``queued.max.message.chunks`` and ``auto.commit.enable``. ``group.id`` is required.
+            ``queued.max.message.chunks``, ``auto.commit.enable`` and the ZooKeeper group's
+            keys (``streams.config``). ``group.id`` is required.
         clock: the time source.
         **kwargs: more settings, underscores for dots (``group_id="g"``).
 
     Raises:
-        ConfigError: an unknown setting, a bad value, or no ``group.id``.
+        ConfigError: an unknown setting, a bad value, or no ``group.id``; with
+            ``zookeeper.connect``, no ``bootstrap.servers`` and no broker registered.
+        StoreConnectionError: ``zookeeper.connect`` unreachable within its connection timeout.
     """
 
     def __init__(
@@ -88,7 +103,21 @@ class ConsumerConnector(Closeable):
         checked = ClientConfig(config, client_type=CONSUMER_CONNECTOR, **kwargs)
         self._settings = ConnectorSettings.from_config(checked)
         self._clock = clock
-        self._consumer = Consumer(self._settings.consumer_config, clock=clock)
+        self._stopping = threading.Event()
+        self._zookeeper: ZooKeeperCoordinator | None = None
+        consumer_config = self._settings.consumer_config
+        if self._settings.zookeeper is not None:
+            self._zookeeper = ZooKeeperCoordinator(
+                self._settings.zookeeper, self._settings.group_id, self._stopping, clock
+            )
+            try:
+                consumer_config = self._zookeeper.consumer_config(consumer_config)
+                self._consumer = Consumer(consumer_config, clock=clock)
+            except BaseException:
+                self._zookeeper.close()
+                raise
+        else:
+            self._consumer = Consumer(consumer_config, clock=clock)
         self._consumed = ConsumedOffsets()
         self._streams: list[MessageStream] = []
         self._router: StreamRouter | None = None
@@ -101,7 +130,8 @@ class ConsumerConnector(Closeable):
         self._requests: deque[Future[None]] = deque()
         self._accepting = True
         self._placement: Mapping[TopicPartition, int] = MappingProxyType({})
-        self._stopping = threading.Event()
+        self._topic_streams: dict[str, tuple[int, ...]] = {}
+        self._filter: TopicFilter | None = None
         self._thread: threading.Thread | None = None
         self._shut_down = False
 
@@ -130,7 +160,9 @@ class ConsumerConnector(Closeable):
             out[topic] = [self._new_stream(f"{topic}-{i}") for i in range(topic_count[topic])]
             streams.extend(out[topic])
             indices[topic] = tuple(range(first, len(streams)))
-        self._start(streams, StreamRouter(lambda topic: indices.get(topic, ())), sorted(out))
+        self._start(
+            streams, StreamRouter(lambda topic: indices.get(topic, ())), sorted(out), indices
+        )
         return out
 
     def create_message_streams_by_filter(
@@ -147,7 +179,9 @@ class ConsumerConnector(Closeable):
             raise ValueError(f"the stream count must be ≥ 1, got {num_streams!r}")
         streams = [self._new_stream(f"filter-{i}") for i in range(num_streams)]
         every = tuple(range(num_streams))
-        self._start(streams, StreamRouter(lambda _topic: every), topic_filter.pattern())
+        self._start(
+            streams, StreamRouter(lambda _topic: every), topic_filter.pattern(), None, topic_filter
+        )
         return streams
 
     def _new_stream(self, name: str) -> MessageStream:
@@ -164,6 +198,8 @@ class ConsumerConnector(Closeable):
         streams: list[MessageStream],
         router: StreamRouter,
         subscription: list[str] | re.Pattern[str],
+        topic_streams: dict[str, tuple[int, ...]] | None = None,
+        topic_filter: TopicFilter | None = None,
     ) -> None:
         with self._lock:
             if self._shut_down:
@@ -173,6 +209,8 @@ class ConsumerConnector(Closeable):
             self._streams = streams
             self._router = router
             self._subscription = subscription
+            self._topic_streams = topic_streams or {}
+            self._filter = topic_filter
             self._thread = threading.Thread(
                 target=self._run, name=f"odradek-streams-{self._settings.group_id}", daemon=True
             )
@@ -214,6 +252,8 @@ class ConsumerConnector(Closeable):
             stream.end()
         self._stopping.set()
         if thread is None:
+            if self._zookeeper is not None:
+                self._zookeeper.close()
             self._consumer.close(timeout_ms, autocommit=False)
             return
         if thread is not threading.current_thread():
@@ -234,8 +274,10 @@ class ConsumerConnector(Closeable):
         """A snapshot: placement, paused partitions, each stream's queue."""
         with self._lock:
             paused = len(self._pending)  # read racily: a gauge, not a contract
+        zookeeper = self._zookeeper
         return {
             "group_id": self._settings.group_id,
+            "zookeeper": None if zookeeper is None else zookeeper.statistics(),
             "partitions_by_stream": {
                 name: [str(tp) for tp in tps] for name, tps in self.partitions_by_stream().items()
             },
@@ -251,7 +293,10 @@ class ConsumerConnector(Closeable):
         failure: BaseException | None = None
         try:
             listener = _Listener(self)
-            if isinstance(self._subscription, re.Pattern):
+            zookeeper = self._zookeeper
+            if zookeeper is not None:
+                zookeeper.start(self._registration())
+            elif isinstance(self._subscription, re.Pattern):
                 consumer.subscribe(pattern=self._subscription, listener=listener)
             else:
                 consumer.subscribe(self._subscription, listener)
@@ -262,6 +307,11 @@ class ConsumerConnector(Closeable):
                 if settings.auto_commit and self._clock.monotonic_ms() >= next_auto_commit:
                     self._commit_quietly()
                     next_auto_commit = self._clock.monotonic_ms() + settings.auto_commit_interval_ms
+                if zookeeper is not None:
+                    zookeeper.poll(consumer, listener)
+                    if not consumer.assignment():  # nothing owned: nothing to poll
+                        self._stopping.wait(_POLL_MS / 1000.0)
+                        continue
                 records = consumer.poll(_POLL_MS)
                 if records:
                     self._route(records)
@@ -280,10 +330,22 @@ class ConsumerConnector(Closeable):
                 request.set_exception(failure or RuntimeError("the connector is shut down"))
             for stream in self._streams:
                 stream.end(failure)
+            if self._zookeeper is not None:
+                try:
+                    self._zookeeper.close()
+                except Exception:
+                    log.exception("group %s: leaving ZooKeeper failed", settings.group_id)
             try:
                 consumer.close(autocommit=False)
             except Exception:
                 log.exception("group %s: closing the consumer failed", settings.group_id)
+
+    def _registration(self) -> Registration:
+        """This member's ZooKeeper registration: its topics' stream counts, or its filter."""
+        if isinstance(self._subscription, re.Pattern):
+            assert self._filter is not None
+            return Registration.for_filter(self._filter, len(self._streams))
+        return Registration({topic: len(s) for topic, s in self._topic_streams.items()})
 
     def _serve_requests(self) -> None:
         while True:
@@ -313,7 +375,10 @@ class ConsumerConnector(Closeable):
         }
         if not offsets:
             return
-        self._consumer.commit_sync({tp: OffsetAndMetadata(o) for tp, o in offsets.items()})
+        if self._zookeeper is not None:
+            self._zookeeper.commit(self._consumer, offsets)
+        else:
+            self._consumer.commit_sync({tp: OffsetAndMetadata(o) for tp, o in offsets.items()})
         self._last_committed.update(offsets)
 
     def _commit_quietly(self, partitions: Iterable[TopicPartition] | None = None) -> None:
@@ -370,7 +435,15 @@ class ConsumerConnector(Closeable):
         with self._lock:
             self._placement = placement
 
-    # -- rebalance listener (poll thread, inside Consumer.poll)
+    # -- rebalance listener (poll thread, inside Consumer.poll or ZooKeeperCoordinator.poll)
+
+    def _placed(self, placement: Mapping[TopicPartition, int]) -> None:
+        """The ZooKeeper group's assignment: thread ``i`` of a topic feeds its stream ``i``."""
+        assert self._router is not None
+        streams = self._router.place(placement)
+        for tp, index in sorted(streams.items()):
+            log.info("%s: feeds stream %s", tp, self._streams[index].name)
+        self._publish_placement()
 
     def _assigned(self, partitions: Iterable[TopicPartition]) -> None:
         assert self._router is not None
@@ -421,3 +494,11 @@ class _Listener:
 
     def on_partitions_lost(self, partitions: Iterable[TopicPartition]) -> None:
         self._connector._revoked(partitions, lost=True)
+
+    # -- the ZooKeeper coordinator's listener (zk_coordinator.RebalanceListener)
+
+    def revoked(self, partitions: list[TopicPartition], *, lost: bool) -> None:
+        self._connector._revoked(partitions, lost=lost)
+
+    def assigned(self, placement: Mapping[TopicPartition, int]) -> None:
+        self._connector._placed(placement)

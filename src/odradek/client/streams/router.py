@@ -10,6 +10,8 @@ given at construction (the streams created for that topic, or every stream of a 
 - a partition keeps its stream until ``remove`` (a revocation or a loss); partitions that stay
   assigned through a cooperative rebalance do not move, so after incremental changes the
   spread may be uneven until the next eager rebalance;
+- ``place`` puts partitions on given candidates instead (the ZooKeeper-coordinated group,
+  where the thread a member claimed a partition for names its stream);
 - a partition whose topic has no candidate stream is refused (``ValueError``).
 
 Pure and not thread-safe: the connector's poll thread is its only user.
@@ -17,7 +19,7 @@ Pure and not thread-safe: the connector's poll thread is its only user.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from odradek._types import TopicPartition
 
@@ -54,6 +56,25 @@ class StreamRouter:
                 stream = min(choices, key=lambda index: (self._load.get(index, 0), index))
                 self._owner[tp] = stream
                 self._load[stream] = self._load.get(stream, 0) + 1
+            placed[tp] = stream
+        return placed
+
+    def place(self, placement: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Places each partition on its topic's ``i``-th candidate stream (the ZooKeeper
+        group's rule: thread ``i`` feeds stream ``i``); a partition placed already moves.
+        Returns each partition's stream.
+
+        Raises:
+            ValueError: a topic has fewer than ``i + 1`` candidate streams.
+        """
+        placed: dict[TopicPartition, int] = {}
+        for tp, thread in sorted(placement.items()):
+            choices = self._candidates(tp.topic)
+            if not 0 <= thread < len(choices):
+                raise ValueError(f"{tp}: no stream {thread} among topic {tp.topic!r}'s")
+            self.remove(tp)
+            stream = self._owner[tp] = choices[thread]
+            self._load[stream] = self._load.get(stream, 0) + 1
             placed[tp] = stream
         return placed
 

@@ -1,0 +1,162 @@
+"""The broker's CPU per request without sockets: the real log against the null partition, in
+one process, in the same run.
+
+``bench/many_clients.py`` measures the crowd end to end, but on a shared two-core machine its
+requests/s ratio mostly measures which server the other processes slowed down, and its CPU per
+request moves with how many fetches each produce happens to wake. This bench takes the network,
+the clients and the scheduler out: one broker (``BrokerApp``, the topic created as the servers in
+``bench/_broker_servers.py`` create it) is fed request frames through a ``ServerConnection`` and
+the router, exactly the per-request code ``broker.server`` runs, and answers them; the partitions
+are switched between the real ones and ``NullPartition`` (*follow* kind) between rounds.
+
+Cases, each CPU time (``time.process_time``) per produce, the minimum over interleaved rounds
+(contention only ever adds time):
+- *produce*: one-record Produce v7 requests (``--value-bytes``), acks=1, round-robin over the
+  partitions;
+- *produce + fetch every N*: the same, plus after every N produces one Fetch v11 of four
+  partitions from where the last one ended (a consumer tailing them; with N=1 every fetch
+  finds one new batch, as at one producer connection), its records read as the server sends
+  small ones.
+
+The difference (real − null) is what the log costs per request; null/real is the share of the
+null server's rate the broker would reach were the server's CPU the only limit.
+
+    .venv/bin/python bench/request_path_cost.py [--requests 4000] [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+from _broker_servers import NullPartition, prebuilt
+from many_clients import TOPIC, fetch_frame, produce_frame
+from odradek._types import TopicPartition
+from odradek.broker.app import BrokerApp
+from odradek.broker.config import BrokerConfig
+from odradek.protocol import RecordsSlot, ServerConnection
+
+PARTITIONS = 8
+FETCHED = (0, 2, 4, 6)
+
+
+class Rig:
+    """One broker whose partitions of ``TOPIC`` are real or null, fed frames directly."""
+
+    def __init__(self, app: BrokerApp, value_bytes: int) -> None:
+        assert app.ctx is not None
+        assert app.server is not None
+        self.app = app
+        self.ctx = app.ctx
+        self.router = app.server.router
+        self.replicas = app.ctx.replicas
+        self.real_get = self.replicas.get
+        blob = prebuilt(1, value_bytes)
+        self.nulls = [NullPartition(*blob, follow=True) for _ in range(PARTITIONS)]
+        self.produce = [produce_frame(p, 1, value_bytes) for p in range(PARTITIONS)]
+
+    def use(self, kind: str) -> None:
+        if kind == "null":
+            nulls = self.nulls
+            self.replicas.get = lambda tp: nulls[tp.partition]  # type: ignore[method-assign]
+        else:
+            self.replicas.get = self.real_get  # type: ignore[method-assign]
+
+    def _connection(self) -> ServerConnection[Any]:
+        return ServerConnection(supported=self.router.supported_versions, max_frame_bytes=1 << 26)
+
+    def _answer(self, conn: ServerConnection[Any], frame: bytes) -> int:
+        """Handles one frame; returns the record bytes its response carries."""
+        carried = 0
+        for event in conn.receive_data(frame):
+            result = self.router.dispatch(self.ctx, event.request)  # type: ignore[union-attr]
+            if not isinstance(result, bytes | None) and asyncio.iscoroutine(result):
+                result.close()
+                raise RuntimeError("a fetch long-polled: it should have found records")
+            for part in conn.send_response(event, result):  # type: ignore[arg-type]
+                if isinstance(part, RecordsSlot) and part.records is not None:
+                    carried += len(part.records.read())
+        return carried
+
+    def produce_only(self, requests: int) -> float:
+        conn = self._connection()
+        started = time.process_time()
+        for i in range(requests):
+            self._answer(conn, self.produce[i % PARTITIONS])
+        return (time.process_time() - started) / requests
+
+    def produce_and_fetch(self, requests: int, every: int) -> float:
+        conn = self._connection()
+        offsets = {p: self._high_watermark(p) for p in FETCHED}
+        started = time.process_time()
+        for i in range(requests):
+            self._answer(conn, self.produce[FETCHED[i % len(FETCHED)]])
+            if i % every == every - 1:
+                if not self._answer(conn, fetch_frame(offsets)):
+                    raise RuntimeError("a fetch carried no records")
+                for p in offsets:
+                    offsets[p] = self._high_watermark(p)
+        return (time.process_time() - started) / requests
+
+    def _high_watermark(self, partition: int) -> int:
+        found = self.replicas.get(TopicPartition(TOPIC, partition))
+        assert found is not None
+        return found.high_watermark
+
+
+async def run(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="odradek-path-", dir=args.data_root) as data_dir:
+        config = BrokerConfig.from_mapping(
+            {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data_dir, "num.partitions": "1"}
+        )
+        app = BrokerApp(config)
+        await app.start()
+        try:
+            assert app.topics is not None
+            app.topics.create_topic(TOPIC, PARTITIONS)
+            rig = Rig(app, args.value_bytes)
+            cases: dict[str, Callable[[], float]] = {
+                "produce": lambda: rig.produce_only(args.requests),
+            }
+            for every in (1, 4):
+                cases[f"produce + fetch every {every}"] = lambda every=every: rig.produce_and_fetch(
+                    args.requests, every
+                )
+            best: dict[tuple[str, str], float] = {}
+            for _ in range(args.rounds):
+                for kind in ("null", "real"):
+                    rig.use(kind)
+                    for name, case in cases.items():
+                        seconds = case()
+                        key = (name, kind)
+                        best[key] = min(best.get(key, seconds), seconds)
+            rig.use("real")
+            print(
+                f"CPU µs per produce request, min of {args.rounds} interleaved rounds of "
+                f"{args.requests:,} ({args.value_bytes} B records, {PARTITIONS} partitions)"
+            )
+            print(f"{'case':<26} {'null':>7} {'real':>7} {'real-null':>9} {'null/real':>9}")
+            for name in cases:
+                null, real = best[(name, "null")] * 1e6, best[(name, "real")] * 1e6
+                print(
+                    f"{name:<26} {null:>7.2f} {real:>7.2f} {real - null:>9.2f} {null / real:>9.0%}"
+                )
+        finally:
+            await app.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=4000, help="produce requests per round")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--value-bytes", type=int, default=200)
+    parser.add_argument("--data-root", help="where the log directory goes")
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""``BrokerConnection``: one asyncio connection from this broker to another broker, kept
+between requests — the follower's connection to its leader (Fetch, OffsetForLeaderEpoch).
+
+One request at a time: ``request`` writes a frame and reads its answer before the next call
+(a replica fetcher is sequential, as Kafka's is). Requests are described and answers returned
+as plain mappings (``protocol.client_codec``), so nothing here knows an API.
+
+Any failure — no route, a refused or reset connection, an answer later than the timeout, a
+malformed or oversized frame, a mismatched correlation id — closes the connection and raises
+``BrokerUnavailableError``; the next request connects again. The caller backs off.
+
+Thread safety: the event loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+from odradek.errors import OdradekError, ProtocolError
+from odradek.protocol.client_codec import decode_response, encode_request
+
+__all__ = ["BrokerConnection", "BrokerUnavailableError"]
+
+_SIZE = struct.Struct(">i")
+
+
+class BrokerUnavailableError(OdradekError):
+    """The other broker could not be reached or did not answer properly."""
+
+
+class BrokerConnection:
+    """See the module docstring.
+
+    Args:
+        client_id: the requests' client id (``replica-fetcher-<broker>-<source>-<id>``).
+        timeout_s: connect timeout, and answer timeout beyond a request's own wait.
+        max_response_bytes: the largest answer accepted (a bound, not a buffer size).
+    """
+
+    def __init__(
+        self, client_id: str, *, timeout_s: float = 30.0, max_response_bytes: int = 100 << 20
+    ) -> None:
+        self.client_id = client_id
+        self._timeout_s = timeout_s
+        self._max_response_bytes = max_response_bytes
+        self._endpoint: tuple[str, int] | None = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._correlation = 0
+        self.requests_sent = 0
+        self.connects = 0
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None
+
+    async def request(
+        self,
+        host: str,
+        port: int,
+        api_key: int,
+        api_version: int,
+        fields: Mapping[str, Any],
+        *,
+        wait_ms: int = 0,
+    ) -> dict[str, Any]:
+        """Sends one request to ``host:port`` (connecting, or reconnecting when the endpoint
+        changed) and returns its answer's fields.
+
+        Args:
+            wait_ms: how long the broker may hold the request (Fetch's ``max_wait``), added
+                to the answer timeout.
+
+        Raises:
+            BrokerUnavailableError: see the module docstring.
+        """
+        if self._endpoint != (host, port):
+            self.close()
+        self._correlation += 1
+        correlation_id = self._correlation
+        frame = encode_request(api_key, api_version, correlation_id, self.client_id, fields)
+        timeout_s = self._timeout_s + wait_ms / 1000
+        try:
+            reader, writer = await self._connect(host, port)
+            writer.write(frame)
+            (size,) = _SIZE.unpack(await asyncio.wait_for(reader.readexactly(4), timeout_s))
+            if not 0 <= size <= self._max_response_bytes:
+                raise ProtocolError(f"answer of {size} bytes is out of bounds")
+            answer = await asyncio.wait_for(reader.readexactly(size), timeout_s)
+            got, body = decode_response(api_key, api_version, answer)
+            if got != correlation_id:
+                raise ProtocolError(f"correlation id {got}, expected {correlation_id}")
+        except (OSError, asyncio.IncompleteReadError, TimeoutError, ProtocolError) as error:
+            self.close()
+            raise BrokerUnavailableError(
+                f"broker at {host}:{port} did not answer: {error or type(error).__name__}"
+            ) from None
+        self.requests_sent += 1
+        return body
+
+    async def _connect(
+        self, host: str, port: int
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self._reader is not None and self._writer is not None:
+            return self._reader, self._writer
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(host, port), self._timeout_s
+        )
+        self._endpoint = (host, port)
+        self._reader, self._writer = reader, writer
+        self.connects += 1
+        return reader, writer
+
+    def close(self) -> None:
+        """Closes the connection (the next request opens a new one)."""
+        writer = self._writer
+        self._reader = self._writer = None
+        self._endpoint = None
+        if writer is not None:
+            writer.close()

@@ -1,0 +1,414 @@
+"""``ReplicaFetcher``: one task that copies the partitions this broker follows from one leader
+broker (Kafka's ``ReplicaFetcherThread``; ``fetcher_manager`` runs one per source broker and
+fetcher id).
+
+Each partition goes through two states:
+
+1. **truncating** — before its first fetch from a (new) leader, the follower asks the leader
+   where the follower's latest leader epoch ends (OffsetForLeaderEpoch v3, ``replica_id`` =
+   this broker) and truncates its log to the divergence point (``truncation``; KIP-101/279:
+   never by the high watermark alone while both sides keep epochs), asking again about an
+   older epoch when the leader's answer calls for it;
+2. **fetching** — Fetch v11 with ``replica_id`` = this broker (the leader then reads up to its
+   log end offset), ``current_leader_epoch`` = the epoch the controller gave this replica (a
+   leader at another epoch answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). Whole batches
+   are appended as they are (``Partition.append_as_follower``: offsets and epochs kept), the
+   follower's high watermark becomes min(leader HW, own LEO), and its log start offset
+   follows the leader's.
+
+Errors: a lost connection or an unreadable answer backs the whole fetcher off for
+``replica.fetch.backoff.ms`` and reconnects; a partition answering NOT_LEADER_OR_FOLLOWER,
+FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH (or any other error) is left out of fetches for
+that long (the controller's LeaderAndIsr moves it meanwhile); OFFSET_OUT_OF_RANGE below the
+leader's log start offset empties the log and restarts it there, and above it sends the
+partition back to truncation. An answer for a partition removed or re-added meanwhile is
+dropped.
+
+Thread safety: the event loop thread only (partitions are appended inline, as produce does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from odradek._clock import Clock
+from odradek._types import TopicPartition
+from odradek.broker.broker_connection import BrokerConnection, BrokerUnavailableError
+from odradek.broker.config import FetcherSettings
+from odradek.broker.replication.partition import Partition
+from odradek.broker.replication.truncation import (
+    Truncation,
+    decide_truncation,
+    truncation_without_epochs,
+)
+from odradek.errors import ErrorCode, KafkaError
+from odradek.protocol import ApiKey
+from odradek.records.batch import LOG_OVERHEAD, read_prefix
+
+__all__ = [
+    "FETCH_VERSION",
+    "OFFSET_FOR_LEADER_EPOCH_VERSION",
+    "ReplicaFetcher",
+    "whole_batches_size",
+]
+
+logger = logging.getLogger(__name__)
+
+FETCH_VERSION = 11
+OFFSET_FOR_LEADER_EPOCH_VERSION = 3
+#: How often a fetcher looks again for its leader's address before UpdateMetadata brings it.
+_ENDPOINT_POLL_S = 0.05
+_UNDEFINED_EPOCH = -1
+
+#: ``(host, port)`` of a broker id, or None while unknown.
+EndpointLookup = Callable[[int], tuple[str, int] | None]
+
+
+@dataclass(slots=True, eq=False)
+class PartitionFetchState:
+    """One followed partition inside a fetcher (mutable: the fetcher's own bookkeeping)."""
+
+    partition: Partition
+    #: The leader epoch this replica follows at (sent as ``current_leader_epoch``).
+    leader_epoch: int
+    fetch_offset: int
+    truncating: bool = True
+    #: The epoch to ask about next while truncating (-1: the log's latest).
+    ask_epoch: int = _UNDEFINED_EPOCH
+    #: Left out of requests until this monotonic time (a partition-level back-off).
+    delayed_until_ms: int = 0
+
+
+def whole_batches_size(data: bytes | memoryview) -> int:
+    """How many leading bytes of ``data`` are whole batches (a fetch may end mid-batch)."""
+    position = 0
+    end = len(data)
+    while end - position >= LOG_OVERHEAD:
+        _, size = read_prefix(data, position)
+        if size <= LOG_OVERHEAD or position + size > end:
+            break
+        position += size
+    return position
+
+
+class ReplicaFetcher:
+    """See the module docstring.
+
+    Args:
+        broker_id: this broker (the fetches' ``replica_id``).
+        source_id: the leader broker fetched from.
+        fetcher_id: which of ``num.replica.fetchers`` this is.
+        settings: the ``replica.fetch.*`` settings.
+        endpoint_for: the address of a broker id (the metadata cache's live brokers).
+        clock: for the back-offs.
+        connection: the connection to the leader (default: a ``BrokerConnection``; tests
+            pass one that serves the leader's handlers in process).
+    """
+
+    def __init__(
+        self,
+        broker_id: int,
+        source_id: int,
+        fetcher_id: int,
+        settings: FetcherSettings,
+        endpoint_for: EndpointLookup,
+        clock: Clock,
+        connection: BrokerConnection | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.source_id = source_id
+        self.fetcher_id = fetcher_id
+        self.name = f"replica-fetcher-{broker_id}-{source_id}-{fetcher_id}"
+        self._settings = settings
+        self._endpoint_for = endpoint_for
+        self._clock = clock
+        self._states: dict[TopicPartition, PartitionFetchState] = {}
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._connection = connection or BrokerConnection(
+            self.name,
+            max_response_bytes=settings.replica_fetch_response_max_bytes + (16 << 20),
+        )
+        self.fetches = 0
+        self.bytes_appended = 0
+        self.truncations = 0
+        self.failures = 0
+
+    # ------------------------------------------------------------------ partitions
+
+    def add_partition(self, partition: Partition) -> None:
+        """Starts following ``partition`` at its current leader epoch (truncating first)."""
+        self._states[partition.topic_partition] = PartitionFetchState(
+            partition, partition.leader_epoch, partition.log_end_offset
+        )
+        self._changed.set()
+
+    def remove_partition(self, topic_partition: TopicPartition) -> bool:
+        """Stops following it; whether it was followed here."""
+        removed = self._states.pop(topic_partition, None) is not None
+        if removed:
+            self._changed.set()
+        return removed
+
+    def partitions(self) -> list[TopicPartition]:
+        return list(self._states)
+
+    def fetch_state(self, topic_partition: TopicPartition) -> PartitionFetchState | None:
+        return self._states.get(topic_partition)
+
+    def statistics(self) -> dict[str, int]:
+        return {
+            "partitions": len(self._states),
+            "truncating": sum(1 for state in self._states.values() if state.truncating),
+            "fetches": self.fetches,
+            "bytes_appended": self.bytes_appended,
+            "truncations": self.truncations,
+            "failures": self.failures,
+        }
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Starts the task on the running loop."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
+
+    async def stop(self) -> None:
+        """Cancels the task (a fetch in flight is abandoned) and closes the connection."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                if not task.cancelled():
+                    raise
+        self._connection.close()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.run_once()
+            except BrokerUnavailableError as error:
+                self.failures += 1
+                logger.info("%s: %s; backing off", self.name, error)
+                await self._back_off()
+            except Exception:
+                self.failures += 1
+                logger.exception("%s: unexpected failure; backing off", self.name)
+                await self._back_off()
+
+    async def _back_off(self) -> None:
+        await asyncio.sleep(self._settings.replica_fetch_backoff_ms / 1000)
+
+    async def run_once(self) -> None:
+        """One request: truncation for the partitions that need it, else one fetch; waits
+        when there is nothing to do. The task loops over it; tests call it directly.
+
+        Raises:
+            BrokerUnavailableError: the leader could not be reached or did not answer.
+        """
+        self._changed.clear()
+        now = self._clock.monotonic_ms()
+        ready = [s for s in self._states.values() if s.delayed_until_ms <= now]
+        if not ready:
+            delays = [s.delayed_until_ms - now for s in self._states.values()]
+            timeout = min(delays) / 1000 if delays else None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout)
+            return
+        endpoint = self._endpoint_for(self.source_id)
+        if endpoint is None:
+            await asyncio.sleep(_ENDPOINT_POLL_S)
+            return
+        truncating = [state for state in ready if state.truncating]
+        if truncating and await self._truncate(endpoint, truncating):
+            return
+        fetching = [state for state in ready if not state.truncating]
+        if fetching:
+            await self._fetch(endpoint, fetching)
+
+    def _delay(self, state: PartitionFetchState, why: str) -> None:
+        backoff_ms = self._settings.replica_fetch_backoff_ms
+        state.delayed_until_ms = self._clock.monotonic_ms() + backoff_ms
+        logger.info(
+            "%s: %s: %s; retrying in %d ms",
+            self.name,
+            state.partition.topic_partition,
+            why,
+            backoff_ms,
+        )
+
+    # ------------------------------------------------------------------ truncation
+
+    async def _truncate(self, endpoint: tuple[str, int], states: list[PartitionFetchState]) -> bool:
+        """Truncates what can be decided locally and asks the leader about the rest; returns
+        whether a request went out."""
+        asked: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
+        for state in states:
+            log = state.partition.log
+            epoch = state.ask_epoch if state.ask_epoch >= 0 else log.latest_epoch
+            if epoch < 0:
+                partition = state.partition
+                self._apply_truncation(
+                    state,
+                    truncation_without_epochs(partition.log_end_offset, partition.high_watermark),
+                )
+                continue
+            asked[state.partition.topic_partition] = (state, epoch)
+        if not asked:
+            return False
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for tp, (state, epoch) in asked.items():
+            topics.setdefault(tp.topic, []).append(
+                {
+                    "partition": tp.partition,
+                    "current_leader_epoch": state.leader_epoch,
+                    "leader_epoch": epoch,
+                }
+            )
+        answer = await self._connection.request(
+            *endpoint,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH,
+            OFFSET_FOR_LEADER_EPOCH_VERSION,
+            {
+                "replica_id": self.broker_id,
+                "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
+            },
+        )
+        for topic in answer["topics"]:
+            for result in topic["partitions"]:
+                tp = TopicPartition(topic["topic"], result["partition"])
+                entry = asked.get(tp)
+                if entry is None or self._states.get(tp) is not entry[0]:
+                    continue  # not asked, or removed / re-added while the request was out
+                state = entry[0]
+                code = ErrorCode(result["error_code"])
+                if code is not ErrorCode.NONE:
+                    self._delay(state, f"OffsetForLeaderEpoch answered {code.name}")
+                    continue
+                partition = state.partition
+                found = partition.log.end_offset_for_epoch(result["leader_epoch"])
+                decision = decide_truncation(
+                    leader_epoch=result["leader_epoch"],
+                    leader_end_offset=result["end_offset"],
+                    follower_end=(found.epoch, found.end_offset),
+                    log_end_offset=partition.log_end_offset,
+                    high_watermark=partition.high_watermark,
+                )
+                self._apply_truncation(state, decision)
+        return True
+
+    def _apply_truncation(self, state: PartitionFetchState, decision: Truncation) -> None:
+        partition = state.partition
+        before = partition.log_end_offset
+        if partition.truncate_to(decision.offset):
+            self.truncations += 1
+            logger.info(
+                "%s: %s truncated from %d to %d (leader epoch %d)",
+                self.name,
+                partition.topic_partition,
+                before,
+                partition.log_end_offset,
+                state.leader_epoch,
+            )
+        if decision.done:
+            state.truncating = False
+            state.ask_epoch = _UNDEFINED_EPOCH
+            state.fetch_offset = partition.log_end_offset
+        else:
+            state.ask_epoch = decision.next_epoch
+
+    # ------------------------------------------------------------------ fetch
+
+    async def _fetch(self, endpoint: tuple[str, int], states: list[PartitionFetchState]) -> None:
+        settings = self._settings
+        sent: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for state in states:
+            tp = state.partition.topic_partition
+            sent[tp] = (state, state.fetch_offset)
+            topics.setdefault(tp.topic, []).append(
+                {
+                    "partition": tp.partition,
+                    "current_leader_epoch": state.leader_epoch,
+                    "fetch_offset": state.fetch_offset,
+                    "log_start_offset": -1,
+                    "partition_max_bytes": settings.replica_fetch_max_bytes,
+                }
+            )
+        answer = await self._connection.request(
+            *endpoint,
+            ApiKey.FETCH,
+            FETCH_VERSION,
+            {
+                "replica_id": self.broker_id,
+                "max_wait": settings.replica_fetch_wait_max_ms,
+                "min_bytes": settings.replica_fetch_min_bytes,
+                "max_bytes": settings.replica_fetch_response_max_bytes,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,  # no fetch session: every fetch names its partitions
+                "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            },
+            wait_ms=settings.replica_fetch_wait_max_ms,
+        )
+        self.fetches += 1
+        for topic in answer["responses"]:
+            for data in topic["partitions"]:
+                tp = TopicPartition(topic["topic"], data["partition_index"])
+                entry = sent.get(tp)
+                if entry is None:
+                    continue
+                state, offset = entry
+                if self._states.get(tp) is not state or state.truncating:
+                    continue  # removed, re-added or sent back to truncation meanwhile
+                if state.fetch_offset != offset:
+                    continue
+                self._apply_fetched(state, data)
+
+    def _apply_fetched(self, state: PartitionFetchState, data: dict[str, Any]) -> None:
+        partition = state.partition
+        code = ErrorCode(data["error_code"])
+        if code is ErrorCode.OFFSET_OUT_OF_RANGE:
+            leader_start = int(data["log_start_offset"])
+            if state.fetch_offset < leader_start:
+                logger.info(
+                    "%s: %s: offset %d is below the leader's log start offset %d: restarting "
+                    "the log there",
+                    self.name,
+                    partition.topic_partition,
+                    state.fetch_offset,
+                    leader_start,
+                )
+                partition.truncate_fully_and_start_at(leader_start)
+                self.truncations += 1
+                state.fetch_offset = leader_start
+            else:
+                state.truncating = True  # ahead of the leader: find the divergence again
+            return
+        if code is not ErrorCode.NONE:
+            self._delay(state, f"Fetch answered {code.name}")
+            return
+        records = data["records"]
+        if records:
+            size = whole_batches_size(records)
+            if size:
+                try:
+                    partition.append_as_follower(memoryview(records)[:size])
+                except KafkaError as error:
+                    self._delay(state, f"cannot append fetched batches: {error}")
+                    return
+                self.bytes_appended += size
+                state.fetch_offset = partition.log_end_offset
+        partition.update_follower_high_watermark(int(data["high_watermark"]))
+        leader_start = int(data["log_start_offset"])
+        if partition.log_start_offset < leader_start <= partition.log_end_offset:
+            partition.log.maybe_increment_log_start_offset(leader_start)
