@@ -74,13 +74,14 @@ class NullPartition:
         self.log_start_offset = 0
         self.leader_epoch = 0
         self.isr = [0]
+        self.min_insync_replicas = 1
         self.is_leader = True
 
     @property
     def high_watermark(self) -> int:
         return self.log_end_offset if self.follow else _FAR_AHEAD
 
-    def append_as_leader(self, data: bytes, required_acks: int) -> Any:
+    def append_as_leader(self, data: bytes) -> Any:
         header = parse_header(data)
         first = self.log_end_offset
         self.log_end_offset += header.last_offset_delta + 1

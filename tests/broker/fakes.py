@@ -18,6 +18,7 @@ from odradek._types import TopicPartition
 from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.ports import LogDirDescription, ReplicaLogDescription
+from odradek.broker.replication.delayed_produce import DelayedProducePurgatory, Schedule
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.protocol import Request, decode_request
 from odradek.protocol.client_codec import encode_request_body
@@ -86,9 +87,11 @@ class FakePartition:
     fail_with: KafkaError | None = None
     #: False: a follower (in a cluster another broker leads it).
     is_leader: bool = True
+    isr: list[int] = field(default_factory=lambda: [1])
+    min_insync_replicas: int = 1
     #: The leader-epoch cache: epoch → start offset (OffsetForLeaderEpoch).
     epochs: dict[int, int] = field(default_factory=dict)
-    appends: list[tuple[bytes, int]] = field(default_factory=list)
+    appends: list[bytes] = field(default_factory=list)
     reads: list[tuple[int, int, bool]] = field(default_factory=list)
     #: The brokers that may fetch as followers; their fetches are recorded.
     followers: tuple[int, ...] = (2, 3)
@@ -101,8 +104,8 @@ class FakePartition:
         base, data = self.batches[-1]
         return base + parse_header(data).last_offset_delta + 1
 
-    def append_as_leader(self, data: bytes | bytearray, required_acks: int) -> Appended:
-        self.appends.append((bytes(data), required_acks))
+    def append_as_leader(self, data: bytes | bytearray) -> Appended:
+        self.appends.append(bytes(data))
         if self.fail_with is not None:
             raise self.fail_with
         first = self.log_end_offset
@@ -166,8 +169,12 @@ class FakePartition:
 
 
 class FakeReplicas:
-    def __init__(self, *partitions: FakePartition) -> None:
+    """The partitions, and a real delayed-produce purgatory over them (timers from the
+    running loop unless ``schedule`` is given)."""
+
+    def __init__(self, *partitions: FakePartition, schedule: Schedule | None = None) -> None:
         self.partitions = {p.topic_partition: p for p in partitions}
+        self.delayed_produce = DelayedProducePurgatory(schedule)
 
     def get(self, topic_partition: TopicPartition) -> FakePartition | None:
         return self.partitions.get(topic_partition)
@@ -268,13 +275,15 @@ def context(
     topics: FakeTopics | None = None,
     purgatory: FakePurgatory | None = None,
     clock: MockClock | None = None,
+    schedule: Schedule | None = None,
 ) -> BrokerContext:
-    """A broker context over fakes (broker 1 of cluster ``fake``)."""
+    """A broker context over fakes (broker 1 of cluster ``fake``); ``schedule`` gives the
+    delayed-produce purgatory's timers (default: the running loop's)."""
     return BrokerContext(
         config=BrokerConfig.from_mapping({"broker.id": "1", "log.dirs": "/nonexistent"}),
         cluster_id="fake",
         broker_id=1,
-        replicas=FakeReplicas(*partitions),
+        replicas=FakeReplicas(*partitions, schedule=schedule),
         topics=topics or FakeTopics({p.topic_partition.topic for p in partitions}),
         purgatory=purgatory or FakePurgatory(),
         clock=clock or MockClock(),

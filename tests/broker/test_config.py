@@ -110,7 +110,9 @@ def test_defaults() -> None:
     assert config.log_flush_offset_checkpoint_interval_ms == 60000
     assert config.zookeeper_connect is None
     assert config.offsets_topic_num_partitions == 50
-    assert config.offsets_topic_replication_factor == 1
+    assert config.offsets_topic_replication_factor == 3
+    assert config.offsets_commit_required_acks == -1
+    assert config.offsets_commit_timeout_ms == 5000
     assert config.group_initial_rebalance_delay_ms == 3000
     assert config.log_config == LogConfig()
     assert config.originals == ()

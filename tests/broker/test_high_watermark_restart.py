@@ -45,8 +45,8 @@ def test_a_restart_keeps_the_committed_offset_of_a_replicated_partition(tmp_path
     leader = first.become_leader(REPLICATED, [1, 2], 3, isr=[1, 2], partition_epoch=4)
     single = first.become_leader(SINGLE, [1], 0)
     for _ in range(5):
-        leader.append_as_leader(_batch(), 1)
-        single.append_as_leader(_batch(), 1)
+        leader.append_as_leader(_batch())
+        single.append_as_leader(_batch())
     leader.update_follower_fetch(2, 3, clock.monotonic_ms())
     assert leader.high_watermark == 3
     first.log_manager.shutdown()

@@ -1,7 +1,7 @@
 """A partition over a real log in a temporary directory (no sockets): offsets assigned from
 the log end offset, the leader epoch written into each batch, the high watermark rule with
-one replica and with a lagging ISR, acks checks, reads capped at the high watermark, and
-DeleteRecords bounds."""
+one replica and with a lagging ISR, the topic's min.insync.replicas, reads capped at the high
+watermark, and DeleteRecords bounds."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from odradek._clock import MockClock
 from odradek._types import TopicPartition
 from odradek.broker.replication.partition import Partition
-from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from odradek.errors import OffsetOutOfRangeError
 from odradek.records.batch import iter_batches
 from odradek.records.codec import SimpleRecord, build_batch
 from odradek.storage.config import LogConfig
@@ -42,8 +42,8 @@ def leader(log: Log, *, leader_epoch: int = 4) -> Partition:
 def test_appends_take_the_next_offsets_carry_the_epoch_and_commit_at_once(log: Log) -> None:
     partition = leader(log)
 
-    first = partition.append_as_leader(batch(3), 1)
-    second = partition.append_as_leader(batch(2), -1)
+    first = partition.append_as_leader(batch(3))
+    second = partition.append_as_leader(batch(2))
 
     assert (first.first_offset, second.first_offset) == (0, 3)
     assert partition.log_end_offset == partition.high_watermark == 5
@@ -54,26 +54,14 @@ def test_appends_take_the_next_offsets_carry_the_epoch_and_commit_at_once(log: L
     assert {h.partition_leader_epoch for h in headers} == {4}
 
 
-@pytest.mark.parametrize("acks", [2, -2, 5])
-def test_acks_other_than_0_1_all_are_refused_before_appending(log: Log, acks: int) -> None:
-    partition = leader(log)
-
-    with pytest.raises(KafkaError) as raised:
-        partition.append_as_leader(batch(), acks)
-
-    assert raised.value.error_code == ErrorCode.INVALID_REQUIRED_ACKS
-    assert partition.log_end_offset == 0
-
-
-def test_acks_all_needs_min_insync_replicas(tmp_path: Path) -> None:
+def test_min_insync_replicas_is_the_topics_and_appends_ignore_it(tmp_path: Path) -> None:
     config = LogConfig(min_insync_replicas=2)
     log = Log.open(str(tmp_path / "t-0"), TP, config, clock=MockClock())
     try:
         partition = leader(log)
-        with pytest.raises(KafkaError) as raised:
-            partition.append_as_leader(batch(), -1)
-        assert raised.value.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
-        assert partition.append_as_leader(batch(), 1).first_offset == 0  # acks=1 does not care
+        assert partition.min_insync_replicas == 2
+        # What acks=all asks of the ISR is broker.acks's; the append itself goes through.
+        assert partition.append_as_leader(batch()).first_offset == 0
     finally:
         log.close()
 
@@ -82,10 +70,10 @@ def test_with_a_lagging_isr_the_high_watermark_stays_and_consumers_see_only_belo
     log: Log,
 ) -> None:
     partition = leader(log)
-    partition.append_as_leader(batch(2), 1)
+    partition.append_as_leader(batch(2))
     partition.isr = [1, 2]  # a follower joined and has not fetched yet
 
-    partition.append_as_leader(batch(3, timestamp_ms=5_000), 1)
+    partition.append_as_leader(batch(3, timestamp_ms=5_000))
 
     assert (partition.high_watermark, partition.log_end_offset) == (2, 5)
     committed = partition.read(0, 1 << 20)
@@ -101,7 +89,7 @@ def test_with_a_lagging_isr_the_high_watermark_stays_and_consumers_see_only_belo
 
 def test_reads_outside_the_log_raise(log: Log) -> None:
     partition = leader(log)
-    partition.append_as_leader(batch(2), 1)
+    partition.append_as_leader(batch(2))
 
     with pytest.raises(OffsetOutOfRangeError):
         partition.read(3, 1 << 20)
@@ -109,8 +97,8 @@ def test_reads_outside_the_log_raise(log: Log) -> None:
 
 def test_delete_records_moves_the_start_up_to_the_high_watermark_only(log: Log) -> None:
     partition = leader(log)
-    partition.append_as_leader(batch(2), 1)
-    partition.append_as_leader(batch(2), 1)
+    partition.append_as_leader(batch(2))
+    partition.append_as_leader(batch(2))
 
     assert partition.delete_records_before(1) == 1
     assert partition.log_start_offset == 1
@@ -132,7 +120,7 @@ def test_the_high_watermark_only_moves_forward_within_the_log_and_tells_the_list
         on_high_watermark=lambda p: moved.append(p.high_watermark),
     )
     partition.isr = [1, 2]  # a follower in the ISR: appends alone commit nothing
-    partition.append_as_leader(batch(4), 1)
+    partition.append_as_leader(batch(4))
     assert partition.high_watermark == 0
     assert moved == []
 

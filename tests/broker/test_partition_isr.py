@@ -72,7 +72,7 @@ def leader(
 def test_the_high_watermark_waits_for_every_isr_follower(log: Log) -> None:
     controller = Controller()
     partition = leader(log, controller, isr=[1, 2, 3])
-    partition.append_as_leader(batch(5), -1)
+    partition.append_as_leader(batch(5))
 
     assert partition.high_watermark == 0  # nobody fetched yet
     partition.update_follower_fetch(2, 5, now_ms=10)
@@ -88,15 +88,15 @@ def test_the_high_watermark_waits_for_every_isr_follower(log: Log) -> None:
 def test_a_leader_alone_in_its_isr_commits_each_append(log: Log) -> None:
     partition = leader(log, Controller(), isr=[1])
 
-    partition.append_as_leader(batch(4), 1)
+    partition.append_as_leader(batch(4))
 
     assert partition.high_watermark == 4
 
 
 def test_a_consumer_reads_only_below_the_high_watermark(log: Log) -> None:
     partition = leader(log, Controller(), isr=[1, 2], replicas=2)
-    partition.append_as_leader(batch(3), 1)
-    partition.append_as_leader(batch(2), 1)
+    partition.append_as_leader(batch(3))
+    partition.append_as_leader(batch(2))
     partition.update_follower_fetch(2, 3, now_ms=1)
 
     visible = partition.read(0, 1 << 20)
@@ -111,11 +111,11 @@ def test_a_consumer_reads_only_below_the_high_watermark(log: Log) -> None:
 def test_a_caught_up_follower_is_proposed_and_counts_after_the_commit(log: Log) -> None:
     controller = Controller()
     partition = leader(log, controller, isr=[1, 2])
-    partition.append_as_leader(batch(4), -1)
+    partition.append_as_leader(batch(4))
     partition.update_follower_fetch(2, 4, now_ms=1)
     assert partition.high_watermark == 4
 
-    partition.append_as_leader(batch(2), -1)
+    partition.append_as_leader(batch(2))
     partition.update_follower_fetch(3, 4, now_ms=2)  # reached the HW: may join
 
     assert [c.new_isr for c in controller.proposed] == [(1, 2, 3)]
@@ -136,7 +136,7 @@ def test_a_caught_up_follower_is_proposed_and_counts_after_the_commit(log: Log) 
 def test_a_follower_below_the_high_watermark_is_not_proposed(log: Log) -> None:
     controller = Controller()
     partition = leader(log, controller, isr=[1, 2])
-    partition.append_as_leader(batch(4), -1)
+    partition.append_as_leader(batch(4))
     partition.update_follower_fetch(2, 4, now_ms=1)
 
     partition.update_follower_fetch(3, 3, now_ms=2)
@@ -161,7 +161,7 @@ def test_a_follower_below_the_epoch_start_is_not_proposed(log: Log) -> None:
 def test_a_lagging_follower_is_proposed_out_after_the_lag_time(log: Log) -> None:
     controller = Controller()
     partition = leader(log, controller, isr=[1, 2, 3], now_ms=0)
-    partition.append_as_leader(batch(3), -1)
+    partition.append_as_leader(batch(3))
     partition.update_follower_fetch(2, 3, now_ms=1_000)
     partition.update_follower_fetch(3, 1, now_ms=1_000)
     assert partition.high_watermark == 1
@@ -179,7 +179,7 @@ def test_a_lagging_follower_is_proposed_out_after_the_lag_time(log: Log) -> None
 def test_a_refusal_that_may_pass_drops_the_change(log: Log) -> None:
     controller = Controller()
     partition = leader(log, controller, isr=[1, 2, 3])
-    partition.append_as_leader(batch(1), -1)
+    partition.append_as_leader(batch(1))
     partition.maybe_shrink_isr(LAG_MS + 1, LAG_MS)
 
     changed = controller.refuse(partition, ErrorCode.INELIGIBLE_REPLICA)
@@ -205,7 +205,7 @@ def test_a_refusal_for_a_stale_state_waits_for_the_next_leader_and_isr(
 ) -> None:
     controller = Controller()
     partition = leader(log, controller, isr=[1, 2, 3])
-    partition.append_as_leader(batch(1), -1)
+    partition.append_as_leader(batch(1))
     partition.maybe_shrink_isr(LAG_MS + 1, LAG_MS)
 
     controller.refuse(partition, error)
@@ -221,7 +221,7 @@ def test_a_refusal_for_a_stale_state_waits_for_the_next_leader_and_isr(
 def test_an_answer_about_another_leader_epoch_is_ignored(log: Log) -> None:
     controller = Controller()
     partition = leader(log, controller, isr=[1, 2, 3])
-    partition.append_as_leader(batch(1), -1)
+    partition.append_as_leader(batch(1))
     partition.maybe_shrink_isr(LAG_MS + 1, LAG_MS)
 
     change = controller.proposed[-1]
@@ -234,7 +234,7 @@ def test_an_answer_about_another_leader_epoch_is_ignored(log: Log) -> None:
 def test_a_new_leader_and_isr_drops_the_change_in_flight(log: Log) -> None:
     controller = Controller()
     partition = leader(log, controller, isr=[1, 2, 3])
-    partition.append_as_leader(batch(1), -1)
+    partition.append_as_leader(batch(1))
     partition.maybe_shrink_isr(LAG_MS + 1, LAG_MS)
 
     partition.make_leader(6, [1, 2, 3], [1, 2], 12, LAG_MS + 2)
@@ -286,7 +286,7 @@ def test_a_replicated_partition_starts_at_its_logs_high_watermark(log: Log) -> N
 def test_a_fetch_past_the_leaders_end_is_refused_and_not_recorded(log: Log) -> None:
     controller = Controller()
     partition = leader(log, controller, isr=[1, 2])
-    partition.append_as_leader(batch(2), -1)
+    partition.append_as_leader(batch(2))
 
     with pytest.raises(OffsetOutOfRangeError):
         partition.update_follower_fetch(3, 9, now_ms=1)
@@ -299,7 +299,7 @@ def test_a_fetch_past_the_leaders_end_is_refused_and_not_recorded(log: Log) -> N
 
 def test_the_same_leader_epoch_again_keeps_the_followers_positions(log: Log) -> None:
     partition = leader(log, Controller(), isr=[1, 2], replicas=2)
-    partition.append_as_leader(batch(3), -1)
+    partition.append_as_leader(batch(3))
     partition.update_follower_fetch(2, 3, now_ms=1)
 
     partition.make_leader(5, [1, 2], [1, 2], 10, now_ms=2)  # the controller repeats itself

@@ -84,9 +84,10 @@ def test_cluster_describe_lists_every_broker_and_the_controller(
     assert out[0].startswith("Cluster ID: ")
     assert out[0] != "Cluster ID: none"
     assert out[1] == f"Controller: {cluster.controller_id()}"
-    assert out[2:] == [
+    assert out[2:5] == [
         f"Broker: {i}\tEndpoint: {cluster.brokers[i].address}\tRack: none" for i in (0, 1, 2)
     ]
+    assert out[5:] == ["UnderReplicatedPartitions: 0", "OfflinePartitions: 0"]
 
 
 def test_admin_elect_leaders_where_preferred_replicas_lead(cluster: Cluster) -> None:

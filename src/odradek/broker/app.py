@@ -216,11 +216,13 @@ class BrokerApp:
             ),
             cleaner_config=config.cleaner_config,
         )
+        purgatory = FetchPurgatory()
         replicas = ReplicaManager(
             config.broker_id,
             self.log_manager,
             self._log_config_for,
             clock=self.clock,
+            fetch_purgatory=purgatory,
         )
         topics = TopicManager(config, metadata_store, replicas)
         self.topics = topics
@@ -228,7 +230,6 @@ class BrokerApp:
         clustered = config.zookeeper_connect is not None
         # In a cluster the controller's LeaderAndIsr requests say which partitions to serve.
         topics.startup(serve=not clustered)
-        purgatory = FetchPurgatory()
         self.groups = GroupCoordinatorRuntime(
             config, topics, replicas, self.clock, purgatory=purgatory
         )

@@ -235,6 +235,11 @@ class BrokerConfig:
     replica_high_watermark_checkpoint_interval_ms: int = 5_000
     #: ``num.replica.fetchers`` and ``replica.fetch.*`` (the follower fetchers).
     replica_fetchers: FetcherSettings = field(default_factory=FetcherSettings)
+    #: How the group coordinator's appends to ``__consumer_offsets`` are acknowledged
+    #: (-1: once replicated to the ISR; 1: once appended by the leader), and for how long
+    #: it waits for the replication before answering COORDINATOR_NOT_AVAILABLE.
+    offsets_commit_required_acks: int = -1
+    offsets_commit_timeout_ms: int = 5_000
 
     @classmethod
     def from_properties(
@@ -333,6 +338,8 @@ class BrokerConfig:
                 replica_fetch_min_bytes=get("replica.fetch.min.bytes"),
                 replica_fetch_backoff_ms=get("replica.fetch.backoff.ms"),
             ),
+            offsets_commit_required_acks=get("offsets.commit.required.acks"),
+            offsets_commit_timeout_ms=get("offsets.commit.timeout.ms"),
         )
 
     def describe(self) -> dict[str, ConfigEntry]:
@@ -512,7 +519,10 @@ _SETTINGS: dict[str, _Setting] = {
     "offsets.topic.num.partitions": _int_setting(50, 1),
     "replica.lag.time.max.ms": _int_setting(30_000, 1, _MAX_LONG),
     "replica.high.watermark.checkpoint.interval.ms": _int_setting(5_000, 1, _MAX_LONG),
-    "offsets.topic.replication.factor": _int_setting(1, 1, _MAX_SHORT),
+    # Kafka's 3, capped by the brokers alive when the topic is created (1 on a lone broker).
+    "offsets.topic.replication.factor": _int_setting(3, 1, _MAX_SHORT),
+    "offsets.commit.required.acks": _int_setting(-1, -1, 1),
+    "offsets.commit.timeout.ms": _int_setting(5_000, 1),
     "group.initial.rebalance.delay.ms": _int_setting(3000, 0),
     "group.min.session.timeout.ms": _int_setting(6_000, 0),
     "group.max.session.timeout.ms": _int_setting(1_800_000, 0),

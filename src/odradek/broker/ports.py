@@ -35,6 +35,7 @@ from odradek.net.sendfile import FileRegion
 __all__ = [
     "AppendResult",
     "ClusterPort",
+    "DelayedProducePort",
     "EpochEndOffsetResult",
     "GroupsPort",
     "LogDirDescription",
@@ -109,12 +110,21 @@ class PartitionPort(Protocol):
         """False on a follower (a cluster's controller made another broker the leader)."""
         ...
 
-    def append_as_leader(self, data: bytes | bytearray, required_acks: int) -> AppendResult:
-        """Validates and appends one producer batch.
+    @property
+    def isr(self) -> Sequence[int]:
+        """The in-sync replicas' broker ids."""
+        ...
+
+    @property
+    def min_insync_replicas(self) -> int:
+        """The topic's ``min.insync.replicas``."""
+        ...
+
+    def append_as_leader(self, data: bytes | bytearray) -> AppendResult:
+        """Validates and appends one producer batch (acks is the caller's: ``broker.acks``).
 
         Raises:
-            KafkaError: INVALID_REQUIRED_ACKS, NOT_ENOUGH_REPLICAS, or the batch's
-                validation error (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, ...).
+            KafkaError: the batch's validation error (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, ...).
         """
         ...
 
@@ -183,8 +193,24 @@ class LogDirDescription:
     usable_bytes: int = -1
 
 
+class DelayedProducePort(Protocol):
+    """Where acks=all produces wait for the high watermark
+    (``odradek.broker.replication.delayed_produce.DelayedProducePurgatory``)."""
+
+    async def wait(
+        self, appended: Sequence[tuple[PartitionPort, int]], timeout_ms: int
+    ) -> list[ErrorCode]:
+        """Each partition's outcome once its high watermark reached the offset given with it
+        (NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER), or
+        REQUEST_TIMED_OUT for those still waiting after ``timeout_ms``."""
+        ...
+
+
 class ReplicasPort(Protocol):
     """The partitions this broker holds (``odradek.broker.replica_manager.ReplicaManager``)."""
+
+    @property
+    def delayed_produce(self) -> DelayedProducePort: ...
 
     def get(self, topic_partition: TopicPartition) -> PartitionPort | None: ...
 
@@ -350,7 +376,7 @@ class GroupsPort(Protocol):
         self, group_id: str, operation: Callable[[GroupCoordinator, int], Outcome[R]]
     ) -> R: ...
 
-    def run_each(
+    async def run_each(
         self,
         group_ids: Sequence[str],
         operation: Callable[[GroupCoordinator, int, list[str]], Outcome[R]],

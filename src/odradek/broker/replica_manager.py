@@ -3,7 +3,11 @@
 Owns the ``Partition`` objects: creating them (and their logs) when the broker becomes a
 replica, finding them for produce and fetch, applying new topic configs to their logs, and
 removing them with their logs when a topic is deleted, and describing them per log dir
-(DescribeLogDirs).
+(DescribeLogDirs). It installs every Partition's ``on_high_watermark`` listener, which wakes
+the acks=all produces waiting in ``delayed_produce`` and the fetches long-polling in the fetch
+purgatory (consumers read up to the high watermark, so they must wake when it moves); a
+partition that stops being led here (become_follower, removal) wakes its delayed produces too,
+which then answer NOT_LEADER_OR_FOLLOWER.
 
 Thread safety: used from the broker's event loop thread only (the log manager underneath is
 thread-safe for its background work).
@@ -18,6 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
 from odradek.broker.ports import LogDirDescription, ReplicaLogDescription
+from odradek.broker.purgatory import FetchPurgatory
+from odradek.broker.replication.delayed_produce import DelayedProducePurgatory
 from odradek.broker.replication.fetcher_manager import ReplicaFetcherManager
 from odradek.broker.replication.isr import IsrChange
 from odradek.broker.replication.partition import Partition
@@ -36,6 +42,10 @@ class ReplicaManager:
         log_manager: owner of the logs (already started).
         log_config_for: the log configuration of a topic (broker defaults + topic overrides).
         clock: the time of follower fetches and ISR checks.
+        fetch_purgatory: woken when a partition's high watermark moves (None: no fetches
+            long-poll, as in tests of the partitions alone).
+        delayed_produce: where acks=all produces wait (default: a new one on the running
+            loop's timers).
     """
 
     def __init__(
@@ -45,6 +55,8 @@ class ReplicaManager:
         log_config_for: Callable[[str], LogConfig],
         *,
         clock: Clock = SYSTEM_CLOCK,
+        fetch_purgatory: FetchPurgatory | None = None,
+        delayed_produce: DelayedProducePurgatory | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -57,6 +69,15 @@ class ReplicaManager:
         #: The follower fetchers (a cluster's brokers; None on a single broker, which never
         #: follows). Installed by the broker's assembly before any LeaderAndIsr.
         self.fetchers: ReplicaFetcherManager | None = None
+        self._fetch_purgatory = fetch_purgatory
+        #: acks=all produces (and ``__consumer_offsets`` writes) waiting for the HW.
+        self.delayed_produce = delayed_produce or DelayedProducePurgatory()
+
+    def _on_high_watermark(self, partition: Partition) -> None:
+        """Every Partition's listener: its high watermark moved (or it stopped leading)."""
+        self.delayed_produce.check(partition)
+        if self._fetch_purgatory is not None:
+            self._fetch_purgatory.notify(partition.topic_partition)
 
     def get(self, topic_partition: TopicPartition) -> Partition | None:
         return self._partitions.get(topic_partition)
@@ -151,6 +172,7 @@ class ReplicaManager:
                 broker_id=self.broker_id,
                 replicas=replicas,
                 leader_epoch=leader_epoch,
+                on_high_watermark=self._on_high_watermark,
                 on_isr_change=self._isr_changed,
             )
             self._partitions[topic_partition] = partition
@@ -190,6 +212,7 @@ class ReplicaManager:
                 self.fetchers.remove_partition(topic_partition)
             elif not (unchanged and self.fetchers.is_fetching(topic_partition)):
                 self.fetchers.add_partition(partition)
+        self._on_high_watermark(partition)  # acks=all waiters answer NOT_LEADER_OR_FOLLOWER
         return partition
 
     def shrink_isrs(self, max_lag_ms: int) -> int:
@@ -214,6 +237,7 @@ class ReplicaManager:
         partition = self._partitions.pop(topic_partition, None)
         if partition is None:
             return False
+        self._stop_leading(partition)
         if delete:
             self.log_manager.delete_log(topic_partition, checkpoint=checkpoint)
         return True
@@ -232,8 +256,14 @@ class ReplicaManager:
         for topic_partition in doomed:
             if self.fetchers is not None:
                 self.fetchers.remove_partition(topic_partition)
-            del self._partitions[topic_partition]
+            self._stop_leading(self._partitions.pop(topic_partition))
         return doomed
+
+    def _stop_leading(self, partition: Partition) -> None:
+        """A partition that leaves this broker: no leader here any more, and its waiters
+        are told so."""
+        partition.leader_id = -1
+        self._on_high_watermark(partition)
 
     def remove_topic(self, topic: str) -> int:
         """Stops serving a topic's partitions and deletes their logs; returns how many."""

@@ -1,12 +1,16 @@
 """``odradek cluster describe``: the cluster id, the controller and the brokers of a cluster.
 
 Through ``AdminClient.describe_cluster`` (DescribeCluster) to ``--bootstrap-server HOST:PORT``;
-prints one line for the cluster id, one for the controller, then one line per broker (id,
-``host:port``, rack)::
+prints one line for the cluster id, one for the controller, one line per broker (id,
+``host:port``, rack), then how many partitions are under-replicated (ISR smaller than the
+replicas) and offline (no leader, or a leader that is not a live broker) — Kafka's
+UnderReplicatedPartitions and OfflinePartitionsCount, counted from one Metadata request::
 
     Cluster ID: 3HEa-xUrQp2bb9bD1cP3yA
     Controller: 1
     Broker: 0	Endpoint: 127.0.0.1:9092	Rack: none
+    UnderReplicatedPartitions: 0
+    OfflinePartitions: 0
 
 Errors as every ``odradek`` tool: a usage mistake is one line and exit 2; a broker that cannot
 be reached, or an error it returns, is one line and exit 1.
@@ -14,13 +18,16 @@ be reached, or an error it returns, is one line and exit 1.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 import click
 
 from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.cli.topics import is_unavailable, is_under_replicated
 from odradek.client.admin import AdminClient
-from odradek.client.admin_types import ClusterDescription
+from odradek.client.admin_types import ClusterDescription, PartitionDescription
+from odradek.errors import KafkaError
 
 CLIENT_ID: Final = "odradek-cluster"
 REQUEST_TIMEOUT_MS: Final = 30_000
@@ -46,12 +53,22 @@ def describe(bootstrap_server: str) -> None:
         )
         with client:
             description = client.describe_cluster()
-    for line in describe_lines(description):
+            names = client.list_topics(include_internal=True)
+            topics = client.describe_topics(names) if names else {}
+            partitions: list[PartitionDescription] = []
+            for name in names:
+                try:
+                    partitions.extend(topics[name].partitions)
+                except KafkaError:
+                    continue  # deleted meanwhile: nothing to count
+    for line in describe_lines(description, partitions):
         click.echo(line)
 
 
-def describe_lines(description: ClusterDescription) -> list[str]:
-    """The lines ``describe`` prints for ``description``."""
+def describe_lines(
+    description: ClusterDescription, partitions: Sequence[PartitionDescription] = ()
+) -> list[str]:
+    """The lines ``describe`` prints for ``description`` and the cluster's ``partitions``."""
     controller = "none" if description.controller_id is None else description.controller_id
     lines = [f"Cluster ID: {description.cluster_id or 'none'}", f"Controller: {controller}"]
     for broker in description.brokers:
@@ -59,4 +76,7 @@ def describe_lines(description: ClusterDescription) -> list[str]:
             f"Broker: {broker.node_id}\tEndpoint: {broker.host}:{broker.port}\t"
             f"Rack: {broker.rack or 'none'}"
         )
+    live = {broker.node_id for broker in description.brokers}
+    lines.append(f"UnderReplicatedPartitions: {sum(map(is_under_replicated, partitions))}")
+    lines.append(f"OfflinePartitions: {sum(is_unavailable(p, live) for p in partitions)}")
     return lines

@@ -5,7 +5,8 @@ Like Kafka's ``kafka-topics.sh`` (and ``kafka-configs.sh --alter`` for topic con
 
     odradek topics create   --topic T [--partitions N] [--replication-factor R] [--config K=V ...]
     odradek topics list
-    odradek topics describe [--topic T]
+    odradek topics describe [--topic T] [--under-replicated-partitions]
+                            [--unavailable-partitions]
     odradek topics alter    --topic T [--add-config K=V ...] [--delete-config K ...]
                             [--partitions N]
     odradek topics delete   --topic T
@@ -14,6 +15,10 @@ Like Kafka's ``kafka-topics.sh`` (and ``kafka-configs.sh --alter`` for topic con
 the configs not at their default), then one line per partition (leader, replicas, ISR).
 ``--add-config`` takes ``K=V`` entries, repeated or comma-separated; a value that holds commas
 is written in brackets (``cleanup.policy=[compact,delete]``) as with kafka-configs.sh.
+``--under-replicated-partitions`` and ``--unavailable-partitions`` (kafka-topics.sh's
+reporting flags) print only the partition lines of partitions whose ISR is smaller than their
+replicas, or that have no leader or one that is not a live broker (either, with both); no
+topic lines then, as Kafka's tool.
 
 Errors: a usage mistake is one line and exit 2 (``main``); an error the broker returns is one
 line with Kafka's error name and the broker's message (``odradek: TOPIC_ALREADY_EXISTS: ...``)
@@ -30,7 +35,13 @@ import click
 
 from odradek.cli._options import _check_bootstrap, broker_errors
 from odradek.client.admin import AdminClient
-from odradek.client.admin_types import ConfigEntry, ConfigResource, NewTopic, TopicDescription
+from odradek.client.admin_types import (
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    PartitionDescription,
+    TopicDescription,
+)
 from odradek.errors import ErrorCode, KafkaError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -175,11 +186,32 @@ def list_topics(bootstrap_server: str) -> None:
 @_bootstrap_option
 @click.option("--topic", default=None, help="The topic to describe. Default: every topic.")
 @click.option("--if-exists", is_flag=True, help="Print nothing if the topic does not exist.")
-def describe(bootstrap_server: str, topic: str | None, if_exists: bool) -> None:
+@click.option(
+    "--under-replicated-partitions",
+    "under_replicated",
+    is_flag=True,
+    help="Only partitions whose ISR is smaller than their replicas.",
+)
+@click.option(
+    "--unavailable-partitions",
+    "unavailable",
+    is_flag=True,
+    help="Only partitions without a leader, or whose leader is not a live broker.",
+)
+def describe(
+    bootstrap_server: str,
+    topic: str | None,
+    if_exists: bool,
+    under_replicated: bool,
+    unavailable: bool,
+) -> None:
     """Describe topics: partitions, leaders, replicas, ISR, and configs not at their default."""
     with _admin(bootstrap_server) as admin:
         names = [topic] if topic is not None else admin.list_topics(include_internal=True)
         descriptions = admin.describe_topics(names)
+        live: set[int] = set()
+        if unavailable:
+            live = {broker.node_id for broker in admin.describe_cluster().brokers}
         lines: list[str] = []
         for name in names:
             try:
@@ -188,6 +220,14 @@ def describe(bootstrap_server: str, topic: str | None, if_exists: bool) -> None:
                 if if_exists and _is(error, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
                     continue
                 raise
+            if under_replicated or unavailable:
+                lines.extend(
+                    _partition_line(name, partition)
+                    for partition in description.partitions
+                    if (under_replicated and is_under_replicated(partition))
+                    or (unavailable and is_unavailable(partition, live))
+                )
+                continue
             configs = admin.describe_configs([ConfigResource.topic(name)])
             lines.extend(
                 _describe_topic(description, _overridden(configs[ConfigResource.topic(name)]))
@@ -275,13 +315,27 @@ def _describe_topic(description: TopicDescription, configs: list[tuple[str, str]
         f"Topic: {name}\tPartitionCount: {len(partitions)}\tReplicationFactor: {factor}\t"
         f"Configs: {shown}"
     ]
-    for partition in partitions:
-        leader = "none" if partition.leader is None else partition.leader
-        lines.append(
-            f"\tTopic: {name}\tPartition: {partition.partition}\tLeader: {leader}\t"
-            f"Replicas: {_ids(partition.replicas)}\tIsr: {_ids(partition.isr)}"
-        )
+    lines.extend(_partition_line(name, partition) for partition in partitions)
     return lines
+
+
+def _partition_line(topic: str, partition: PartitionDescription) -> str:
+    leader = "none" if partition.leader is None else partition.leader
+    return (
+        f"\tTopic: {topic}\tPartition: {partition.partition}\tLeader: {leader}\t"
+        f"Replicas: {_ids(partition.replicas)}\tIsr: {_ids(partition.isr)}"
+    )
+
+
+def is_under_replicated(partition: PartitionDescription) -> bool:
+    """Whether fewer replicas are in sync than assigned (kafka-topics.sh's rule)."""
+    return len(partition.isr) < len(partition.replicas)
+
+
+def is_unavailable(partition: PartitionDescription, live_brokers: set[int]) -> bool:
+    """Whether the partition has no leader (-1), or one that is not a live broker."""
+    leader = partition.leader
+    return leader is None or leader < 0 or leader not in live_brokers
 
 
 def _ids(nodes: Sequence[int]) -> str:

@@ -58,9 +58,9 @@ def partitions() -> tuple[FakePartition, ...]:
         FakePartition(TopicPartition("a", 1)),
         FakePartition(TopicPartition("b", 0)),
     )
-    a0.append_as_leader(build_batch([SimpleRecord(1, None, b"x" * 10)]), 1)
-    a0.append_as_leader(build_batch([SimpleRecord(2, None, b"y" * 30)]), 1)
-    b0.append_as_leader(build_batch([SimpleRecord(3, None, b"z")]), 1)
+    a0.append_as_leader(build_batch([SimpleRecord(1, None, b"x" * 10)]))
+    a0.append_as_leader(build_batch([SimpleRecord(2, None, b"y" * 30)]))
+    b0.append_as_leader(build_batch([SimpleRecord(3, None, b"z")]))
     return a0, a1, b0
 
 

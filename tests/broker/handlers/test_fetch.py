@@ -40,7 +40,7 @@ def batch(base_offset: int, count: int = 1, value_bytes: int = 10) -> bytes:
 def filled(tp: TopicPartition, batches: int, **kwargs: Any) -> FakePartition:
     partition = FakePartition(tp, **kwargs)
     for index in range(batches):
-        partition.append_as_leader(batch(index), 1)
+        partition.append_as_leader(batch(index))
     partition.appends.clear()
     return partition
 
@@ -98,7 +98,7 @@ def decoded(frame: Any) -> dict[TopicPartition, Any]:
 def test_data_at_hand_is_answered_at_once_up_to_the_high_watermark() -> None:
     partition = filled(TP, 3)
     partition.committed = False
-    partition.append_as_leader(batch(3), 1)  # above the high watermark: not yet visible
+    partition.append_as_leader(batch(3))  # above the high watermark: not yet visible
 
     result = fetch.handle(context(partition), fetch_request({TP: 1}))
 
@@ -149,7 +149,7 @@ def test_too_little_data_waits_in_the_purgatory_and_reads_again_when_woken() -> 
     clock = MockClock()
 
     def producer_appends() -> None:
-        partition.append_as_leader(batch(1, value_bytes=200), 1)
+        partition.append_as_leader(batch(1, value_bytes=200))
         purgatory.notify(TP)
 
     purgatory.on_wait.append(producer_appends)
@@ -196,7 +196,7 @@ def test_each_wait_gets_what_is_left_of_max_wait() -> None:
 
     def small_append() -> None:  # wakes the fetch, but min_bytes is still not met
         clock.advance(200)
-        partition.append_as_leader(batch(1), 1)
+        partition.append_as_leader(batch(1))
         purgatory.notify(TP)
 
     purgatory.on_wait.append(small_append)
@@ -271,7 +271,7 @@ def replica_fetch_request(
 def test_a_follower_fetch_reads_past_the_high_watermark_to_the_log_end() -> None:
     partition = filled(TP, 2)
     partition.committed = False
-    partition.append_as_leader(batch(2), 1)  # not committed: consumers do not see it
+    partition.append_as_leader(batch(2))  # not committed: consumers do not see it
 
     consumer = decoded(fetch.handle(context(partition), fetch_request({TP: 1})))[TP]
     follower = decoded(fetch.handle(context(partition), replica_fetch_request({TP: 1})))[TP]

@@ -59,10 +59,10 @@ def answers(response: Any, version: int) -> list[tuple[int, int, int, int]]:
 def test_earliest_latest_and_by_timestamp() -> None:
     partition = FakePartition(TP)
     for timestamp in (100, 200, 300):
-        partition.append_as_leader(build_batch([SimpleRecord(timestamp, None, b"v")]), 1)
+        partition.append_as_leader(build_batch([SimpleRecord(timestamp, None, b"v")]))
     partition.delete_records_before(1)
     partition.committed = False
-    partition.append_as_leader(build_batch([SimpleRecord(400, None, b"v")]), 1)  # above HW
+    partition.append_as_leader(build_batch([SimpleRecord(400, None, b"v")]))  # above HW
 
     for version in (1, 2):
         response = list_offsets.handle(
@@ -93,7 +93,7 @@ def test_a_known_leader_epoch_is_fenced_as_fetch_fences_it() -> None:
     # version brought it, so the request is built at v4 and handed over decoded.
     m = importlib.import_module("kio.schema.list_offsets.v4.request")
     partition = FakePartition(TP, leader_epoch=3)
-    partition.append_as_leader(build_batch([SimpleRecord(1_000, None, b"x")]), 1)
+    partition.append_as_leader(build_batch([SimpleRecord(1_000, None, b"x")]))
 
     def error_for(epoch: int) -> int:
         body = m.ListOffsetsRequest(

@@ -24,7 +24,7 @@ TP = TopicPartition("t", 0)
 def leader(**kwargs: Any) -> FakePartition:
     """A leader at epoch 4 whose log holds offsets 0-9: epochs {0: 0, 2: 5, 4: 8}."""
     partition = FakePartition(TP, leader_epoch=4, epochs={0: 0, 2: 5, 4: 8}, **kwargs)
-    partition.append_as_leader(build_batch([SimpleRecord(1, None, b"x")] * 10), 1)
+    partition.append_as_leader(build_batch([SimpleRecord(1, None, b"x")] * 10))
     return partition
 
 

@@ -3,19 +3,26 @@
 Each partition's answer: the base offset of its one batch, or the error that refused it
 (unknown partition, internal topic, not exactly one batch, the partition's own validation);
 appends wake fetches waiting on that partition; acks=0 answers nothing, and closes the
-connection (by raising) when a partition failed.
+connection (by raising) when a partition failed. acks: an invalid value refuses the whole
+request; acks=all is refused before the append below min.insync.replicas and answered when
+the high watermark passes the append (at once, with no timer, when the append moved it), or
+REQUEST_TIMED_OUT after the request's timeout; acks=1 never waits.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import importlib
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from kio.serial import entity_reader
 from kio.static.primitive import i32Timedelta
 from tests.broker.fakes import FakePartition, FakePurgatory, FakeTopics, context, request
+from tests.broker.test_delayed_produce import ManualTimers
 
 from odradek._types import TopicPartition
 from odradek.broker.handlers import produce
@@ -31,7 +38,9 @@ def batch(count: int = 1) -> bytes:
     return build_batch([SimpleRecord(1_000 + i, None, b"v%d" % i) for i in range(count)])
 
 
-def produce_request(acks: int, data: dict[tuple[str, int], bytes | None]) -> Any:
+def produce_request(
+    acks: int, data: dict[tuple[str, int], bytes | None], timeout_ms: int = 1000
+) -> Any:
     m = importlib.import_module(f"kio.schema.produce.v{VERSION}.request")
     topics: dict[str, list[Any]] = {}
     for (name, index), records in data.items():
@@ -39,7 +48,7 @@ def produce_request(acks: int, data: dict[tuple[str, int], bytes | None]) -> Any
     return request(
         m.ProduceRequest(
             acks=acks,
-            timeout=_ms(1000),
+            timeout=_ms(timeout_ms),
             topic_data=tuple(
                 m.TopicProduceData(name=name, partition_data=tuple(parts))
                 for name, parts in topics.items()
@@ -75,7 +84,7 @@ def test_each_batch_gets_the_next_offsets_and_wakes_fetches() -> None:
 
     assert first == {("t", 0): (0, 0)}
     assert second == {("t", 0): (0, 3)}
-    assert [acks for _, acks in partition.appends] == [1, -1]
+    assert len(partition.appends) == 2
     assert purgatory.notified == [TP, TP]
 
 
@@ -159,3 +168,114 @@ def test_a_follower_answers_not_leader_or_follower_and_appends_nothing() -> None
 
     assert result[("t", 0)][0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert follower.appends == []
+
+
+# --- acks --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("acks", [2, -2, 5])
+def test_an_invalid_acks_refuses_every_partition_and_appends_nothing(acks: int) -> None:
+    partition = FakePartition(TP)
+    ctx = context(partition)
+
+    result = answers(
+        produce.handle(ctx, produce_request(acks, {("t", 0): batch(), ("u", 0): batch()}))
+    )
+
+    assert result == {
+        ("t", 0): (ErrorCode.INVALID_REQUIRED_ACKS, -1),
+        ("u", 0): (ErrorCode.INVALID_REQUIRED_ACKS, -1),
+    }
+    assert partition.appends == []
+
+
+def test_acks_all_below_min_insync_replicas_is_refused_before_the_append() -> None:
+    partition = FakePartition(TP, isr=[1], min_insync_replicas=2)
+    ctx = context(partition)
+
+    refused = answers(produce.handle(ctx, produce_request(-1, {("t", 0): batch()})))
+    appended_after_refusal = len(partition.appends)
+    leader_only = answers(produce.handle(ctx, produce_request(1, {("t", 0): batch()})))
+
+    assert refused == {("t", 0): (ErrorCode.NOT_ENOUGH_REPLICAS, -1)}
+    assert appended_after_refusal == 0
+    assert leader_only == {("t", 0): (ErrorCode.NONE, 0)}  # acks=1 still works
+
+
+@pytest.mark.parametrize(
+    ("acks", "partition"),
+    [
+        (1, FakePartition(TP, committed=False, isr=[1, 2])),  # a lagging follower: no matter
+        (-1, FakePartition(TP)),  # an ISR of one: the append moved the high watermark
+    ],
+    ids=["acks=1-lagging", "acks=all-isr-of-one"],
+)
+def test_answered_at_once_without_a_timer(acks: int, partition: FakePartition) -> None:
+    timers = ManualTimers()
+    ctx = context(partition, schedule=timers)
+
+    response = produce.handle(ctx, produce_request(acks, {("t", 0): batch(2)}))
+
+    assert isinstance(response, bytes)
+    assert answers(response) == {("t", 0): (ErrorCode.NONE, 0)}
+    assert timers.timers == []
+
+
+def run_delayed(
+    ctx: Any, request: Any, meanwhile: Callable[[], None]
+) -> tuple[bool, dict[tuple[str, int], tuple[int, int]]]:
+    """Runs the handler on a loop; ``meanwhile`` runs once the produce waits. Returns
+    whether the handler had to wait, and the answers."""
+
+    async def scenario() -> tuple[bool, bytes]:
+        response = produce.handle(ctx, request)
+        if not inspect.isawaitable(response):
+            assert isinstance(response, bytes)
+            return False, response
+        waiting = asyncio.ensure_future(response)
+        await asyncio.sleep(0)
+        meanwhile()
+        return True, await waiting
+
+    waited, frame = asyncio.run(scenario())
+    return waited, answers(frame)
+
+
+def test_acks_all_is_answered_once_the_high_watermark_passes_the_append() -> None:
+    lagging = FakePartition(TP, committed=False, isr=[1, 2])
+    lagging.append_as_leader(batch(3))  # offsets 0-2, committed
+    lagging.high_watermark = 3
+    ctx = context(lagging, schedule=ManualTimers())
+
+    def follower_catches_up() -> None:
+        lagging.high_watermark = lagging.log_end_offset
+        ctx.replicas.delayed_produce.check(lagging)  # type: ignore[attr-defined]
+
+    waited, result = run_delayed(
+        ctx, produce_request(-1, {("t", 0): batch(2)}), follower_catches_up
+    )
+
+    assert waited
+    assert result == {("t", 0): (ErrorCode.NONE, 3)}
+
+
+def test_acks_all_times_out_with_request_timed_out() -> None:
+    lagging = FakePartition(TP, committed=False, isr=[1, 2])
+    timers = ManualTimers()
+    ctx = context(lagging, FakePartition(TopicPartition("t", 1)), schedule=timers)
+
+    delays: list[float] = []
+
+    def time_passes() -> None:
+        delays.extend(timer.delay_s for timer in timers.timers)
+        timers.fire()
+
+    waited, result = run_delayed(
+        ctx,
+        produce_request(-1, {("t", 0): batch(), ("t", 1): batch()}, timeout_ms=250),
+        time_passes,
+    )
+
+    assert waited
+    assert delays == [0.25]  # the request's timeout_ms
+    assert result == {("t", 0): (ErrorCode.REQUEST_TIMED_OUT, 0), ("t", 1): (ErrorCode.NONE, 0)}

@@ -7,9 +7,18 @@ the appends of the records the coordinators return, the requests waiting on a ``
 ticket, and one timer per shard driven by ``next_deadline_ms``.
 
 The rule it keeps (``results``' contract): the records of an outcome are appended to the
-shard's partition as one batch (acks=all) before its response and completions are released;
-if the append fails, every waiting request of the shard is answered NOT_COORDINATOR and the
-shard is rebuilt from its log. While a shard loads, its groups answer
+shard's partition as one batch before its response and completions are released, and with
+``offsets.commit.required.acks`` -1 (Kafka's default) they are released only once the high
+watermark passed the shard's last append — the records are replicated to the ISR — through
+the replica manager's delayed-produce purgatory (an outcome without records waits for the
+appends before it, as Kafka's coordinator runtime does: it may answer from state they made).
+If the append fails, every waiting request of the shard is answered NOT_COORDINATOR (or
+COORDINATOR_NOT_AVAILABLE while the ISR is below ``min.insync.replicas``) and the shard is
+rebuilt from its log; if replication does not come within ``offsets.commit.timeout.ms``, or
+the ISR shrank below ``min.insync.replicas``, the outcome's requests are answered
+COORDINATOR_NOT_AVAILABLE (NOT_COORDINATOR when the partition's leadership moved), the
+mapping Kafka's group coordinator applies, and the state stays (the records may still
+commit). While a shard loads, its groups answer
 COORDINATOR_LOAD_IN_PROGRESS; a group whose partition this broker does not lead answers
 NOT_COORDINATOR; before ``__consumer_offsets`` exists, COORDINATOR_NOT_AVAILABLE.
 
@@ -17,7 +26,7 @@ Loading reads the partition's log up to the high watermark on the default execut
 is thread-safe for reads, and nothing appends to a shard that is not loaded), decodes its
 batches (control batches skipped, tombstones kept as ``None`` values), then replays them into
 the coordinator on the loop. With one replica the high watermark passes an append at once,
-so the release follows the append directly; replication will wait for the high watermark here.
+so the release follows the append directly, with no timer or future.
 
 Thread safety: the event loop thread only (loading reads the log on the executor).
 """
@@ -26,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -33,11 +43,13 @@ from typing import TypeVar
 
 from odradek._clock import Clock
 from odradek._types import TopicPartition
+from odradek.broker.acks import check_enough_replicas, parse_acks
 from odradek.broker.config import BrokerConfig
 from odradek.broker.group.config import GroupConfig
 from odradek.broker.group.coordinator import GroupCoordinator
 from odradek.broker.group.records import CoordinatorRecord, partition_for_group
 from odradek.broker.group.results import (
+    Completion,
     JoinGroupResult,
     ListedGroup,
     ListGroupsResult,
@@ -47,7 +59,7 @@ from odradek.broker.group.results import (
 )
 from odradek.broker.purgatory import FetchPurgatory
 from odradek.broker.replica_manager import ReplicaManager
-from odradek.broker.replication.partition import ACKS_ALL, Partition
+from odradek.broker.replication.partition import Partition
 from odradek.broker.topic_manager import TopicManager
 from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import LOG_OVERHEAD, read_prefix
@@ -110,6 +122,8 @@ class _Shard:
     waiting: dict[int, _Waiting] = field(default_factory=dict)
     timer: asyncio.TimerHandle | None = None
     load_task: asyncio.Task[None] | None = None
+    #: The offset the high watermark must reach for every append so far to be committed.
+    written_offset: int = 0
 
 
 class GroupCoordinatorRuntime:
@@ -142,6 +156,7 @@ class GroupCoordinatorRuntime:
         self._clock = clock
         self._purgatory = purgatory
         self._group_config = group_config or config.group_config
+        self._acks = parse_acks(config.offsets_commit_required_acks)
         self._shards: dict[int, _Shard] = {}
         self._stopped = False
 
@@ -172,11 +187,14 @@ class GroupCoordinatorRuntime:
         if self._stopped:
             return False
         if not self._topics.exists(OFFSETS_TOPIC):
+            live = {b.broker_id for b in self._topics.metadata.registered_brokers()}
+            live.add(self._config.broker_id)
+            factor = max(1, min(self._config.offsets_topic_replication_factor, len(live)))
             try:
                 self._topics.create_topic(
                     OFFSETS_TOPIC,
                     self._config.offsets_topic_num_partitions,
-                    self._config.offsets_topic_replication_factor,
+                    factor,
                     configs=offsets_topic_configs(),
                 )
             except KafkaError as error:
@@ -313,26 +331,31 @@ class GroupCoordinatorRuntime:
             waiting = asyncio.get_running_loop().create_future()
             shard.waiting[outcome.response.ticket] = waiting
         try:
-            self._apply(shard, outcome)
+            committing = self._apply(shard, outcome)
         except KafkaError:
             if waiting is not None:
                 waiting.exception()  # answered by the raise below, not by the future
             raise
         if waiting is not None:
             return await waiting  # type: ignore[return-value]  # the ticket's request type
+        if committing is not None:
+            code = await committing
+            if code:
+                raise KafkaError("the records were not replicated", code=code)
         assert not isinstance(outcome.response, Pending)
         if outcome.response is None:
             raise KafkaError("the coordinator has failed over", code=ErrorCode.NOT_COORDINATOR)
         return outcome.response
 
-    def run_each(
+    async def run_each(
         self,
         group_ids: Sequence[str],
         operation: Callable[[GroupCoordinator, int, list[str]], Outcome[R]],
     ) -> tuple[list[tuple[list[str], R]], dict[str, ErrorCode]]:
         """Runs ``operation(coordinator, now_ms, group_ids_of_that_shard)`` once per shard
-        for operations that answer at once (DescribeGroups, DeleteGroups); returns the
-        responses with the groups they cover, and the error of each group no shard took."""
+        for operations that answer without a ``Pending`` ticket (DescribeGroups,
+        DeleteGroups); returns, once each shard's records are committed, the responses with
+        the groups they cover, and the error of each group no shard took."""
         by_shard: dict[int, list[str]] = {}
         errors: dict[str, ErrorCode] = {}
         for group_id in group_ids:
@@ -342,18 +365,25 @@ class GroupCoordinatorRuntime:
                 errors[group_id] = error.error_code
                 continue
             by_shard.setdefault(shard.index, []).append(group_id)
-        answers = []
+        answered = []
         for index, ids in by_shard.items():
             shard = self._shards[index]
             outcome = operation(shard.coordinator, self._clock.now_ms(), ids)
             try:
-                self._apply(shard, outcome)
+                committing = self._apply(shard, outcome)
             except KafkaError as error:
                 errors.update(dict.fromkeys(ids, error.error_code))
                 continue
             assert not isinstance(outcome.response, Pending)
             assert outcome.response is not None
-            answers.append((ids, outcome.response))
+            answered.append((ids, outcome.response, committing))
+        answers = []
+        for ids, response, committing in answered:
+            code = ErrorCode.NONE if committing is None else await committing
+            if code:
+                errors.update(dict.fromkeys(ids, code))
+            else:
+                answers.append((ids, response))
         return answers, errors
 
     def list_groups(
@@ -374,11 +404,15 @@ class GroupCoordinatorRuntime:
 
     # --- appends, completions and time ----------------------------------------------------
 
-    def _apply(self, shard: _Shard, outcome: Outcome[R]) -> None:
-        """Appends the outcome's records, then releases its completions and re-arms the timer.
+    def _apply(self, shard: _Shard, outcome: Outcome[R]) -> asyncio.Future[ErrorCode] | None:
+        """Appends the outcome's records and re-arms the timer; releases its completions now
+        when the shard's appends are committed (None returned), or else once they are: the
+        future returned then tells the outcome's error (NONE, or the coordinator error of a
+        failed replication) when its completions were released or failed.
 
         Raises:
-            KafkaError: NOT_COORDINATOR when the append failed (the shard then reloads).
+            KafkaError: NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE when the append failed
+                (the shard then reloads).
         """
         if outcome.records:
             try:
@@ -393,17 +427,63 @@ class GroupCoordinatorRuntime:
                 self._release_shard(shard)
                 shard.loaded = False
                 shard.load_task = asyncio.get_running_loop().create_task(self._load(shard))
-                raise KafkaError("the append failed", code=ErrorCode.NOT_COORDINATOR) from error
-        for completion in outcome.completions:
+                code = (
+                    coordinator_error(error.error_code)
+                    if isinstance(error, KafkaError)
+                    else ErrorCode.NOT_COORDINATOR
+                )
+                raise KafkaError("the append failed", code=code) from error
+        self._reschedule(shard)
+        partition = shard.partition
+        if not self._acks.waits_for_replication or partition.high_watermark >= shard.written_offset:
+            self._complete(shard, outcome.completions)
+            return None
+        committed: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+        self._replicas.delayed_produce.watch(
+            [(partition, shard.written_offset)],
+            self._config.offsets_commit_timeout_ms,
+            functools.partial(self._on_replicated, shard, outcome.completions, committed),
+        )
+        return committed
+
+    def _on_replicated(
+        self,
+        shard: _Shard,
+        completions: Sequence[Completion],
+        committed: asyncio.Future[ErrorCode],
+        errors: list[ErrorCode],
+    ) -> None:
+        """The delayed produce of an outcome settled: release or fail its completions."""
+        code = coordinator_error(errors[0]) if errors[0] else ErrorCode.NONE
+        if code:
+            logger.warning(
+                "%s-%d: records not replicated (%s): answering %s",
+                OFFSETS_TOPIC,
+                shard.index,
+                errors[0].name,
+                code.name,
+            )
+            for completion in completions:
+                waiting = shard.waiting.pop(completion.ticket, None)
+                if waiting is not None and not waiting.done():
+                    waiting.set_exception(KafkaError("not replicated", code=code))
+        else:
+            self._complete(shard, completions)
+        if not committed.done():
+            committed.set_result(code)
+
+    def _complete(self, shard: _Shard, completions: Sequence[Completion]) -> None:
+        for completion in completions:
             waiting = shard.waiting.pop(completion.ticket, None)
             if waiting is not None and not waiting.done():
                 waiting.set_result(completion.response)
-        self._reschedule(shard)
 
     def _append(self, shard: _Shard, records: Sequence[CoordinatorRecord]) -> None:
         now_ms = self._clock.now_ms()
         batch = build_batch(SimpleRecord(now_ms, *record.encode()) for record in records)
-        shard.partition.append_as_leader(batch, ACKS_ALL)
+        check_enough_replicas(self._acks, shard.partition)
+        shard.partition.append_as_leader(batch)
+        shard.written_offset = shard.partition.log_end_offset
         if self._purgatory is not None:
             self._purgatory.notify(shard.partition.topic_partition)
 
@@ -445,3 +525,24 @@ class GroupCoordinatorRuntime:
             "loading": sum(1 for shard in self._shards.values() if not shard.loaded),
             "waiting": sum(len(shard.waiting) for shard in self._shards.values()),
         }
+
+
+def coordinator_error(code: ErrorCode) -> ErrorCode:
+    """The error a group request gets when its records were not appended or not replicated
+    (Kafka's group coordinator mapping)."""
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if code in (
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.INVALID_FETCH_SIZE,
+    ):
+        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+    if code in (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.REQUEST_TIMED_OUT,
+    ):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return ErrorCode.NOT_COORDINATOR

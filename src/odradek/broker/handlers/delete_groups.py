@@ -15,12 +15,12 @@ from odradek.protocol.group_requests import delete_groups_body
 API_KEY = ApiKey.DELETE_GROUPS
 
 
-def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
+async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     body = delete_groups_body(request)
     group_ids = list(dict.fromkeys(str(group_id) for group_id in body.groups_names))
     codes: dict[str, ErrorCode] = {}
     try:
-        answers, errors = runtime(ctx).run_each(
+        answers, errors = await runtime(ctx).run_each(
             group_ids, lambda coordinator, now_ms, ids: coordinator.delete_groups(now_ms, ids)
         )
     except KafkaError as error:

@@ -21,12 +21,12 @@ API_KEY = ApiKey.DESCRIBE_GROUPS
 _NO_AUTHORIZED_OPERATIONS = -(1 << 31)
 
 
-def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
+async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     body = describe_groups_body(request)
     group_ids = [str(group_id) for group_id in body.groups]
     described: dict[str, DescribedGroup] = {}
     try:
-        answers, errors = runtime(ctx).run_each(
+        answers, errors = await runtime(ctx).run_each(
             group_ids, lambda coordinator, _now_ms, ids: coordinator.describe_groups(ids)
         )
     except KafkaError as error:

@@ -4,15 +4,25 @@ Rules kept (Kafka's): each partition's data is exactly one v2 record batch (INVA
 otherwise), except in Produce v0-v2, whose message sets (format v0/v1) are up-converted to
 one v2 batch before the append, as Kafka 3 did (a corrupt one is CORRUPT_MESSAGE); a batch
 is validated (size, magic, CRC32C, max.message.bytes) and appended with offsets assigned in
-place; an unknown partition gets UNKNOWN_TOPIC_OR_PARTITION; acks=0 requests get no
-response, and when one of their partitions fails the connection is closed so the producer
-notices. The response is encoded by the hand-written encoder (hot path).
+place; an unknown partition gets UNKNOWN_TOPIC_OR_PARTITION. What ``acks`` asks for is
+``broker.acks``'s: acks=0 requests get no response, and when one of their partitions fails
+the connection is closed so the producer notices; acks=all is refused per partition with
+NOT_ENOUGH_REPLICAS before the append when the ISR is below ``min.insync.replicas``, and
+answered once the high watermark passed every appended partition — at once when the append
+moved it (an ISR of one), otherwise through the delayed-produce purgatory, whose outcome
+(REQUEST_TIMED_OUT after the request's ``timeout_ms``, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+NOT_LEADER_OR_FOLLOWER) replaces the partition's error code. The response is encoded by the
+hand-written encoder (hot path).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from odradek._types import TopicPartition
+from odradek.broker.acks import Acks, check_enough_replicas, parse_acks
 from odradek.broker.context import BrokerContext
+from odradek.broker.ports import PartitionPort
 from odradek.errors import (
     CorruptRecordError,
     ErrorCode,
@@ -26,13 +36,17 @@ from odradek.protocol import (
     TopicProduceResponse,
     encode_produce_response,
 )
-from odradek.protocol.requests import produce_body
+from odradek.protocol.requests import ProduceRequestBody, duration_ms, produce_body
 from odradek.records.batch import read_prefix
 from odradek.records.legacy import is_legacy_message_set, upconvert_message_set
 
 API_KEY = ApiKey.PRODUCE
 #: Produce v3 (KIP-98) is the first version that carries v2 record batches only.
 _FIRST_V2_ONLY_VERSION = 3
+
+#: An acks=all partition that appended: its partition, the offset its high watermark must
+#: reach, and where its answer sits (the topic's list of answers, the index in it).
+_Waiting = tuple[PartitionPort, int, list[PartitionProduceResponse], int]
 
 
 def _upconverted(records: bytes) -> bytes | CorruptRecordError:
@@ -42,26 +56,37 @@ def _upconverted(records: bytes) -> bytes | CorruptRecordError:
         return error
 
 
-def handle(ctx: BrokerContext, request: Request) -> bytes | None:
+def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | None:
     body = produce_body(request)
-    acks = int(body.acks)
+    try:
+        acks = parse_acks(int(body.acks))
+    except KafkaError as error:
+        return _refuse_all(request, body, error.error_code)
     legacy = request.api_version < _FIRST_V2_ONLY_VERSION
+    waits = acks.waits_for_replication
     responses = []
     failed = None
+    waiting: list[_Waiting] = []
+    replicated = True  # every acks=all append already passed by the high watermark
     for topic_data in body.topic_data:
         name = str(topic_data.name)
-        partitions = []
+        partitions: list[PartitionProduceResponse] = []
         for partition_data in topic_data.partition_data:
             raw = partition_data.records
             records: bytes | CorruptRecordError | None = raw
             if legacy and raw and is_legacy_message_set(raw):
                 records = _upconverted(raw)
-            result = _append(ctx, name, int(partition_data.index), records, acks)
-            if result.error_code and failed is None:
-                failed = result
+            result, partition = _append(ctx, name, int(partition_data.index), records, acks)
+            if result.error_code:
+                if failed is None:
+                    failed = result
+            elif waits and partition is not None:
+                required = partition.log_end_offset
+                waiting.append((partition, required, partitions, len(partitions)))
+                replicated = replicated and partition.high_watermark >= required
             partitions.append(result)
         responses.append(TopicProduceResponse(name, partitions))
-    if acks == 0:
+    if not acks.responds:
         if failed is not None:
             # Kafka closes the connection: an acks=0 producer has no other way to learn.
             raise KafkaError(
@@ -69,6 +94,37 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | None:
                 code=ErrorCode(failed.error_code),
             )
         return None
+    if not replicated:
+        return _when_replicated(ctx, request, responses, waiting, duration_ms(body.timeout))
+    return encode_produce_response(request.api_version, request.correlation_id, responses)
+
+
+async def _when_replicated(
+    ctx: BrokerContext,
+    request: Request,
+    responses: list[TopicProduceResponse],
+    waiting: list[_Waiting],
+    timeout_ms: int,
+) -> bytes:
+    """The response once the delayed produce settled each waiting partition."""
+    errors = await ctx.replicas.delayed_produce.wait(
+        [(partition, required) for partition, required, _, _ in waiting], timeout_ms
+    )
+    for (_, _, answers, index), error in zip(waiting, errors, strict=True):
+        if error:
+            answers[index] = answers[index]._replace(error_code=error)
+    return encode_produce_response(request.api_version, request.correlation_id, responses)
+
+
+def _refuse_all(request: Request, body: ProduceRequestBody, code: ErrorCode) -> bytes:
+    """Every partition answered ``code``, nothing appended (an invalid acks)."""
+    responses = [
+        TopicProduceResponse(
+            str(topic_data.name),
+            [PartitionProduceResponse(int(p.index), code) for p in topic_data.partition_data],
+        )
+        for topic_data in body.topic_data
+    ]
     return encode_produce_response(request.api_version, request.correlation_id, responses)
 
 
@@ -77,17 +133,18 @@ def _append(
     topic: str,
     index: int,
     records: bytes | CorruptRecordError | None,
-    acks: int,
-) -> PartitionProduceResponse:
+    acks: Acks,
+) -> tuple[PartitionProduceResponse, PartitionPort | None]:
+    """One partition's answer, and its partition when the batch was appended."""
     topic_partition = TopicPartition(topic, index)
     partition = ctx.replicas.get(topic_partition)
     if partition is None:
-        return PartitionProduceResponse(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return PartitionProduceResponse(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
     if not partition.is_leader:
-        return PartitionProduceResponse(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return PartitionProduceResponse(index, ErrorCode.NOT_LEADER_OR_FOLLOWER), None
     if ctx.topics.is_internal(topic):
         # Kafka's ReplicaManager: clients may not append to internal topics.
-        return PartitionProduceResponse(index, ErrorCode.INVALID_TOPIC_EXCEPTION)
+        return PartitionProduceResponse(index, ErrorCode.INVALID_TOPIC_EXCEPTION), None
     try:
         if isinstance(records, CorruptRecordError):
             raise records  # a v0/v1 message set that did not convert
@@ -99,20 +156,26 @@ def _append(
                 "a produce request must carry exactly one record batch per partition",
                 code=ErrorCode.INVALID_RECORD if size < len(records) else ErrorCode.CORRUPT_MESSAGE,
             )
-        info = partition.append_as_leader(records, acks)
+        check_enough_replicas(acks, partition)
+        info = partition.append_as_leader(records)
     except CorruptRecordError:
-        return PartitionProduceResponse(index, ErrorCode.CORRUPT_MESSAGE)
+        return PartitionProduceResponse(index, ErrorCode.CORRUPT_MESSAGE), None
     except UnsupportedForMessageFormatError:
         # Kafka's ProduceRequest.validateRecords: v3+ carries magic 2 batches only; anything
         # else is an InvalidRecordException, answered INVALID_RECORD.
-        return PartitionProduceResponse(index, ErrorCode.INVALID_RECORD)
+        return PartitionProduceResponse(index, ErrorCode.INVALID_RECORD), None
     except KafkaError as error:
-        return PartitionProduceResponse(index, error.error_code)
+        return PartitionProduceResponse(index, error.error_code), None
+    # Wakes fetches waiting for the log end offset (followers); consumers, who read up to the
+    # high watermark, are woken by the replica manager's high-watermark listener.
     ctx.purgatory.notify(topic_partition)
-    return PartitionProduceResponse(
-        index,
-        ErrorCode.NONE,
-        info.first_offset,
-        info.log_append_time_ms,
-        partition.log_start_offset,
+    return (
+        PartitionProduceResponse(
+            index,
+            ErrorCode.NONE,
+            info.first_offset,
+            info.log_append_time_ms,
+            partition.log_start_offset,
+        ),
+        partition,
     )

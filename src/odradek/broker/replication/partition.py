@@ -51,10 +51,6 @@ _PROPOSE_AGAIN = frozenset(
     {ErrorCode.INELIGIBLE_REPLICA, ErrorCode.INVALID_REQUEST, ErrorCode.OPERATION_NOT_ATTEMPTED}
 )
 
-ACKS_NONE = 0
-ACKS_LEADER = 1
-ACKS_ALL = -1
-
 
 class Partition:
     """A partition led by this broker.
@@ -113,24 +109,21 @@ class Partition:
         return self.log.log_end_offset
 
     @property
+    def min_insync_replicas(self) -> int:
+        """The topic's ``min.insync.replicas`` (acks=all needs that many in the ISR)."""
+        return self.log.config.min_insync_replicas
+
+    @property
     def log_start_offset(self) -> int:
         return self.log.log_start_offset
 
-    def append_as_leader(self, data: bytes | bytearray, required_acks: int) -> AppendInfo:
+    def append_as_leader(self, data: bytes | bytearray) -> AppendInfo:
         """Validates and appends a producer's batch (bytes are not copied: see Log.append).
+        What the request's acks asks for is the caller's (``broker.acks``).
 
         Raises:
-            KafkaError: INVALID_REQUIRED_ACKS, NOT_ENOUGH_REPLICAS, or the log's validation
-                errors (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, ...).
+            KafkaError: the log's validation errors (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, ...).
         """
-        if required_acks not in (ACKS_NONE, ACKS_LEADER, ACKS_ALL):
-            raise KafkaError(f"acks={required_acks}", code=ErrorCode.INVALID_REQUIRED_ACKS)
-        if required_acks == ACKS_ALL and len(self.isr) < self.log.config.min_insync_replicas:
-            raise KafkaError(
-                f"{self.topic_partition}: {len(self.isr)} in-sync replicas, "
-                f"min.insync.replicas is {self.log.config.min_insync_replicas}",
-                code=ErrorCode.NOT_ENOUGH_REPLICAS,
-            )
         info = self.log.append(data, leader_epoch=self.leader_epoch)
         self._maybe_advance_high_watermark()
         return info

@@ -1,0 +1,380 @@
+"""Replication's cost on a 3-broker cluster: confluent-kafka throughput and end-to-end latency.
+
+Issue 14's acceptance bench. One ZooKeeper and ``Cluster(3)`` (real ``odradek serve``
+processes) on this machine; measured in the same run, each against its baseline:
+
+- produce throughput of ``--records-small`` 100 B records and ``--records-large`` 1 KB
+  records: RF 3 / acks=all / ``min.insync.replicas`` 2 against RF 1 / acks=1 (Kreps's 2014
+  benchmark: 421,823 vs 821,557 rec/s on separate machines; the goal here is ≥ 0.5×);
+- end-to-end latency (send → a consumer's poll, one process, ``perf_counter_ns`` in the value)
+  p50/p99 at ``--rate`` records/s for ``--latency-seconds``, acks=all on RF 3 against acks=1 on
+  RF 1 (the goal: p99 ≤ 10 ms with acks=all).
+
+Every run is bounded (``--run-seconds``: the producer stops sending and librdkafka's
+``message.timeout.ms`` expires what is not acknowledged by then) and reports its delivered,
+failed (by error name) and unacknowledged counts, so a cluster that does not replicate yet
+(acks=all then times out or answers NOT_ENOUGH_REPLICAS) still gives a report.
+
+``--profile``: where the time goes on the RF 3 partition's leader and one follower during the
+100 B acks=all run — py-spy (``py-spy record --format raw``, the top functions by own samples)
+when a ``py-spy`` executable is found beside this interpreter or on PATH; otherwise the
+brokers run under cProfile for their whole life and the top functions by own time are
+printed after they stop.
+
+    .venv/bin/python bench/cluster_perf.py [--records-small 200000] [--records-large 50000]
+        [--partitions 3] [--rate 10000] [--latency-seconds 5] [--run-seconds 30] [--profile]
+
+Three brokers, ZooKeeper and the clients share the machine's cores: figures are ratios
+against the baseline of the same run, and the machine may be shared with other work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import math
+import os
+import pstats
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import OFFSET_END, Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from odradek.client import AdminClient, NewTopic
+from odradek.testing.cluster import Cluster
+from odradek.testing.zookeeper import ZooKeeperEnsemble
+
+BASELINE = ("bench-rf1", "1")
+REPLICATED = ("bench-rf3", "all")
+_STAMP_BYTES = 8
+
+
+@dataclass
+class Throughput:
+    sent: int = 0
+    delivered: int = 0
+    errors: collections.Counter[str] = field(default_factory=collections.Counter)
+    unacknowledged: int = 0
+    seconds: float = 0.0
+
+    @property
+    def records_per_s(self) -> float:
+        return self.delivered / self.seconds if self.seconds else 0.0
+
+    def describe(self, size: int) -> str:
+        failures = ", ".join(f"{name} {count}" for name, count in sorted(self.errors.items()))
+        return (
+            f"{self.records_per_s:>11,.0f} rec/s {self.records_per_s * size / 1e6:7.1f} MB/s"
+            f"  delivered {self.delivered:,}/{self.sent:,}"
+            f"  failed {sum(self.errors.values()):,}{f' ({failures})' if failures else ''}"
+            f"  unacknowledged {self.unacknowledged:,}"
+        )
+
+
+def producer(bootstrap: str, acks: str, budget_s: float, **extra: Any) -> Producer:
+    return Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "enable.idempotence": False,
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "queue.buffering.max.kbytes": 1_048_576,
+            "message.timeout.ms": max(1_000, int(budget_s * 1000)),
+            "request.timeout.ms": 5_000,
+            **extra,
+        }
+    )
+
+
+def throughput(
+    bootstrap: str, topic: str, acks: str, size: int, records: int, budget_s: float
+) -> Throughput:
+    """Sends ``records`` records of ``size`` bytes as fast as librdkafka takes them, until all
+    are acknowledged or ``budget_s`` has passed."""
+    result = Throughput()
+    client = producer(bootstrap, acks, budget_s)
+    client.list_topics(topic, timeout=10)  # metadata before the clock starts
+
+    def report(error: Any, _message: Any) -> None:
+        if error is None:
+            result.delivered += 1
+        else:
+            result.errors[error.name()] += 1
+
+    value = os.urandom(size)
+    started = time.perf_counter()
+    deadline = started + budget_s
+    while result.sent < records and time.perf_counter() < deadline:
+        try:
+            client.produce(topic, value, on_delivery=report)
+        except BufferError:
+            client.poll(0.01)
+            continue
+        result.sent += 1
+        if result.sent % 5_000 == 0:
+            client.poll(0)
+    result.unacknowledged = client.flush(max(0.0, deadline - time.perf_counter()) + 5.0)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+@dataclass
+class Latency:
+    sent: int = 0
+    delivered: int = 0
+    errors: collections.Counter[str] = field(default_factory=collections.Counter)
+    latencies_ms: list[float] = field(default_factory=list)
+
+    def percentile(self, fraction: float) -> float:
+        if not self.latencies_ms:
+            return float("nan")
+        ordered = sorted(self.latencies_ms)
+        return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+    def describe(self) -> str:
+        failures = ", ".join(f"{name} {count}" for name, count in sorted(self.errors.items()))
+        return (
+            f"p50 {self.percentile(0.50):7.2f} ms  p99 {self.percentile(0.99):7.2f} ms"
+            f"  sent {self.sent:,}  delivered {self.delivered:,}"
+            f"  consumed {len(self.latencies_ms):,}"
+            f"  failed {sum(self.errors.values()):,}{f' ({failures})' if failures else ''}"
+        )
+
+
+def end_to_end(
+    bootstrap: str, topic: str, acks: str, partitions: int, rate: int, seconds: float
+) -> Latency:
+    """Sends ``rate`` 100 B records/s for ``seconds`` (acks ``acks``, no linger) while a
+    consumer of every partition, from the current end, measures send → poll."""
+    result = Latency()
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+            "fetch.min.bytes": 1,
+        }
+    )
+    ends = [
+        consumer.get_watermark_offsets(KafkaTopicPartition(topic, p), timeout=10)[1]
+        for p in range(partitions)
+    ]
+    consumer.assign(
+        [
+            KafkaTopicPartition(topic, p, end if end >= 0 else OFFSET_END)
+            for p, end in enumerate(ends)
+        ]
+    )
+    stop = threading.Event()
+
+    def consume() -> None:
+        while not stop.is_set():
+            message = consumer.poll(0.05)
+            if message is None or message.error() is not None:
+                continue
+            sent_ns = int.from_bytes(message.value()[:_STAMP_BYTES], "big")
+            result.latencies_ms.append((time.perf_counter_ns() - sent_ns) / 1e6)
+
+    reader = threading.Thread(target=consume, name="e2e-consumer", daemon=True)
+    reader.start()
+    client = producer(bootstrap, acks, seconds + 10, **{"linger.ms": 0})
+    client.list_topics(topic, timeout=10)
+
+    def report(error: Any, _message: Any) -> None:
+        if error is None:
+            result.delivered += 1
+        else:
+            result.errors[error.name()] += 1
+
+    padding = bytes(100 - _STAMP_BYTES)
+    started = time.perf_counter()
+    while (elapsed := time.perf_counter() - started) < seconds:
+        due = int(elapsed * rate)
+        while result.sent < due:
+            stamp = time.perf_counter_ns().to_bytes(_STAMP_BYTES, "big")
+            client.produce(topic, stamp + padding, on_delivery=report)
+            result.sent += 1
+        client.poll(0)
+        time.sleep(0.001)
+    client.flush(15)
+    drain_until = time.monotonic() + 5
+    while len(result.latencies_ms) < result.delivered and time.monotonic() < drain_until:
+        time.sleep(0.05)
+    stop.set()
+    reader.join(5)
+    consumer.close()
+    return result
+
+
+# --- profiling -------------------------------------------------------------------------------
+
+
+def py_spy() -> str | None:
+    beside = Path(sys.executable).with_name("py-spy")
+    return str(beside) if beside.exists() else shutil.which("py-spy")
+
+
+class ProfiledCluster(Cluster):
+    """A cluster whose brokers run under cProfile (the profile is written when one stops)."""
+
+    def __init__(self, *args: Any, profile_dir: Path, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.profile_dir = profile_dir
+
+    def command(self, broker_id: int, extra: Mapping[str, str] | None = None) -> list[str]:
+        command = super().command(broker_id, extra)
+        out = self.profile_dir / f"broker-{broker_id}.prof"
+        return [command[0], "-m", "cProfile", "-o", str(out), *command[1:]]
+
+
+def top_frames(raw: Path, count: int = 12) -> list[str]:
+    """The functions with the most own samples in a py-spy raw (collapsed stacks) file."""
+    own: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, samples = line.rpartition(" ")
+        if not stack or not samples.isdigit():
+            continue
+        total += int(samples)
+        own[stack.split(";")[-1]] += int(samples)
+    return [f"{100 * n / max(total, 1):5.1f}%  {frame}" for frame, n in own.most_common(count)]
+
+
+def record(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
+    spy = py_spy()
+    assert spy is not None
+    return subprocess.Popen(
+        [spy, "record", "--pid", str(pid), "--duration", str(max(1, int(seconds))),
+         "--rate", "200", "--format", "raw", "--nonblocking", "--output", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def leader_and_follower(bootstrap: str, topic: str) -> tuple[int, int]:
+    with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+        partition = admin.describe_topics([topic])[topic].partitions[0]
+    assert partition.leader is not None
+    follower = next(replica for replica in partition.replicas if replica != partition.leader)
+    return partition.leader, follower
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+def ratio(value: float, baseline: float) -> str:
+    if math.isnan(value) or not value > 0:
+        return "n/a (nothing delivered)"
+    if math.isnan(baseline) or not baseline > 0:
+        return "n/a (no baseline)"
+    return f"{value / baseline:.2f}x"
+
+
+def run(
+    cluster: Cluster, args: argparse.Namespace, spy: str | None, profile_dir: Path
+) -> tuple[int, int]:
+    """The throughput and latency runs on a started cluster (and py-spy when ``spy``);
+    returns the broker ids of the RF 3 partition 0's leader and the follower profiled."""
+    bootstrap = cluster.bootstrap_servers
+    with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics(
+            [
+                NewTopic(BASELINE[0], args.partitions, 1),
+                NewTopic(REPLICATED[0], args.partitions, 3, {"min.insync.replicas": "2"}),
+            ]
+        ).all()
+    leader, follower = leader_and_follower(bootstrap, REPLICATED[0])
+    print(
+        f"3 brokers + ZooKeeper + clients on {os.cpu_count()} cores (shared machine); "
+        f"{args.partitions} partitions per topic; RF 3 leader of partition 0: broker "
+        f"{leader}, profiled follower: broker {follower}"
+    )
+    profiles: dict[str, Path] = {}
+    for size, records in ((100, args.records_small), (1024, args.records_large)):
+        base = throughput(bootstrap, *BASELINE, size, records, args.run_seconds)
+        spies = []
+        if spy is not None and size == 100:
+            for role, broker in (("leader", leader), ("follower", follower)):
+                profiles[role] = profile_dir / f"{role}.txt"
+                pid = cluster.brokers[broker].pid
+                assert pid is not None
+                spies.append(record(pid, args.run_seconds, profiles[role]))
+        repl = throughput(bootstrap, *REPLICATED, size, records, args.run_seconds)
+        for process in spies:
+            process.wait(args.run_seconds + 30)
+        print(f"\n{size} B records")
+        print(f"  RF 1 acks=1   {base.describe(size)}")
+        print(f"  RF 3 acks=all {repl.describe(size)}")
+        shown = ratio(repl.records_per_s, base.records_per_s)
+        print(f"  ratio RF 3 acks=all / RF 1 acks=1: {shown}  (goal >= 0.5x)")
+    rate, seconds = args.rate, args.latency_seconds
+    print(f"\nend-to-end latency at {rate:,} rec/s for {seconds:g} s (100 B)")
+    base_latency = end_to_end(bootstrap, *BASELINE, args.partitions, rate, seconds)
+    repl_latency = end_to_end(bootstrap, *REPLICATED, args.partitions, rate, seconds)
+    print(f"  RF 1 acks=1   {base_latency.describe()}")
+    print(f"  RF 3 acks=all {repl_latency.describe()}")
+    shown = ratio(repl_latency.percentile(0.99), base_latency.percentile(0.99))
+    print(f"  ratio p99: {shown}  (goal: acks=all p99 <= 10 ms)")
+    for role, path in profiles.items():
+        print(f"\npy-spy, {role} (own samples, 100 B acks=all run):")
+        for line in top_frames(path) if path.exists() else ["(no profile written)"]:
+            print(f"  {line}")
+    return leader, follower
+
+
+def print_cprofiles(profile_dir: Path, leader: int, follower: int) -> None:
+    for role, broker in (("leader", leader), ("follower", follower)):
+        path = profile_dir / f"broker-{broker}.prof"
+        print(f"\ncProfile, {role} (broker {broker}, whole life, by own time):")
+        if not path.exists():
+            print("  (no profile written)")
+            continue
+        pstats.Stats(str(path)).sort_stats("tottime").print_stats(12)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records-small", type=int, default=200_000, help="100 B records")
+    parser.add_argument("--records-large", type=int, default=50_000, help="1 KB records")
+    parser.add_argument("--partitions", type=int, default=3)
+    parser.add_argument("--rate", type=int, default=10_000, help="records/s, latency runs")
+    parser.add_argument("--latency-seconds", type=float, default=5.0)
+    parser.add_argument("--run-seconds", type=float, default=30.0, help="cap of each run")
+    parser.add_argument("--profile", action="store_true", help="profile leader and follower")
+    args = parser.parse_args()
+    spy = py_spy() if args.profile else None
+    cprofiled = args.profile and spy is None
+    with tempfile.TemporaryDirectory(prefix="cluster-perf-") as tmp:
+        root = Path(tmp)
+        profile_dir = root / "profiles"
+        profile_dir.mkdir()
+        with ZooKeeperEnsemble(root / "zk", 1) as zookeeper:
+            connect = f"{zookeeper.connect_string}/bench-{uuid.uuid4().hex[:8]}"
+            cluster: Cluster = (
+                ProfiledCluster(3, connect, root / "cluster", profile_dir=profile_dir)
+                if cprofiled
+                else Cluster(3, connect, root / "cluster")
+            )
+            with cluster:
+                cluster.wait_until(lambda: cluster.controller_id() is not None, what="controller")
+                leader, follower = run(cluster, args, spy, profile_dir)
+        if cprofiled:
+            print("\n(py-spy not found: the brokers ran under cProfile instead)")
+            print_cprofiles(profile_dir, leader, follower)
+
+
+if __name__ == "__main__":
+    main()
