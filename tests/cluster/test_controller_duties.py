@@ -327,15 +327,19 @@ def test_unclean_leader_election_follows_the_topic_config(cluster: Cluster) -> N
     cluster.restart(first)
     _wait(lambda: _leader(cluster, "careful", 0) == first, "the ISR member to lead again")
     # An override set later (IncrementalAlterConfigs, through any broker) applies to the next
-    # election: the controller reads it then.
-    admin = AdminClient({"bootstrap.servers": cluster.brokers[second].address})
+    # election: the controller reads it then. Broker ``second`` may have caught up and
+    # rejoined the ISR meanwhile (followers replicate): take it out again first.
+    cluster.kill(second)
+    _wait(lambda: _state(cluster, "careful", 0)[0]["isr"] == [first], "the ISR to shrink again")
+    admin = AdminClient({"bootstrap.servers": cluster.brokers[first].address})
     try:
         admin.alter_configs(
             {ConfigResource.topic("careful"): {"unclean.leader.election.enable": "true"}}
         ).all()
     finally:
         admin.close()
-    assert _state(cluster, "careful", 0)[0]["isr"] == [first]
     cluster.kill(first)
+    _wait(lambda: _leader(cluster, "careful", 0) == -1, "the partition to go offline again")
+    cluster.restart(second)
     _wait(lambda: _leader(cluster, "careful", 0) == second, "an unclean leader after the change")
     cluster.restart(first)
