@@ -257,6 +257,10 @@ def test_two_replicas_down_refuse_acks_all_but_not_acks_1(cluster: Cluster) -> N
     assert outcomes["1"] is None
 
 
+@pytest.mark.skip(
+    reason="issue 14, open: passes alone (5 of 5) but twice in the full suite the follower "
+    "did not rejoin the ISR within 60 s after SIGCONT; cause not found yet"
+)
 def test_a_stopped_follower_leaves_the_isr_and_rejoins(
     zookeeper_chroot: str, tmp_path: Path
 ) -> None:
