@@ -299,7 +299,7 @@ def test_a_reassignment_written_to_zookeeper_is_taken_over(cluster: Cluster, pha
 
 
 def test_cli_generate_execute_verify_and_cancel(
-    cluster: Cluster, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], tmp_path: Path, phantom: int
 ) -> None:
     topic = "planned"
     _create(cluster, topic, {0: [0, 1], 1: [1, 2], 2: [2, 0], 3: [0, 2]})
@@ -320,7 +320,8 @@ def test_cli_generate_execute_verify_and_cancel(
     assert len(proposed["partitions"]) == 4
 
     # A plan of our own, so that what completes is known: partition 0 reorders (completes),
-    # 1 drops broker 2 for 0 (in progress: 0 must catch up), 2 keeps its replicas.
+    # 1 drops broker 2 for the phantom (in progress: the phantom never catches up), 2 keeps
+    # its replicas.
     plan = tmp_path / "plan.json"
     plan.write_text(
         json.dumps(
@@ -328,7 +329,7 @@ def test_cli_generate_execute_verify_and_cancel(
                 "version": 1,
                 "partitions": [
                     {"topic": topic, "partition": 0, "replicas": [1, 0]},
-                    {"topic": topic, "partition": 1, "replicas": [1, 0]},
+                    {"topic": topic, "partition": 1, "replicas": [1, phantom]},
                     {"topic": topic, "partition": 2, "replicas": [2, 0]},
                 ],
             }
@@ -392,7 +393,7 @@ def test_cli_generate_execute_verify_and_cancel(
     )
     assert out[2] == (
         f"There is no active reassignment of partition {topic}-1, but replica set is [1,2] "
-        "rather than [1,0]."
+        f"rather than [1,{phantom}]."
     )
     status, out, err = _cli(
         capsys, "reassign-partitions", *bootstrap, "--cancel", "--reassignment-json-file", str(plan)

@@ -1293,27 +1293,10 @@ class ClusterController:
         self._send(UPDATE_METADATA, UPDATE_METADATA_VERSION, dict.fromkeys(self._brokers, body))
 
     def _send_stop_replica(self, partitions: Sequence[TopicPartition]) -> None:
-        epoch = self._require_epoch()
-        per_broker: dict[int, list[dict[str, Any]]] = {}
-        for tp in partitions:
-            record = self._partitions.get(tp)
-            if record is None:
-                continue
-            for replica in record.replicas:
-                if replica in self._brokers:
-                    per_broker.setdefault(replica, []).append(
-                        {"topic_name": tp.topic, "partition_index": tp.partition}
-                    )
-        bodies = {
-            broker_id: {
-                "controller_id": self.broker_id,
-                "controller_epoch": epoch.epoch,
-                "delete_partitions": True,
-                "ungrouped_partitions": entries,
-            }
-            for broker_id, entries in per_broker.items()
-        }
-        self._send(STOP_REPLICA, STOP_REPLICA_VERSION, bodies)
+        """StopReplica with delete to every live replica of each known partition."""
+        self._send_stop_replicas(
+            {tp: self._partitions[tp].replicas for tp in partitions if tp in self._partitions}
+        )
 
 
 def _requested_partitions(request: TopicRequest, default: int) -> int:

@@ -6,6 +6,7 @@ reached."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from odradek.broker.ports import ClusterPort
@@ -20,12 +21,17 @@ async def run(cluster: ClusterPort, request: Request) -> ResponsePayload:
     """Runs or forwards one of the three topic requests; see the module docstring."""
     body: Any = request.body
     api_key = request.api_key
-    if not cluster.is_controller:
-        try:
-            fields = await cluster.forward(api_key, request.api_version, entity_fields(body))
-        except NotControllerError as error:
-            fields = _all_failed(api_key, body, ErrorCode.NOT_CONTROLLER, str(error))
-        return build_response(api_key, request.api_version, fields)
+    relayed = await relay_unless_controller(
+        cluster,
+        request,
+        lambda reason: build_response(
+            api_key,
+            request.api_version,
+            _all_failed(api_key, body, ErrorCode.NOT_CONTROLLER, reason),
+        ),
+    )
+    if relayed is not None:
+        return relayed
     try:
         results = await _on_controller(cluster, api_key, body)
     except KafkaError as error:
@@ -33,6 +39,23 @@ async def run(cluster: ClusterPort, request: Request) -> ResponsePayload:
     else:
         fields = _fields(api_key, results)
     return build_response(api_key, request.api_version, fields)
+
+
+async def relay_unless_controller(
+    cluster: ClusterPort, request: Request, refused: Callable[[str], ResponsePayload]
+) -> ResponsePayload | None:
+    """``None`` on the controller (the caller runs the request there); on any other broker
+    the controller's answer to the forwarded request, or ``refused(reason)`` when the
+    controller cannot be reached (the caller answers NOT_CONTROLLER, retriable)."""
+    if cluster.is_controller:
+        return None
+    try:
+        fields = await cluster.forward(
+            request.api_key, request.api_version, entity_fields(request.body)
+        )
+    except NotControllerError as error:
+        return refused(str(error))
+    return build_response(request.api_key, request.api_version, fields)
 
 
 async def _on_controller(cluster: ClusterPort, api_key: ApiKey, body: Any) -> list[TopicResult]:

@@ -11,12 +11,12 @@ from typing import Any
 
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
+from odradek.broker.handlers._cluster_admin import relay_unless_controller
 from odradek.broker.ports import ClusterPort
 from odradek.controller.cluster import IsrUpdate, IsrUpdateResult
-from odradek.errors import ErrorCode, KafkaError, NotControllerError
+from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
-from odradek.protocol.client_codec import entity_fields
 
 API_KEY = ApiKey.ALTER_PARTITION
 
@@ -29,12 +29,11 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[
 
 async def _in_cluster(cluster: ClusterPort, request: Request) -> ResponsePayload:
     body: Any = request.body
-    if not cluster.is_controller:
-        try:
-            fields = await cluster.forward(API_KEY, request.api_version, entity_fields(body))
-        except NotControllerError:
-            return _failed(request, ErrorCode.NOT_CONTROLLER)
-        return build_response(API_KEY, request.api_version, fields)
+    relayed = await relay_unless_controller(
+        cluster, request, lambda _: _failed(request, ErrorCode.NOT_CONTROLLER)
+    )
+    if relayed is not None:
+        return relayed
     updates = [
         IsrUpdate(
             TopicPartition(str(topic.topic_name), int(partition.partition_index)),

@@ -16,11 +16,11 @@ from typing import Any
 
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
+from odradek.broker.handlers._cluster_admin import relay_unless_controller
 from odradek.broker.ports import ClusterPort
 from odradek.errors import ErrorCode, NotControllerError, OdradekError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
-from odradek.protocol.client_codec import entity_fields
 
 API_KEY = ApiKey.ALTER_PARTITION_REASSIGNMENTS
 
@@ -59,14 +59,13 @@ async def _in_cluster(
     targets: dict[TopicPartition, tuple[int, ...] | None],
     allow_replication_factor_change: bool,
 ) -> ResponsePayload:
-    if not cluster.is_controller:
-        try:
-            fields = await cluster.forward(
-                API_KEY, request.api_version, entity_fields(request.body)
-            )
-        except NotControllerError as error:
-            return _response(request, {}, ErrorCode.NOT_CONTROLLER, str(error))
-        return build_response(API_KEY, request.api_version, fields)
+    relayed = await relay_unless_controller(
+        cluster,
+        request,
+        lambda reason: _response(request, {}, ErrorCode.NOT_CONTROLLER, reason),
+    )
+    if relayed is not None:
+        return relayed
     controller = cluster.controller
     try:
         results = await cluster.run_on_controller(

@@ -13,11 +13,11 @@ from typing import Any
 
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
+from odradek.broker.handlers._cluster_admin import relay_unless_controller
 from odradek.broker.ports import ClusterPort
-from odradek.errors import ErrorCode, KafkaError, NotControllerError
+from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
-from odradek.protocol.client_codec import entity_fields
 
 API_KEY = ApiKey.ELECT_LEADERS
 PREFERRED = 0
@@ -46,15 +46,17 @@ async def _in_cluster(
     election_type: int,
     wanted: list[TopicPartition] | None,
 ) -> ResponsePayload:
-    if not cluster.is_controller:
-        try:
-            fields = await cluster.forward(
-                API_KEY, request.api_version, entity_fields(request.body)
-            )
-        except NotControllerError as error:
-            failed = {tp: (ErrorCode.NOT_CONTROLLER, str(error)) for tp in wanted or []}
-            return _response(request, failed, ErrorCode.NOT_CONTROLLER)
-        return build_response(API_KEY, request.api_version, fields)
+    relayed = await relay_unless_controller(
+        cluster,
+        request,
+        lambda reason: _response(
+            request,
+            dict.fromkeys(wanted or [], (ErrorCode.NOT_CONTROLLER, reason)),
+            ErrorCode.NOT_CONTROLLER,
+        ),
+    )
+    if relayed is not None:
+        return relayed
     controller = cluster.controller
     try:
         results = await cluster.run_on_controller(

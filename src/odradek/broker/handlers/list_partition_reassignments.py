@@ -12,12 +12,12 @@ from typing import Any
 
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
+from odradek.broker.handlers._cluster_admin import relay_unless_controller
 from odradek.broker.ports import ClusterPort
 from odradek.controller.reassignment import ReplicaAssignment
-from odradek.errors import ErrorCode, KafkaError, NotControllerError
+from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
-from odradek.protocol.client_codec import entity_fields
 
 API_KEY = ApiKey.LIST_PARTITION_REASSIGNMENTS
 
@@ -31,14 +31,13 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[
 async def _in_cluster(
     cluster: ClusterPort, request: Request, wanted: list[TopicPartition] | None
 ) -> ResponsePayload:
-    if not cluster.is_controller:
-        try:
-            fields = await cluster.forward(
-                API_KEY, request.api_version, entity_fields(request.body)
-            )
-        except NotControllerError as error:
-            return _response(request, {}, ErrorCode.NOT_CONTROLLER, str(error))
-        return build_response(API_KEY, request.api_version, fields)
+    relayed = await relay_unless_controller(
+        cluster,
+        request,
+        lambda reason: _response(request, {}, ErrorCode.NOT_CONTROLLER, reason),
+    )
+    if relayed is not None:
+        return relayed
     controller = cluster.controller
     try:
         ongoing = await cluster.run_on_controller(
