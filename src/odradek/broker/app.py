@@ -190,6 +190,8 @@ class BrokerApp:
 
     async def start(self) -> None:
         config = self.config
+        for warning in config.unimplemented_warnings():
+            logger.warning("%s", warning)
         self.store = await self._open_store()
         if isinstance(self.store, ZooKeeperMetadataStore):
             loop = asyncio.get_running_loop()

@@ -188,4 +188,31 @@ def test_broker_config_file_settings_are_static(broker: Broker, raw: RawClient) 
     assert configs["log.dirs"].value == broker.data_dir
     assert configs["log.dirs"].config_source == STATIC_BROKER_CONFIG
     assert configs["log.dir"].config_source == DEFAULT_CONFIG
-    assert all(c.read_only and not c.is_sensitive for c in configs.values())
+    assert all(c.read_only for c in configs.values())
+    # Kafka's PASSWORD settings are sensitive and carry no value; nothing else is.
+    sensitive = {name for name, c in configs.items() if c.is_sensitive}
+    assert "ssl.key.password" in sensitive
+    assert all(configs[name].value is None for name in sensitive)
+    assert not sensitive & {"log.dirs", "listeners", "zookeeper.connect", "broker.id"}
+
+
+def test_broker_configs_carry_kafka_types_and_say_what_has_no_effect(raw: RawClient) -> None:
+    m = schema("describe_configs", 4)
+    request = m.DescribeConfigsRequest(
+        resources=(
+            m.DescribeConfigsResource(
+                resource_type=BROKER,
+                resource_name="0",
+                configuration_keys=("num.io.threads", "log.retention.hours", "listeners"),
+            ),
+        ),
+        include_synonyms=False,
+        include_documentation=True,
+    )
+    configs = {c.name: c for c in raw.send(request).results[0].configs}
+    assert configs["num.io.threads"].config_type == 3  # INT
+    assert configs["num.io.threads"].value == "8"  # Kafka's default
+    assert "no effect" in configs["num.io.threads"].documentation
+    assert configs["log.retention.hours"].config_type == 3
+    assert configs["listeners"].config_type == 2  # STRING
+    assert configs["listeners"].documentation is None

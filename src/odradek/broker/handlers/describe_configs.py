@@ -1,13 +1,16 @@
 """DescribeConfigs: the configs of topics (resource type 2) and of this broker (type 4).
 
-A topic reports every topic config with its effective value: an override is
-DYNAMIC_TOPIC_CONFIG (``is_default`` false), anything else DEFAULT_CONFIG. The broker reports
+A topic reports every topic config with its effective value: an override is DYNAMIC_TOPIC_CONFIG
+(``is_default`` false), anything else DEFAULT_CONFIG. The broker reports
 ``BrokerConfig.describe()``: settings given in the properties file (or as overrides) are
-STATIC_BROKER_CONFIG, the rest DEFAULT_CONFIG; all are read-only (no dynamic broker configs
-yet) and sensitive ones carry a null value. ``configuration_keys`` null or empty lists every
-config, otherwise only those named (unknown names are left out). With ``include_synonyms``
-each config lists itself as its only synonym (the broker-level ``log.*`` synonyms of topic
-configs are not reported yet); documentation is never included.
+STATIC_BROKER_CONFIG, the rest DEFAULT_CONFIG; all are read-only (no dynamic broker configs yet)
+and sensitive ones (Kafka's PASSWORD type) carry a null value. Every Kafka broker setting is
+listed with its Kafka type: those odradek does not implement carry the value given (or Kafka's
+default) and documentation saying they have no effect. ``configuration_keys`` null or empty
+lists every config, otherwise only those named (unknown names are left out). With
+``include_synonyms`` each config lists itself as its only synonym (the broker-level ``log.*``
+synonyms of topic configs are not reported yet). Documentation (v3+, when asked for) is given
+for the settings odradek accepts without effect.
 
 Per resource: a missing topic answers UNKNOWN_TOPIC_OR_PARTITION, an illegal topic name
 INVALID_TOPIC_EXCEPTION, a broker resource naming another broker (or not an integer; the
@@ -40,6 +43,7 @@ API_KEY = ApiKey.DESCRIBE_CONFIGS
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     body = describe_configs_body(request)
     include_synonyms = bool(getattr(body, "include_synonyms", False))
+    include_documentation = bool(getattr(body, "include_documentation", False))
     results = []
     for resource in body.resources:
         resource_type = int(resource.resource_type)
@@ -60,7 +64,7 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
             result.update(error_code=code, error_message=message)
         else:
             result["configs"] = [
-                _config(entry, include_synonyms)
+                _config(entry, include_synonyms, include_documentation)
                 for entry in entries
                 if wanted is None or entry["name"] in wanted
             ]
@@ -106,7 +110,8 @@ def _describe(ctx: BrokerContext, resource_type: int, name: str) -> Iterable[dic
                 "config_source": ConfigSource.DEFAULT_CONFIG
                 if entry.is_default
                 else ConfigSource.STATIC_BROKER_CONFIG,
-                "config_type": ConfigType.UNKNOWN,
+                "config_type": ConfigType[entry.kafka_type],
+                "documentation": entry.documentation,
             }
             for entry in ctx.config.describe().values()
         ]
@@ -116,7 +121,9 @@ def _describe(ctx: BrokerContext, resource_type: int, name: str) -> Iterable[dic
     )
 
 
-def _config(entry: dict[str, Any], include_synonyms: bool) -> dict[str, Any]:
+def _config(
+    entry: dict[str, Any], include_synonyms: bool, include_documentation: bool
+) -> dict[str, Any]:
     source = int(entry["config_source"])
     synonyms = (
         [{"name": entry["name"], "value": entry["value"], "source": source}]
@@ -128,5 +135,5 @@ def _config(entry: dict[str, Any], include_synonyms: bool) -> dict[str, Any]:
         "config_source": source,
         "config_type": int(entry["config_type"]),
         "synonyms": synonyms,
-        "documentation": None,
+        "documentation": entry.get("documentation") if include_documentation else None,
     }
