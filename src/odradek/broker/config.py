@@ -39,7 +39,7 @@ from odradek.broker.limits import BrokerLimits, parse_overrides, render_override
 from odradek.errors import ConfigError
 from odradek.storage.cleaner.config import BROKER_NAMES as CLEANER_BROKER_NAMES
 from odradek.storage.cleaner.config import CleanerConfig
-from odradek.storage.config import BROKER_NAMES, LogConfig
+from odradek.storage.config import BROKER_NAMES, LogConfig, broker_synonyms
 
 _MAX_SHORT = 2**15 - 1
 _MAX_INT = 2**31 - 1
@@ -418,6 +418,14 @@ class BrokerConfig:
             for name, entry in self.describe().items()
             if entry.value is not None and entry.implemented
         }
+
+
+def topic_config_fallbacks(
+    topic_config: str, described: Mapping[str, ConfigEntry]
+) -> list[ConfigEntry]:
+    """The broker settings (from ``BrokerConfig.describe()``) a topic config takes its value
+    from when the topic does not override it, in Kafka's order of precedence."""
+    return [described[name] for name in broker_synonyms(topic_config)]
 
 
 #: DescribeConfigs' documentation of a Kafka setting odradek accepts without effect.
