@@ -43,7 +43,7 @@ from odradek.storage.leader_epoch_cache import (
     EpochEndOffset,
     LeaderEpochCache,
 )
-from odradek.storage.loader import LogLoader
+from odradek.storage.loader import LogLoader, load_leader_epochs
 from odradek.storage.log_validator import (
     AppendData,
     batch_totals,
@@ -186,7 +186,7 @@ class Log:
             scheduler=scheduler,
             policies=policies,
             open_files=open_files,
-            leader_epochs=_load_leader_epochs(
+            leader_epochs=load_leader_epochs(
                 directory, loaded.segments, loaded.log_start_offset, loaded.log_end_offset
             ),
         )
@@ -805,29 +805,6 @@ class Log:
             self._leader_epochs.path = os.path.join(directory, CHECKPOINT_FILE_NAME)
             for segment in self._segments.snapshot():
                 segment.moved_to(directory)
-
-
-def _load_leader_epochs(
-    directory: str, segments: list[LogSegment], log_start_offset: int, log_end_offset: int
-) -> LeaderEpochCache:
-    """The log's leader-epoch cache from its checkpoint file, or rebuilt from the batch
-    headers when the file is missing or unreadable; trimmed to the recovered offsets (a crash
-    may have lost records the file still names)."""
-    path = os.path.join(directory, CHECKPOINT_FILE_NAME)
-    cache = LeaderEpochCache.load(directory)
-    if cache is None:
-        built = LeaderEpochCache(None)  # in memory: one write at the end, not one per epoch
-        for segment in segments:
-            for _, header in segment.log.batches_from(0):
-                epoch = header.partition_leader_epoch
-                if epoch >= 0 and epoch != built.latest_epoch:
-                    built.assign(epoch, header.base_offset)
-        cache = LeaderEpochCache(path, built.entries())
-        if any(segment.size for segment in segments):  # a new, empty log needs no file yet
-            cache.flush()
-    cache.truncate_from_end(log_end_offset)
-    cache.truncate_from_start(log_start_offset)
-    return cache
 
 
 def _allows_fast_appends(config: LogConfig) -> bool:

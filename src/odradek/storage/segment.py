@@ -43,7 +43,7 @@ from typing import NamedTuple, TypeAlias
 
 from odradek._types import ReadableBuffer
 from odradek.errors import CorruptRecordError
-from odradek.records.batch import BatchHeader, TimestampType, parse_header
+from odradek.records.batch import BatchHeader, TimestampType
 from odradek.records.codec import decode_batch_records
 from odradek.storage.config import LogConfig
 from odradek.storage.file_records import BatchFields, FileRecords, FileSlice
@@ -596,8 +596,11 @@ class LogSegment:
                 f"{self.offset_of_max_timestamp}"
             )
         self.next_offset = next_offset
+        # After the truncation: a segment whose bytes from 0 were invalid is empty now, and
+        # its first header must not be read (it may be zeros or garbage).
+        cut = self._truncate_invalid_tail(valid_end)
         self._load_first_batch_timestamp()
-        return self._truncate_invalid_tail(valid_end)
+        return cut
 
     def _scan_max_timestamp(self, position: int, end: int) -> None:
         """Folds the max timestamps of the batches in ``[position, end)`` (headers only) into
@@ -653,8 +656,15 @@ class LogSegment:
         return file_size - valid_end
 
     def _load_first_batch_timestamp(self) -> None:
+        """Reads the first batch's timestamp (the clean-load path: that batch was not
+        CRC-checked, it lies before the last index entry). A header that does not parse
+        raises CorruptIndexError: the loader then recovers the segment."""
         if self.log.size > 0:
-            self.first_batch_timestamp = parse_header(self.log.read(0, 61)).max_timestamp
+            try:
+                header = self.log.header_at(0)
+            except CorruptRecordError as error:
+                raise CorruptIndexError(f"{self.log.path}: first batch header: {error}") from error
+            self.first_batch_timestamp = header.max_timestamp
 
     # ----------------------------------------------------------------- truncation and roll
 
