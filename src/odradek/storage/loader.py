@@ -321,9 +321,11 @@ def _entry_not_in_log(
             found = segments[index].translate_offset(entry.start_offset)
         except CorruptRecordError as error:
             return f"{entry}: {error}"
-        if found is None:
-            continue  # at the log end offset: an epoch without records yet
-        header = found.header
+        header = None if found is None else found.header
+        if header is None or header.base_offset > entry.start_offset:
+            # At the log end offset (an epoch without records yet), or in a gap compaction
+            # left (the epoch's first batches were cleaned away): nothing to compare.
+            continue
         starts_inside = header.base_offset < entry.start_offset != log_start_offset
         if starts_inside or 0 <= header.partition_leader_epoch != entry.epoch:
             return (
