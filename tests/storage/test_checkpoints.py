@@ -98,3 +98,11 @@ def test_atomic_write_bytes(tmp_path: Path) -> None:
     atomic_write(str(target), b"x" * 100_000)
     assert target.read_bytes() == b"x" * 100_000
     fsync_directory(str(tmp_path))
+
+
+def test_garbage_checkpoint_that_is_not_utf8_reads_empty(tmp_path: Path) -> None:
+    # Found by the crash-recovery fuzz: bytes that do not decode as UTF-8 raised
+    # UnicodeDecodeError out of read() and so out of the broker's start.
+    path = tmp_path / "recovery-point-offset-checkpoint"
+    path.write_bytes(b"0\n1\norders 0 12\x83\xfe\n")
+    assert OffsetCheckpointFile(str(path)).read() == {}

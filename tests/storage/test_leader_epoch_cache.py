@@ -245,3 +245,9 @@ def test_a_new_leaders_epoch_is_answered_at_once_and_written_with_its_first_reco
     log.append(make_batch(1), leader_epoch=4)
     assert checkpoint.read_text() == "0\n2\n0 0\n4 3\n"
     assert log.leader_epoch_entries() == [(0, 0), (4, 3)]
+
+
+def test_garbage_checkpoint_that_is_not_utf8_is_rebuilt(tmp_path: Path) -> None:
+    # Found by the crash-recovery fuzz: a non-UTF-8 file raised UnicodeDecodeError at load.
+    (tmp_path / CHECKPOINT_FILE_NAME).write_bytes(b"0\n1\n\x9e\xc4 0\n")
+    assert LeaderEpochCache.load(str(tmp_path)) is None

@@ -15,7 +15,8 @@ import pytest
 from odradek.records.batch import BatchHeader, parse_header
 from odradek.storage.config import LogConfig
 from odradek.storage.file_records import FileRecords
-from odradek.storage.segment import TAIL_MAX_BATCHES, BatchPosition, LogSegment
+from odradek.storage.segment import BatchPosition, LogSegment
+from odradek.storage.segment_tail import TAIL_MAX_BATCHES
 
 if TYPE_CHECKING:
     from tests.storage.conftest import BatchFactory, LogHarness

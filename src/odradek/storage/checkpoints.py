@@ -64,11 +64,14 @@ class OffsetCheckpointFile:
         """The stored map; empty when the file is missing. A malformed file is logged and
         treated as empty (recovery then checks every segment, which is safe)."""
         try:
-            with open(self.path, encoding="utf-8") as handle:
-                lines = handle.read().splitlines()
+            with open(self.path, "rb") as handle:
+                data = handle.read()
         except FileNotFoundError:
             return {}
         try:
+            # Decoded here, not by open(): bytes that are not UTF-8 (garbage left by a disk
+            # fault) are a malformed file like any other, never an error at start-up.
+            lines = data.decode("utf-8").splitlines()
             if int(lines[0]) != _VERSION:
                 raise ValueError(f"unknown version {lines[0]}")
             count = int(lines[1])

@@ -148,15 +148,17 @@ class LeaderEpochCache:
         or the file is unreadable or malformed (logged), so the caller rebuilds it."""
         path = os.path.join(directory, CHECKPOINT_FILE_NAME)
         try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
+            with open(path, "rb") as handle:
+                data = handle.read()
         except FileNotFoundError:
             return None
         except OSError as error:
             logger.warning("cannot read %s: %s; rebuilding it from the log", path, error)
             return None
         try:
-            entries = parse_checkpoint(text)
+            # Bytes that are not UTF-8 are a malformed file too (UnicodeDecodeError is a
+            # ValueError), never an error at start-up.
+            entries = parse_checkpoint(data.decode("utf-8"))
         except ValueError as error:
             logger.warning("malformed %s: %s; rebuilding it from the log", path, error)
             return None

@@ -19,14 +19,17 @@ batch) and is deleted.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 from dataclasses import dataclass
 
+from odradek.errors import CorruptRecordError
 from odradek.storage.checkpoints import fsync_directory
 from odradek.storage.config import LogConfig
 from odradek.storage.file_records import FileRecords
 from odradek.storage.index_errors import CorruptIndexError
+from odradek.storage.leader_epoch_cache import CHECKPOINT_FILE_NAME, EpochEntry, LeaderEpochCache
 from odradek.storage.naming import (
     DELETED_SUFFIX,
     LOG_SUFFIX,
@@ -237,10 +240,16 @@ class LogLoader:
                     logger.warning("%s: rebuilding indexes of %r: %s", self.name, segment, error)
                     cut = self._recover(segment, index == last)
             truncated += cut
-            following_overlaps = index < last and (
-                segments[index + 1].base_offset < segment.next_offset
+            following = segments[index + 1].base_offset if index < last else None
+            # The next segment must start where this one ends. An overlap is damage; so is a
+            # gap, unless the log compacts (a cleaned segment may end early): the end of this
+            # segment was lost (a file cut at a batch boundary, which no CRC shows), and the
+            # next segment's offsets cannot follow it.
+            broken = following is not None and (
+                following < segment.next_offset
+                or (following > segment.next_offset and not self.config.compacts)
             )
-            if (cut or following_overlaps) and index < last:
+            if (cut or broken) and index < last:
                 removed = segments[index + 1 :]
                 for later in removed:
                     logger.warning("%s: removing %r after a damaged segment", self.name, later)
@@ -254,3 +263,73 @@ class LogLoader:
         if not is_last:
             segment.on_become_inactive()
         return cut
+
+
+def load_leader_epochs(
+    directory: str, segments: list[LogSegment], log_start_offset: int, log_end_offset: int
+) -> LeaderEpochCache:
+    """The log's leader-epoch cache from its checkpoint file, or rebuilt from the batch
+    headers when the file is missing, unreadable, or names an epoch the log's batches do not
+    carry where it says the epoch starts (the file has no checksum: a damaged one may still
+    parse); trimmed to the recovered offsets (a crash may have lost records the file still
+    names)."""
+    path = os.path.join(directory, CHECKPOINT_FILE_NAME)
+    cache = LeaderEpochCache.load(directory)
+    if cache is not None:
+        cache.truncate_from_end(log_end_offset)
+        cache.truncate_from_start(log_start_offset)
+        wrong = _entry_not_in_log(cache.entries(), segments, log_start_offset)
+        if wrong is not None:
+            logger.warning(
+                "%s: %s does not match the log (%s); rebuilding it from the log",
+                directory,
+                CHECKPOINT_FILE_NAME,
+                wrong,
+            )
+            cache = None
+    if cache is None:
+        built = LeaderEpochCache(None)  # in memory: one write at the end, not one per epoch
+        for segment in segments:
+            try:
+                for _, header in segment.log.batches_from(0):
+                    epoch = header.partition_leader_epoch
+                    if epoch >= 0 and epoch != built.latest_epoch:
+                        built.assign(epoch, header.base_offset)
+            except CorruptRecordError as error:
+                # Damage at rest in a segment trusted without its CRC (below the recovery
+                # point): the epochs of its later batches stay unknown, never a failed open.
+                logger.error("%s: rebuilding the leader epochs: %s", directory, error)
+        cache = LeaderEpochCache(path, built.entries())
+        if any(segment.size for segment in segments):  # a new, empty log needs no file yet
+            cache.flush()
+        cache.truncate_from_end(log_end_offset)
+        cache.truncate_from_start(log_start_offset)
+    return cache
+
+
+def _entry_not_in_log(
+    entries: list[EpochEntry], segments: list[LogSegment], log_start_offset: int
+) -> str | None:
+    """The first entry whose start offset holds a batch of another epoch (or starts inside
+    a batch), described; None when every entry checks out. One header read per entry."""
+    bases = [segment.base_offset for segment in segments]
+    for entry in entries:
+        index = bisect.bisect_right(bases, entry.start_offset) - 1
+        if index < 0:
+            continue
+        try:
+            found = segments[index].translate_offset(entry.start_offset)
+        except CorruptRecordError as error:
+            return f"{entry}: {error}"
+        header = None if found is None else found.header
+        if header is None or header.base_offset > entry.start_offset:
+            # At the log end offset (an epoch without records yet), or in a gap compaction
+            # left (the epoch's first batches were cleaned away): nothing to compare.
+            continue
+        starts_inside = header.base_offset < entry.start_offset != log_start_offset
+        if starts_inside or 0 <= header.partition_leader_epoch != entry.epoch:
+            return (
+                f"{entry}, but the batch {header.base_offset}-{header.last_offset} there "
+                f"has epoch {header.partition_leader_epoch}"
+            )
+    return None

@@ -218,6 +218,7 @@ class LogManager:
             loaded = list(pool.map(load, found))
         for log in loaded:
             log.release_files(self.open_files)
+            self._watch_truncations(log)
             high_watermark = high_watermarks.get(log.topic_partition)
             if high_watermark is not None:
                 log.update_high_watermark(min(high_watermark, log.log_end_offset))
@@ -282,6 +283,7 @@ class LogManager:
                     fsync_directory(directory)
                 for log, directory in created:
                     log.release_files(self.open_files)
+                    self._watch_truncations(log)
                     self._logs[log.topic_partition] = log
                     self._log_dir_of[log.topic_partition] = directory
                     logger.info("created log %s in %s", log.topic_partition, directory)
@@ -341,18 +343,37 @@ class LogManager:
 
     def checkpoint_logs(self) -> None:
         """Writes the recovery-point and log-start-offset checkpoints of every log dir."""
+        for directory in self.log_dirs:
+            self._checkpoint_dir(directory)
+
+    def _checkpoint_dir(self, directory: str) -> None:
         with self._checkpoint_lock:
             with self._lock:
-                by_dir: dict[str, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
-                for topic_partition, log in self._logs.items():
-                    by_dir[self._log_dir_of[topic_partition]][topic_partition] = log
-            for directory, logs in by_dir.items():
-                OffsetCheckpointFile(os.path.join(directory, RECOVERY_POINT_CHECKPOINT)).write(
-                    {tp: log.recovery_point for tp, log in logs.items()}
-                )
-                OffsetCheckpointFile(os.path.join(directory, LOG_START_OFFSET_CHECKPOINT)).write(
-                    {tp: log.log_start_offset for tp, log in logs.items()}
-                )
+                logs = {
+                    topic_partition: log
+                    for topic_partition, log in self._logs.items()
+                    if self._log_dir_of[topic_partition] == directory
+                }
+            OffsetCheckpointFile(os.path.join(directory, RECOVERY_POINT_CHECKPOINT)).write(
+                {tp: log.recovery_point for tp, log in logs.items()}
+            )
+            OffsetCheckpointFile(os.path.join(directory, LOG_START_OFFSET_CHECKPOINT)).write(
+                {tp: log.log_start_offset for tp, log in logs.items()}
+            )
+
+    def _watch_truncations(self, log: Log) -> None:
+        """Writes the checkpoints of the log's dir after each of its truncations (Kafka's
+        ``LogManager.truncateTo`` does): the recovery point checkpointed before a truncation
+        would otherwise cover offsets written again after it, unflushed, and an unclean start
+        would trust them without their CRC."""
+        topic_partition = log.topic_partition
+
+        def checkpoint() -> None:
+            directory = self._log_dir_of.get(topic_partition)
+            if directory is not None:
+                self._checkpoint_dir(directory)
+
+        log.truncation_listener = checkpoint
 
     def checkpoint_high_watermarks(self) -> None:
         """Writes the ``replication-offset-checkpoint`` of every log dir: each log's high

@@ -8,13 +8,13 @@ Files, all named by the segment's base offset as 20 digits (see ``naming``)::
 
 An index entry is added every ``index.interval.bytes`` of appended batches; lookups go to the
 nearest entry at or before the target and scan a few batch headers from there. The last
-``TAIL_MAX_BATCHES`` batches appended (the *tail*, where consumers keeping up read) are also
-remembered in memory by position, last offset and size, so a read there (a fetch) reads no
-header and ``translate_offset`` one (checked against what was remembered) instead of scanning:
-each scanned header is a ``pread``, about nine per fetch at the default interval with small
-batches. The tail is known only for batches this process appended or recovered:
-after a clean load or a truncation lookups scan until the next index-interval point starts a
-new one; an inactive segment keeps none.
+``TAIL_MAX_BATCHES`` batches appended (the *tail*, where consumers keeping up read; its layout
+is ``segment_tail``'s) are also remembered in memory by position, last offset and size, so a
+read there (a fetch) reads no header and ``translate_offset`` one (checked against what was
+remembered) instead of scanning: each scanned header is a ``pread``, about nine per fetch at
+the default interval with small batches. The tail is known only for batches this process
+appended or recovered: after a clean load or a truncation lookups scan until the next
+index-interval point starts a new one; an inactive segment keeps none.
 
 Invariants: batches are stored in offset order; ``next_offset`` is the offset after the last
 batch; the index files are preallocated while the segment is active and trimmed when it rolls.
@@ -36,14 +36,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import NamedTuple, TypeAlias
+from typing import NamedTuple
 
 from odradek._types import ReadableBuffer
 from odradek.errors import CorruptRecordError
-from odradek.records.batch import BatchHeader, TimestampType, parse_header
+from odradek.records.batch import BatchHeader, TimestampType
 from odradek.records.codec import decode_batch_records
 from odradek.storage.config import LogConfig
 from odradek.storage.file_records import BatchFields, FileRecords, FileSlice
@@ -57,20 +56,12 @@ from odradek.storage.naming import (
 )
 from odradek.storage.offset_index import OffsetIndex
 from odradek.storage.open_files import OpenFiles
+from odradek.storage.segment_tail import TAIL_MAX_BATCHES, Tail, new_tail, trimmed_tail
 from odradek.storage.time_index import TimeIndex
 
 logger = logging.getLogger(__name__)
 
 _MAX_RELATIVE_OFFSET = 2**31 - 1
-#: The most batches the tail remembers; when full it keeps the newer half. 128 covers a
-#: consumer ~60 small batches behind at any moment; 2 KB per active segment at most.
-TAIL_MAX_BATCHES = 128
-#: The last batches appended: ``(first offset, positions, last offsets, sizes)``. Every batch
-#: at or after ``positions[0]`` is listed, in order, and every batch before it ends below the
-#: first offset; empty arrays mean the segment holds no batch at all. Appended to the last
-#: offsets last (readers index by them), and replaced (never cut in place) when trimmed, so a
-#: reader on another thread always sees a consistent prefix.
-_Tail: TypeAlias = tuple[int, "array[int]", "array[int]", "array[int]"]
 TIME_INDEX_ENTRY_BYTES = 12
 NO_TIMESTAMP = -1
 
@@ -128,7 +119,7 @@ class LogSegment:
         self.deleted = False
         #: None until this process knows every batch from an interval point on: a new
         #: segment (``create``), a recovered one, or the next interval point.
-        self._tail: _Tail | None = None
+        self._tail: Tail | None = None
 
     # ----------------------------------------------------------------- construction
 
@@ -148,7 +139,7 @@ class LogSegment:
             if os.path.exists(path):
                 os.remove(path)
         segment = cls._open_files(directory, base_offset, config, now_ms, open_files)
-        segment._tail = _new_tail(base_offset)
+        segment._tail = new_tail(base_offset)
         return segment
 
     @classmethod
@@ -330,7 +321,7 @@ class LogSegment:
                 time_index.append_trusted(self.max_timestamp_so_far, self.offset_of_max_timestamp)
             self._bytes_since_last_index_entry = size
             if self._tail is None:
-                self._tail = _new_tail(base_offset, position, next_offset - 1, size)
+                self._tail = new_tail(base_offset, position, next_offset - 1, size)
                 self.next_offset = next_offset
                 return fields
         else:
@@ -340,7 +331,7 @@ class LogSegment:
         if tail is not None:
             positions = tail[1]
             if len(positions) >= TAIL_MAX_BATCHES:
-                tail = self._tail = _trimmed(tail)
+                tail = self._tail = trimmed_tail(tail)
                 positions = tail[1]
             positions.append(position)
             tail[3].append(size)
@@ -363,9 +354,7 @@ class LogSegment:
                 time_index.append_trusted(self.max_timestamp_so_far, self.offset_of_max_timestamp)
             self._bytes_since_last_index_entry = 0
             if self._tail is None:
-                self._tail = _new_tail(
-                    header.base_offset, position, header.last_offset, header.size
-                )
+                self._tail = new_tail(header.base_offset, position, header.last_offset, header.size)
             else:
                 self._remember_in_tail(position, header.last_offset, header.size)
         else:
@@ -378,11 +367,11 @@ class LogSegment:
         if tail is not None:
             positions = tail[1]
             if len(positions) >= TAIL_MAX_BATCHES:
-                tail = self._tail = _trimmed(tail)
+                tail = self._tail = trimmed_tail(tail)
                 positions = tail[1]
             positions.append(position)
             tail[3].append(size)
-            tail[2].append(last_offset)  # last: see ``_Tail``
+            tail[2].append(last_offset)  # last: see ``Tail``
 
     # ----------------------------------------------------------------- lookups
 
@@ -596,8 +585,11 @@ class LogSegment:
                 f"{self.offset_of_max_timestamp}"
             )
         self.next_offset = next_offset
+        # After the truncation: a segment whose bytes from 0 were invalid is empty now, and
+        # its first header must not be read (it may be zeros or garbage).
+        cut = self._truncate_invalid_tail(valid_end)
         self._load_first_batch_timestamp()
-        return self._truncate_invalid_tail(valid_end)
+        return cut
 
     def _scan_max_timestamp(self, position: int, end: int) -> None:
         """Folds the max timestamps of the batches in ``[position, end)`` (headers only) into
@@ -623,7 +615,7 @@ class LogSegment:
         self.time_index.reset()
         self._index_trusted = True
         self._bytes_since_last_index_entry = 0
-        self._tail = _new_tail(self.base_offset)
+        self._tail = new_tail(self.base_offset)
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp = self.base_offset
         self.next_offset = self.base_offset
@@ -653,8 +645,15 @@ class LogSegment:
         return file_size - valid_end
 
     def _load_first_batch_timestamp(self) -> None:
+        """Reads the first batch's timestamp (the clean-load path: that batch was not
+        CRC-checked, it lies before the last index entry). A header that does not parse
+        raises CorruptIndexError: the loader then recovers the segment."""
         if self.log.size > 0:
-            self.first_batch_timestamp = parse_header(self.log.read(0, 61)).max_timestamp
+            try:
+                header = self.log.header_at(0)
+            except CorruptRecordError as error:
+                raise CorruptIndexError(f"{self.log.path}: first batch header: {error}") from error
+            self.first_batch_timestamp = header.max_timestamp
 
     # ----------------------------------------------------------------- truncation and roll
 
@@ -770,22 +769,3 @@ class LogSegment:
             f"LogSegment(base_offset={self.base_offset}, next_offset={self.next_offset}, "
             f"size={self.size})"
         )
-
-
-def _new_tail(first_offset: int, position: int = -1, last_offset: int = -1, size: int = 0) -> _Tail:
-    """A tail starting at ``first_offset``: empty, or holding the batch at ``position``."""
-    if position < 0:
-        return (first_offset, array("q"), array("q"), array("q"))
-    return (
-        first_offset,
-        array("q", (position,)),
-        array("q", (last_offset,)),
-        array("q", (size,)),
-    )
-
-
-def _trimmed(tail: _Tail) -> _Tail:
-    """The newer half of a full tail (new arrays: readers may hold the old ones)."""
-    keep = TAIL_MAX_BATCHES // 2
-    last_offsets = tail[2]
-    return (last_offsets[-keep - 1] + 1, tail[1][-keep:], last_offsets[-keep:], tail[3][-keep:])

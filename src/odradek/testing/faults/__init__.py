@@ -1,0 +1,1 @@
+"""Fault injection for tests and long runs: storage crash-recovery fuzz, cluster faults."""
