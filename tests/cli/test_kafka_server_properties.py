@@ -16,7 +16,7 @@ from .conftest import ServeFactory, fetch_values, produce
 
 __all__ = ["zookeeper", "zookeeper_chroot"]
 
-KAFKA_PROPERTIES = Path(__file__).parent / "data" / "kafka-server.properties"
+KAFKA_PROPERTIES = Path(__file__).parent / "kafka-server.properties"
 #: The settings of that file odradek has no use for (one event loop, no transactions yet, the
 #: kernel's socket buffers).
 NOT_IMPLEMENTED = {
