@@ -101,7 +101,7 @@ def load_producer_state(log: Log) -> ProducerState:
         state = ProducerState(log.log_start_offset)
     scanned = 0
     for header in batch_headers_from(log, state.end_offset):
-        state.update(header)
+        state.update(header, header.base_offset, header.max_timestamp)
         scanned += 1
     state.end_offset = log_end_offset
     if scanned:

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from odradek.errors import CorruptRecordError, ErrorCode, KafkaError
 from odradek.records.batch import BatchHeader
@@ -68,6 +68,8 @@ __all__ = [
 MAX_CACHED_BATCHES = 5
 MAX_SEQUENCE = 2**31 - 1
 NO_PRODUCER_EPOCH = -1
+#: Attribute bit 5: a control batch (transaction markers), which is no producer's data.
+_CONTROL_BIT = 0x20
 SNAPSHOT_VERSION = 1
 
 _SNAPSHOT_HEAD = struct.Struct(">hI")
@@ -85,9 +87,9 @@ def _next_sequence(sequence: int) -> int:
     return 0 if sequence == MAX_SEQUENCE else sequence + 1
 
 
-@dataclass(frozen=True, slots=True)
-class BatchMetadata:
-    """One appended batch of a producer."""
+class BatchMetadata(NamedTuple):
+    """One appended batch of a producer (a NamedTuple, as ``BatchHeader``: one is built per
+    idempotent append)."""
 
     first_sequence: int
     last_sequence: int
@@ -96,9 +98,9 @@ class BatchMetadata:
     max_timestamp: int
 
 
-@dataclass(frozen=True, slots=True)
-class ProducerEntry:
-    """A producer as the partition knows it: its epoch and its last batches, oldest first."""
+class ProducerEntry(NamedTuple):
+    """A producer as the partition knows it: its epoch and its last batches, oldest first
+    (a NamedTuple: one is built per idempotent append)."""
 
     producer_id: int
     producer_epoch: int
@@ -162,6 +164,12 @@ class ProducerState:
         epoch = header.producer_epoch
         sequence = header.base_sequence
         entry = self._producers.get(producer_id)
+        if entry is not None and epoch == entry.producer_epoch:
+            # The common case first: the next batch in order (it cannot also repeat one of
+            # the five cached batches, whose sequences all come before it).
+            last = entry.batches[-1].last_sequence
+            if sequence == (0 if last == MAX_SEQUENCE else last + 1):
+                return None
         if entry is None:
             if sequence != 0:
                 raise KafkaError(
@@ -195,31 +203,44 @@ class ProducerState:
             )
         return None
 
-    def update(self, header: BatchHeader) -> None:
-        """Records an appended batch (its header with its assigned offsets); batches without
-        a producer id only move ``end_offset``. No check: a follower takes its leader's
-        batches as they are, and a leader calls ``check`` first."""
-        self.end_offset = max(self.end_offset, header.base_offset + header.last_offset_delta + 1)
+    def update(self, header: BatchHeader, base_offset: int, max_timestamp: int) -> None:
+        """Records an appended batch: its header, and the base offset and max timestamp it
+        was stored with (a leader's are assigned by the append; a follower's are in the
+        header). Batches without a producer id, and control batches, leave no entry. No
+        check: a follower takes its leader's batches as they are, and a leader calls
+        ``check`` first."""
+        last_offset = base_offset + header.last_offset_delta
+        if last_offset >= self.end_offset:
+            self.end_offset = last_offset + 1
         producer_id = header.producer_id
-        if producer_id < 0 or header.is_control:
+        if producer_id < 0 or header.attributes & _CONTROL_BIT:
             return
+        base_sequence = header.base_sequence
         batch = BatchMetadata(
-            header.base_sequence,
-            last_sequence(header.base_sequence, header.last_offset_delta),
-            header.base_offset,
-            header.base_offset + header.last_offset_delta,
-            header.max_timestamp,
+            base_sequence,
+            (base_sequence + header.last_offset_delta) & MAX_SEQUENCE,
+            base_offset,
+            last_offset,
+            max_timestamp,
         )
         entry = self._producers.get(producer_id)
-        if entry is None or entry.producer_epoch != header.producer_epoch:
-            batches: tuple[BatchMetadata, ...] = (batch,)
+        if entry is None:
+            self._producers[producer_id] = ProducerEntry(
+                producer_id, header.producer_epoch, (batch,), max_timestamp
+            )
+            return
+        if entry.producer_epoch == header.producer_epoch:
+            batches = entry.batches
+            batches = (
+                (*batches[1:], batch) if len(batches) >= MAX_CACHED_BATCHES else (*batches, batch)
+            )
         else:
-            batches = (*entry.batches[-(MAX_CACHED_BATCHES - 1) :], batch)
-        last_timestamp = header.max_timestamp
-        if entry is not None:
-            last_timestamp = max(last_timestamp, entry.last_timestamp)
+            batches = (batch,)
         self._producers[producer_id] = ProducerEntry(
-            producer_id, header.producer_epoch, batches, last_timestamp
+            producer_id,
+            header.producer_epoch,
+            batches,
+            max_timestamp if max_timestamp > entry.last_timestamp else entry.last_timestamp,
         )
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:

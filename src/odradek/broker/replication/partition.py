@@ -214,9 +214,7 @@ class Partition:
                 self.log.log_start_offset,
             )
         info = self.log.append(data, leader_epoch=self.leader_epoch)
-        state.update(
-            header._replace(base_offset=info.first_offset, max_timestamp=info.max_timestamp)
-        )
+        state.update(header, info.first_offset, info.max_timestamp)
         self._after_producer_append()
         self._maybe_advance_high_watermark()
         return info
@@ -492,7 +490,7 @@ class Partition:
         while position < end:
             header = parse_header(data, position)
             if header.producer_id >= 0:
-                state.update(header)
+                state.update(header, header.base_offset, header.max_timestamp)
                 recorded = True
             position += header.size
         if recorded:
