@@ -1,15 +1,15 @@
 """What enforcing idempotence costs on the produce path: idempotent batches against plain ones,
 measured in the same run.
 
-Two levels, each as the ratio idempotent / plain (1.00 = free):
+Two levels, each as the median ratio idempotent / plain over paired rounds (1.00 = free):
 
 - partition: ``Partition.append_as_leader`` over a real log of prebuilt batches of 1, 10 and 130
   records of 100 B (≈ 0.1, 1 and 16 KB) — plain batches (producer id -1) take the log's fast
   path alone; idempotent ones (one producer, sequences in order) also parse the header, check
-  the sequence and record the batch. Best of ``--rounds`` alternating rounds.
+  the sequence and record the batch. The two partitions append in turns of 200.
 - broker: confluent-kafka producing ``--records`` × 100 B to an embedded broker over
   127.0.0.1 with ``enable.idempotence`` false (acks=all) and true (acks=all, as idempotence
-  requires), records/s, best of ``--rounds`` alternating rounds.
+  requires), records/s, one after the other in each round.
 
     .venv/bin/python bench/idempotent_produce.py [--appends 20000] [--records 200000]
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import struct
 import tempfile
 import time
@@ -61,21 +62,28 @@ def batches(records: int, count: int, producer_id: int) -> list[bytes]:
     return made
 
 
-def append_rate(data: list[bytes]) -> float:
-    """Appends per second of ``data`` through a leader partition over a fresh log."""
+def append_rates(plain: list[bytes], idempotent: list[bytes], chunk: int) -> tuple[float, float]:
+    """Appends per second of each list through its own leader partition over a fresh log,
+    interleaved ``chunk`` appends at a time (both see the same load on a shared machine)."""
     directory = tempfile.mkdtemp(prefix="odradek-idem-bench-")
-    log = Log.open(directory, TP, LogConfig(), clock=SYSTEM_CLOCK)
-    partition = Partition(TP, log, broker_id=0, replicas=[0], clock=SYSTEM_CLOCK)
+    partitions = []
+    for name in ("plain", "idempotent"):
+        log = Log.open(os.path.join(directory, name), TP, LogConfig(), clock=SYSTEM_CLOCK)
+        partitions.append(Partition(TP, log, broker_id=0, replicas=[0], clock=SYSTEM_CLOCK))
+    elapsed = [0.0, 0.0]
     try:
-        append = partition.append_as_leader
-        start = time.perf_counter()
-        for batch in data:
-            append(batch)
-        elapsed = time.perf_counter() - start
+        for begin in range(0, len(plain), chunk):
+            for kind, data in enumerate((plain, idempotent)):
+                append = partitions[kind].append_as_leader
+                start = time.perf_counter()
+                for batch in data[begin : begin + chunk]:
+                    append(batch)
+                elapsed[kind] += time.perf_counter() - start
     finally:
-        log.close()
+        for partition in partitions:
+            partition.log.close()
         shutil.rmtree(directory, ignore_errors=True)
-    return len(data) / elapsed
+    return len(plain) / elapsed[0], len(idempotent) / elapsed[1]
 
 
 def produce_rate(bootstrap: str, topic: str, records: int, idempotent: bool) -> float:
@@ -118,32 +126,31 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
-    print(f"partition.append_as_leader, appends/s (best of {args.rounds})")
+    print(f"partition.append_as_leader, appends/s (median of {args.rounds} paired rounds)")
     for records in (1, 10, 130):
         plain = batches(records, args.appends, -1)
         idempotent = batches(records, args.appends, 7)
-        best = {"plain": 0.0, "idempotent": 0.0}
-        for _ in range(args.rounds):
-            best["plain"] = max(best["plain"], append_rate(plain))
-            best["idempotent"] = max(best["idempotent"], append_rate(idempotent))
+        rounds = [append_rates(plain, idempotent, 200) for _ in range(args.rounds)]
+        plain_rate = statistics.median(r[0] for r in rounds)
+        idempotent_rate = statistics.median(r[1] for r in rounds)
+        ratio = statistics.median(r[1] / r[0] for r in rounds)
         print(
-            f"  {records:4d} records/batch: plain {best['plain']:10,.0f}  idempotent "
-            f"{best['idempotent']:10,.0f}  ratio {best['idempotent'] / best['plain']:.2f}"
+            f"  {records:4d} records/batch: plain {plain_rate:10,.0f}  idempotent "
+            f"{idempotent_rate:10,.0f}  ratio {ratio:.2f}"
         )
 
-    print(f"confluent-kafka → embedded broker, {args.records} × 100 B, records/s")
+    print(f"confluent-kafka → embedded broker, {args.records} × 100 B, records/s (paired rounds)")
     with Broker(config={"num.partitions": 1}) as broker:
-        best = {"plain": 0.0, "idempotent": 0.0}
+        pairs = []
         for round_ in range(args.rounds):
-            for name, idempotent in (("plain", False), ("idempotent", True)):
-                rate = produce_rate(
-                    broker.bootstrap_servers, f"{name}-{round_}", args.records, idempotent
-                )
-                best[name] = max(best[name], rate)
-        print(
-            f"  plain (acks=all) {best['plain']:10,.0f}  idempotent {best['idempotent']:10,.0f}"
-            f"  ratio {best['idempotent'] / best['plain']:.2f}"
-        )
+            rates = [
+                produce_rate(broker.bootstrap_servers, f"{name}-{round_}", args.records, on)
+                for name, on in (("plain", False), ("idempotent", True))
+            ]
+            pairs.append(rates)
+            print(f"  round {round_}: plain {rates[0]:10,.0f}  idempotent {rates[1]:10,.0f}")
+        ratio = statistics.median(idem / plain for plain, idem in pairs)
+        print(f"  median ratio idempotent / plain (acks=all both) {ratio:.2f}")
 
 
 if __name__ == "__main__":

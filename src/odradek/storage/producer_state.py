@@ -72,6 +72,7 @@ NO_PRODUCER_EPOCH = -1
 _CONTROL_BIT = 0x20
 SNAPSHOT_VERSION = 1
 
+_new_tuple = tuple.__new__
 _SNAPSHOT_HEAD = struct.Struct(">hI")
 _COUNT = struct.Struct(">i")
 _ENTRY = struct.Struct(">qhqb")
@@ -216,17 +217,21 @@ class ProducerState:
         if producer_id < 0 or header.attributes & _CONTROL_BIT:
             return
         base_sequence = header.base_sequence
-        batch = BatchMetadata(
-            base_sequence,
-            (base_sequence + header.last_offset_delta) & MAX_SEQUENCE,
-            base_offset,
-            last_offset,
-            max_timestamp,
+        # tuple.__new__ skips the NamedTuples' Python-level __new__ (as ``Log.append`` does).
+        batch = _new_tuple(
+            BatchMetadata,
+            (
+                base_sequence,
+                (base_sequence + header.last_offset_delta) & MAX_SEQUENCE,
+                base_offset,
+                last_offset,
+                max_timestamp,
+            ),
         )
         entry = self._producers.get(producer_id)
         if entry is None:
-            self._producers[producer_id] = ProducerEntry(
-                producer_id, header.producer_epoch, (batch,), max_timestamp
+            self._producers[producer_id] = _new_tuple(
+                ProducerEntry, (producer_id, header.producer_epoch, (batch,), max_timestamp)
             )
             return
         if entry.producer_epoch == header.producer_epoch:
@@ -236,11 +241,14 @@ class ProducerState:
             )
         else:
             batches = (batch,)
-        self._producers[producer_id] = ProducerEntry(
-            producer_id,
-            header.producer_epoch,
-            batches,
-            max_timestamp if max_timestamp > entry.last_timestamp else entry.last_timestamp,
+        self._producers[producer_id] = _new_tuple(
+            ProducerEntry,
+            (
+                producer_id,
+                header.producer_epoch,
+                batches,
+                max_timestamp if max_timestamp > entry.last_timestamp else entry.last_timestamp,
+            ),
         )
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
