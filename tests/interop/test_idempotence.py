@@ -283,3 +283,39 @@ def test_raw_frames_duplicates_gaps_and_fenced_epochs(tmp_path: Path) -> None:
             assert produce(wire, idempotent_batch(producer_id, 1, 2))["base_offset"] == 4
         finally:
             wire.close()
+
+
+def test_a_restarted_broker_still_knows_the_producer_and_reuses_no_id(tmp_path: Path) -> None:
+    def init_producer_id(wire: Wire) -> int:
+        init = wire.request(
+            ApiKey.INIT_PRODUCER_ID, 0, {"transactional_id": None, "transaction_timeout": 60_000}
+        )
+        assert init["error_code"] == 0
+        return int(init["producer_id"])
+
+    with Broker(str(tmp_path), config={"num.partitions": 1}) as broker:
+        wire = Wire(broker.port)
+        try:
+            producer_id = init_producer_id(wire)
+            assert wire.create_topics({"raw": 1}) == {"raw": 0}
+            wait_until(lambda: wire.partitions_of("raw") == [0], what="topic raw")
+            for sequence in (0, 2, 4):
+                assert produce(wire, idempotent_batch(producer_id, 0, sequence))["error_code"] == 0
+        finally:
+            wire.close()
+    # The clean shutdown wrote the producer state beside the segments.
+    assert sorted(p.name for p in (tmp_path / "raw-0").glob("*.snapshot")) == [
+        "00000000000000000006.snapshot"
+    ]
+
+    with Broker(str(tmp_path), config={"num.partitions": 1}) as broker:
+        wire = Wire(broker.port)
+        try:
+            assert init_producer_id(wire) >= producer_id + 1000  # a new block, never reused
+            wait_until(lambda: wire.partitions_of("raw") == [0], what="topic raw")
+            retried = produce(wire, idempotent_batch(producer_id, 0, 4))
+            assert (retried["error_code"], retried["base_offset"]) == (0, 4)
+            assert produce(wire, idempotent_batch(producer_id, 0, 6))["base_offset"] == 6
+            assert produce(wire, idempotent_batch(producer_id, 0, 9))["error_code"] == 45
+        finally:
+            wire.close()
