@@ -181,13 +181,18 @@ def test_delete_records_keeps_the_producer_state(tmp_path: Path) -> None:
     log.close()
 
 
-def test_idle_producers_expire_on_the_check_interval(tmp_path: Path) -> None:
+def test_idle_producers_expire_by_the_brokers_clock(tmp_path: Path) -> None:
     clock = MockClock()
     log = open_log(tmp_path)
     partition = partition_over(log, clock, producer_id_expiration_ms=1_000)
-    partition.append_as_leader(batch(0))  # max timestamp 1_001
+    partition.append_as_leader(batch(0))  # CreateTime 1_000: decades old, which changes nothing
+    clock.advance(600)
+    partition.append_as_leader(batch(2))
+    clock.advance(600)
+    partition.append_as_leader(batch(0, pid=43))  # the check runs: PID appended 600 ms ago
+    assert partition.producer_state.get(PID) is not None
     clock.advance(10_000)
-    partition.append_as_leader(batch(0, pid=43))  # the check runs on this append
+    partition.append_as_leader(batch(2, pid=43))  # the check runs again
     assert partition.producer_state.get(PID) is None
-    assert refused(partition, batch(2)) is ErrorCode.UNKNOWN_PRODUCER_ID
+    assert refused(partition, batch(4)) is ErrorCode.UNKNOWN_PRODUCER_ID
     log.close()

@@ -36,9 +36,10 @@ def header(
 
 
 def appended(state: ProducerState, h: BatchHeader, base_offset: int) -> None:
-    """What a leader does: check, then record the batch with its assigned offset."""
+    """What a leader does: check, then record the batch with its assigned offset (appended
+    at the time of its max timestamp)."""
     assert state.check(h) is None
-    state.update(h, base_offset, h.max_timestamp)
+    state.update(h, base_offset, h.max_timestamp, now_ms=h.max_timestamp)
 
 
 def code_of(state: ProducerState, h: BatchHeader) -> ErrorCode:
@@ -107,7 +108,7 @@ def test_sequences_wrap_from_the_largest_int32_to_0() -> None:
     state = ProducerState()
     appended(state, header(0), 0)
     # A producer far along: follower-style updates take it near the end of the range.
-    state.update(header(MAX_SEQUENCE - 2, 2), 1, 1_000)  # MAX-2 .. MAX-1
+    state.update(header(MAX_SEQUENCE - 2, 2), 1, 1_000, 1_000)  # MAX-2 .. MAX-1
     appended(state, header(MAX_SEQUENCE, 3), 3)  # MAX, 0, 1
     entry = state.get(PID)
     assert entry is not None
@@ -119,12 +120,12 @@ def test_sequences_wrap_from_the_largest_int32_to_0() -> None:
 
 def test_batches_without_a_producer_id_or_control_batches_leave_no_entry() -> None:
     state = ProducerState()
-    state.update(header(-1, 4, producer_id=-1), 0, 1_000)
+    state.update(header(-1, 4, producer_id=-1), 0, 1_000, 1_000)
     assert len(state) == 0
     assert state.end_offset == 4
 
 
-def test_producers_expire_after_the_expiration_time_of_their_last_batch() -> None:
+def test_producers_expire_after_the_expiration_time_since_their_last_append() -> None:
     state = ProducerState()
     appended(state, header(0, timestamp=1_000), 0)
     appended(state, header(0, producer_id=8, timestamp=5_000), 1)

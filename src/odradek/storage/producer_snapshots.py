@@ -77,9 +77,9 @@ def delete_snapshots_after(directory: str, offset: int) -> None:
             _remove(directory, found)
 
 
-def load_producer_state(log: Log) -> ProducerState:
+def load_producer_state(log: Log, now_ms: int) -> ProducerState:
     """The producer state of ``log`` up to its log end offset: the newest usable snapshot,
-    then every batch header after it."""
+    then every batch header after it (its producers count as appended at ``now_ms``)."""
     directory = log.directory
     log_end_offset = log.log_end_offset
     delete_snapshots_after(directory, log_end_offset)
@@ -101,7 +101,7 @@ def load_producer_state(log: Log) -> ProducerState:
         state = ProducerState(log.log_start_offset)
     scanned = 0
     for header in batch_headers_from(log, state.end_offset):
-        state.update(header, header.base_offset, header.max_timestamp)
+        state.update(header, header.base_offset, header.max_timestamp, now_ms)
         scanned += 1
     state.end_offset = log_end_offset
     if scanned:

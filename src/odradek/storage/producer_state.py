@@ -23,8 +23,12 @@ Rules kept on the leader (Kafka's ``ProducerAppendInfo``, KIP-98 and KIP-360):
   records went with retention or DeleteRecords is kept until it expires (KIP-360), so that
   case does not arise from moving the log start offset.
 
-Entries expire ``producer.id.expiration.ms`` after their last batch's max timestamp
-(``remove_expired``), as Kafka does.
+Entries expire ``producer.id.expiration.ms`` after their last append by the broker's clock
+(``remove_expired``). Kafka counts from the batch's max timestamp, which is the producer's
+CreateTime: a producer writing records with timestamps over a day old (a replay, a backfill)
+would lose its state at every expiry check and get UNKNOWN_PRODUCER_ID; the append time cannot
+be set by a client. State rebuilt by scanning the log counts its producers as appended at load
+time (the scan does not know when they were).
 
 Snapshots: the whole state as bytes (``encode_snapshot`` / ``decode_snapshot``), stored by
 ``producer_snapshots`` as ``<offset>.snapshot`` where the offset is the log end offset the
@@ -204,12 +208,15 @@ class ProducerState:
             )
         return None
 
-    def update(self, header: BatchHeader, base_offset: int, max_timestamp: int) -> None:
+    def update(
+        self, header: BatchHeader, base_offset: int, max_timestamp: int, now_ms: int
+    ) -> None:
         """Records an appended batch: its header, and the base offset and max timestamp it
         was stored with (a leader's are assigned by the append; a follower's are in the
-        header). Batches without a producer id, and control batches, leave no entry. No
-        check: a follower takes its leader's batches as they are, and a leader calls
-        ``check`` first."""
+        header), appended at ``now_ms`` (the broker's clock: the entry expires by it).
+        Batches without a producer id, and control batches, leave no entry. No check: a
+        follower takes its leader's batches as they are, and a leader calls ``check``
+        first."""
         last_offset = base_offset + header.last_offset_delta
         if last_offset >= self.end_offset:
             self.end_offset = last_offset + 1
@@ -231,7 +238,7 @@ class ProducerState:
         entry = self._producers.get(producer_id)
         if entry is None:
             self._producers[producer_id] = _new_tuple(
-                ProducerEntry, (producer_id, header.producer_epoch, (batch,), max_timestamp)
+                ProducerEntry, (producer_id, header.producer_epoch, (batch,), now_ms)
             )
             return
         if entry.producer_epoch == header.producer_epoch:
@@ -247,7 +254,7 @@ class ProducerState:
                 producer_id,
                 header.producer_epoch,
                 batches,
-                max_timestamp if max_timestamp > entry.last_timestamp else entry.last_timestamp,
+                now_ms,
             ),
         )
 

@@ -143,7 +143,7 @@ class Partition:
         newest snapshot and the batches after it."""
         state = self._producer_state
         if state is None:
-            state = self._producer_state = load_producer_state(self.log)
+            state = self._producer_state = load_producer_state(self.log, self._clock.now_ms())
             self._snapshot_segment = self.log.segments()[-1].base_offset
         return state
 
@@ -214,15 +214,15 @@ class Partition:
                 self.log.log_start_offset,
             )
         info = self.log.append(data, leader_epoch=self.leader_epoch)
-        state.update(header, info.first_offset, info.max_timestamp)
-        self._after_producer_append()
+        now_ms = self._clock.now_ms()
+        state.update(header, info.first_offset, info.max_timestamp, now_ms)
+        self._after_producer_append(now_ms)
         self._maybe_advance_high_watermark()
         return info
 
-    def _after_producer_append(self) -> None:
+    def _after_producer_append(self, now_ms: int) -> None:
         """Snapshots the producer state when the log rolled; expires idle producers every
         ``producer.id.expiration.check.interval.ms``."""
-        now_ms = self._clock.now_ms()
         if now_ms >= self._next_expiry_check_ms:
             self._next_expiry_check_ms = now_ms + min(
                 self._producer_id_expiration_ms, DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
@@ -487,14 +487,15 @@ class Partition:
         position = 0
         end = len(data)
         recorded = False
+        now_ms = self._clock.now_ms()
         while position < end:
             header = parse_header(data, position)
             if header.producer_id >= 0:
-                state.update(header, header.base_offset, header.max_timestamp)
+                state.update(header, header.base_offset, header.max_timestamp, now_ms)
                 recorded = True
             position += header.size
         if recorded:
-            self._after_producer_append()
+            self._after_producer_append(now_ms)
         return info
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> bool:
@@ -523,7 +524,7 @@ class Partition:
             return  # loads from what is left when first used
         if any(entry.last_offset >= log_end_offset for entry in state.entries()):
             self._producer_state = None  # reloaded below the truncation point
-            self._producer_state = load_producer_state(self.log)
+            self._producer_state = load_producer_state(self.log, self._clock.now_ms())
         else:
             state.end_offset = log_end_offset
         self._snapshot_segment = self.log.segments()[-1].base_offset
