@@ -82,6 +82,18 @@ def test_gaps_fenced_epochs_and_unknown_producers_append_nothing(tmp_path: Path)
     log.close()
 
 
+@pytest.mark.parametrize("sequence", [0, 6], ids=["duplicate", "gap"])
+def test_a_damaged_batch_is_corrupt_whatever_its_sequence(tmp_path: Path, sequence: int) -> None:
+    log = open_log(tmp_path)
+    partition = partition_over(log)
+    partition.append_as_leader(batch(0))
+    damaged = bytearray(batch(sequence))
+    damaged[-1] ^= 0xFF  # a record byte: the CRC no longer matches
+    assert refused(partition, bytes(damaged)) is ErrorCode.CORRUPT_MESSAGE
+    assert partition.log_end_offset == 2
+    log.close()
+
+
 def test_a_follower_rebuilds_the_state_and_dedups_once_leader(tmp_path: Path) -> None:
     leader_log = open_log(tmp_path / "leader")
     leader = partition_over(leader_log)

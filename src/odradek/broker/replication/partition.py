@@ -50,7 +50,7 @@ from odradek.broker.replication.isr import (
     reset_follower,
 )
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
-from odradek.records.batch import HEADER_SIZE, parse_header
+from odradek.records.batch import HEADER_SIZE, parse_header, validate_batch
 from odradek.storage.leader_epoch_cache import EpochEndOffset
 from odradek.storage.log import AppendInfo, Log, LogReadInfo
 from odradek.storage.producer_snapshots import (
@@ -192,8 +192,16 @@ class Partition:
                 code=ErrorCode.INVALID_RECORD,
             )
         state = self.producer_state
-        duplicate = state.check(header)
+        try:
+            duplicate = state.check(header)
+        except KafkaError:
+            # Kafka validates before it looks at sequences: a corrupt batch is
+            # CORRUPT_MESSAGE (retriable), whatever its damaged header says. The in-order
+            # case needs no extra pass: the append validates it.
+            validate_batch(data)
+            raise
         if duplicate is not None:
+            validate_batch(data)  # a damaged retry is not answered as a success
             logger.debug(
                 "%s: producer %d epoch %d sequences %d-%d already at offsets %d-%d",
                 self.topic_partition,
