@@ -8,8 +8,10 @@ Two levels, each as the median ratio idempotent / plain over paired rounds (1.00
   path alone; idempotent ones (one producer, sequences in order) also parse the header, check
   the sequence and record the batch. The two partitions append in turns of 200.
 - broker: confluent-kafka producing ``--records`` × 100 B to an embedded broker over
-  127.0.0.1 with ``enable.idempotence`` false (acks=all) and true (acks=all, as idempotence
-  requires), records/s, one after the other in each round.
+  127.0.0.1 with ``enable.idempotence`` false and true (acks=all and 5 requests in flight
+  for both, as idempotence requires), records/s, one after the other in each round, and how
+  many records the client put in each stored batch (what the broker's per-batch cost is
+  spread over).
 
     .venv/bin/python bench/idempotent_produce.py [--appends 20000] [--records 200000]
 """
@@ -31,7 +33,7 @@ from odradek import Broker
 from odradek._clock import SYSTEM_CLOCK
 from odradek._types import TopicPartition
 from odradek.broker.replication.partition import Partition
-from odradek.records.batch import CRC_OFFSET, compute_crc
+from odradek.records.batch import CRC_OFFSET, compute_crc, iter_batches
 from odradek.records.codec import build_batch
 from odradek.records.record import SimpleRecord
 from odradek.storage.config import LogConfig
@@ -92,6 +94,8 @@ def produce_rate(bootstrap: str, topic: str, records: int, idempotent: bool) -> 
             "bootstrap.servers": bootstrap,
             "acks": "all",
             "enable.idempotence": idempotent,
+            # Idempotence caps it at 5: the plain producer too, so only idempotence differs.
+            "max.in.flight.requests.per.connection": 5,
             "linger.ms": 5,
             "batch.size": 1_000_000,
         }
@@ -117,6 +121,18 @@ def produce_rate(bootstrap: str, topic: str, records: int, idempotent: bool) -> 
     elapsed = time.perf_counter() - start
     assert not failed, failed[:3]
     return records / elapsed
+
+
+def records_per_batch(broker: Broker, topic: str) -> float:
+    """How many records the client put in each batch the broker stored (the client's
+    batching, which the broker's per-batch cost is spread over)."""
+    topics = broker.app.topics
+    assert topics is not None
+    partition = topics.replicas.get(TopicPartition(topic, 0))
+    assert partition is not None
+    data = partition.log.read(0, 1 << 30).read_bytes()
+    headers = [header for _, header in iter_batches(data)]
+    return sum(h.records_count for h in headers) / len(headers)
 
 
 def main() -> None:
@@ -151,6 +167,9 @@ def main() -> None:
             print(f"  round {round_}: plain {rates[0]:10,.0f}  idempotent {rates[1]:10,.0f}")
         ratio = statistics.median(idem / plain for plain, idem in pairs)
         print(f"  median ratio idempotent / plain (acks=all both) {ratio:.2f}")
+        for name in ("plain", "idempotent"):
+            counts = [records_per_batch(broker, f"{name}-{r}") for r in range(args.rounds)]
+            print(f"  {name}: {statistics.mean(counts):,.0f} records per stored batch")
 
 
 if __name__ == "__main__":
