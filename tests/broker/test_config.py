@@ -4,6 +4,7 @@ mapping, errors that name the setting, and the DescribeConfigs view."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from odradek.broker.config import (
     Listener,
     parse_properties,
 )
+from odradek.broker.kafka_settings import KAFKA_BROKER_SETTINGS
 from odradek.errors import ConfigError
 from odradek.storage.config import BROKER_NAMES, LogConfig
 
@@ -146,6 +148,41 @@ def test_unknown_setting_in_file_fails(tmp_path: Path) -> None:
 def test_unknown_override_fails() -> None:
     with pytest.raises(ConfigError, match="unknown setting 'brokerid'"):
         BrokerConfig.from_properties(None, {"brokerid": "1"})
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "num.io.threads",
+        "transaction.state.log.min.isr",
+        "listener.name.internal.ssl.keystore.location",
+        "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config",
+    ],
+)
+def test_a_kafka_setting_odradek_does_not_implement_is_accepted_and_named(name: str) -> None:
+    config = BrokerConfig.from_mapping({name: "x", "num.partitions": "2"})
+    assert config.unimplemented == ((name, "x"),)
+    assert config.num_partitions == 2
+    [warning] = config.unimplemented_warnings()
+    assert f"'{name}'" in warning
+    assert "no effect" in warning
+    assert config.describe()[name].value == "x"
+
+
+@pytest.mark.parametrize(
+    "name", ["num.io.thread", "listener.name.internal.no.such.setting", "listener.name..x"]
+)
+def test_a_name_kafka_does_not_know_still_stops_the_start(name: str) -> None:
+    with pytest.raises(ConfigError, match=f"unknown setting '{re.escape(name)}'"):
+        BrokerConfig.from_mapping({name: "1"})
+
+
+def test_node_id_is_the_broker_id_unless_broker_id_is_given() -> None:
+    assert BrokerConfig.from_mapping({"node.id": "3"}).broker_id == 3
+    assert BrokerConfig.from_mapping({"node.id": "3", "broker.id": "3"}).broker_id == 3
+    assert BrokerConfig.from_mapping({}).broker_id == 0
+    with pytest.raises(ConfigError, match=r"node\.id 3 and broker\.id 4 must agree"):
+        BrokerConfig.from_mapping({"node.id": "3", "broker.id": "4"})
 
 
 def test_mapping_accepts_ints_and_bools() -> None:
@@ -340,7 +377,8 @@ def test_describe_marks_explicit_settings_and_normalises_values() -> None:
         }
     )
     entries = config.describe()
-    assert set(entries) == SETTING_NAMES
+    assert set(entries) == SETTING_NAMES | KAFKA_BROKER_SETTINGS.keys()
+    assert {name for name, entry in entries.items() if entry.implemented} == SETTING_NAMES
     assert entries["broker.id"].value == "2"
     assert not entries["broker.id"].is_default
     assert entries["auto.create.topics.enable"].value == "true"
@@ -351,7 +389,8 @@ def test_describe_marks_explicit_settings_and_normalises_values() -> None:
     assert entries["num.partitions"].is_default
     assert entries["log.retention.ms"].value is None
     assert entries["zookeeper.connect"].value is None
-    assert all(entry.read_only and not entry.sensitive for entry in entries.values())
+    assert all(entry.read_only for entry in entries.values())
+    assert not any(entries[name].sensitive for name in SETTING_NAMES)
 
 
 def test_settings_are_strings_of_every_valued_setting() -> None:

@@ -50,10 +50,14 @@ class Served:
         overrides: more ``-o NAME=VALUE`` settings.
     """
 
-    def __init__(self, data_dir: Path, stderr_path: Path, *overrides: str) -> None:
+    def __init__(
+        self, data_dir: Path, stderr_path: Path, *overrides: str, config_path: Path | None = None
+    ) -> None:
         self.data_dir = data_dir
         self.stderr_path = stderr_path
         args = ["serve", "-o", "listeners=PLAINTEXT://127.0.0.1:0", "-o", f"log.dirs={data_dir}"]
+        if config_path is not None:
+            args += ["--config", str(config_path)]
         for override in overrides:
             args += ["-o", override]
         self._stderr: IO[bytes] = stderr_path.open("ab")
@@ -121,7 +125,9 @@ class Served:
 
 
 class ServeFactory(Protocol):
-    def __call__(self, data_dir: Path | None = None, *overrides: str) -> Served: ...
+    def __call__(
+        self, data_dir: Path | None = None, *overrides: str, config_path: Path | None = None
+    ) -> Served: ...
 
 
 @pytest.fixture
@@ -129,9 +135,14 @@ def serve(tmp_path: Path) -> Iterator[ServeFactory]:
     """Starts ``odradek serve`` processes; every one is stopped at the end of the test."""
     started: list[Served] = []
 
-    def start(data_dir: Path | None = None, *overrides: str) -> Served:
+    def start(
+        data_dir: Path | None = None, *overrides: str, config_path: Path | None = None
+    ) -> Served:
         served = Served(
-            data_dir or tmp_path / "data", tmp_path / f"serve-{len(started)}.log", *overrides
+            data_dir or tmp_path / "data",
+            tmp_path / f"serve-{len(started)}.log",
+            *overrides,
+            config_path=config_path,
         )
         started.append(served)
         return served

@@ -157,6 +157,7 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         ("CREATE_PARTITIONS", 2),
         ("CREATE_PARTITIONS", 3),
         ("INCREMENTAL_ALTER_CONFIGS", 1),
+        ("ALTER_CONFIGS", 2),
         ("DESCRIBE_CLUSTER", 0),
         ("DESCRIBE_CLUSTER", 1),
         ("DESCRIBE_CLUSTER", 2),

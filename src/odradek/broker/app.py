@@ -29,6 +29,7 @@ from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
+    alter_configs,
     alter_partition,
     alter_partition_reassignments,
     alter_replica_log_dirs,
@@ -103,6 +104,7 @@ HANDLER_MODULES = (
     create_partitions,
     describe_configs,
     incremental_alter_configs,
+    alter_configs,
     delete_records,
     describe_cluster,
     join_group,
@@ -191,6 +193,8 @@ class BrokerApp:
 
     async def start(self) -> None:
         config = self.config
+        for warning in config.unimplemented_warnings():
+            logger.warning("%s", warning)
         self.store = await self._open_store()
         if isinstance(self.store, ZooKeeperMetadataStore):
             loop = asyncio.get_running_loop()

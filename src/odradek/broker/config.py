@@ -1,8 +1,12 @@
 """``BrokerConfig``: the broker's static settings, by Kafka's names, from ``server.properties``.
 
 Sources, later winning: Kafka's defaults (adapted where noted), a Java properties file, then
-command-line overrides. Every name must be known and every value valid, or ``ConfigError``
-names the setting; nothing is silently ignored.
+command-line overrides. Every value of a setting odradek implements must be valid, or
+``ConfigError`` names the setting. A Kafka broker setting odradek does not implement (any name
+in ``broker.kafka_settings``) is accepted and kept in ``unimplemented``: the broker logs one
+warning line per such setting at start and DescribeConfigs reports it as having no effect. A
+name that is not a Kafka setting at all is refused (a typo must not pass); nothing is silently
+ignored.
 
 Deviations from Kafka, on purpose:
 
@@ -16,6 +20,8 @@ Deviations from Kafka, on purpose:
   Kafka also uses it as the default of ``log.flush.interval.ms``; we do so only when it is set
   explicitly, so our 1000 ms default does not turn into an fsync of every log every second.
 - Only ``PLAINTEXT`` listeners exist, so a listener's name is its security protocol.
+- ``node.id`` (KRaft's name of the broker's id) is the broker id when ``broker.id`` is not
+  given; given both, they must agree.
 - The properties file is read as UTF-8 (Java reads ISO-8859-1; both agree on ASCII).
 """
 
@@ -28,11 +34,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.broker.group.config import GroupConfig
+from odradek.broker.kafka_settings import KAFKA_BROKER_SETTINGS, kafka_setting_base
 from odradek.broker.limits import BrokerLimits, parse_overrides, render_overrides
 from odradek.errors import ConfigError
 from odradek.storage.cleaner.config import BROKER_NAMES as CLEANER_BROKER_NAMES
 from odradek.storage.cleaner.config import CleanerConfig
-from odradek.storage.config import BROKER_NAMES, LogConfig
+from odradek.storage.config import BROKER_NAMES, LogConfig, broker_synonyms
 
 _MAX_SHORT = 2**15 - 1
 _MAX_INT = 2**31 - 1
@@ -183,7 +190,9 @@ class ConfigEntry:
     ``value`` is ``None`` for a setting without a value (Kafka's null). ``is_default`` means
     not set in the file or overrides (config source DEFAULT_CONFIG, else
     STATIC_BROKER_CONFIG). Every setting is ``read_only``: there are no dynamic broker configs
-    yet.
+    yet. ``kafka_type`` is Kafka's ConfigDef type name (``"UNKNOWN"`` for odradek's own
+    settings of no simple type); ``implemented`` is false for a Kafka setting odradek accepts
+    without effect, whose ``documentation`` says so.
     """
 
     name: str
@@ -191,6 +200,9 @@ class ConfigEntry:
     is_default: bool
     read_only: bool = True
     sensitive: bool = False
+    kafka_type: str = "UNKNOWN"
+    implemented: bool = True
+    documentation: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +254,9 @@ class BrokerConfig:
     #: it waits for the replication before answering COORDINATOR_NOT_AVAILABLE.
     offsets_commit_required_acks: int = -1
     offsets_commit_timeout_ms: int = 5_000
+    #: The Kafka settings given that odradek does not implement (accepted, no effect), by
+    #: name, as given.
+    unimplemented: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_properties(
@@ -272,14 +287,20 @@ class BrokerConfig:
         bools are accepted for convenience).
 
         Raises:
-            ConfigError: an unknown name or an invalid value; the message names the setting.
+            ConfigError: a name that is not a Kafka broker setting (nor one of odradek's own),
+                an invalid value, or ``broker.id`` and ``node.id`` that disagree; the message
+                names the setting.
         """
         raw: dict[str, str] = {}
+        unimplemented: dict[str, str] = {}
         for name, value in settings.items():
-            if name not in _SETTINGS:
+            text = (str(value).lower() if isinstance(value, bool) else str(value)).strip()
+            if name in _SETTINGS:
+                raw[name] = text
+            elif kafka_setting_base(name) is not None:
+                unimplemented[name] = text
+            else:
                 raise ConfigError(f"unknown setting {name!r}")
-            text = str(value).lower() if isinstance(value, bool) else str(value)
-            raw[name] = text.strip()
         parsed: dict[str, Any] = {}
         originals: dict[str, str] = {}
         for name, text in raw.items():
@@ -294,11 +315,17 @@ class BrokerConfig:
             setting = _SETTINGS[name]
             return None if setting.default is None else setting.parse(name, setting.default)
 
+        broker_id: int = get("broker.id")
+        node_id: int = get("node.id")
+        if "broker.id" not in parsed and node_id >= 0:
+            broker_id = node_id
+        elif node_id >= 0 and node_id != broker_id:
+            raise ConfigError(f"node.id {node_id} and broker.id {broker_id} must agree")
         listeners: tuple[Listener, ...] = get("listeners")
         advertised = _advertised(listeners, parsed.get("advertised.listeners"))
         log_dirs: tuple[str, ...] = get("log.dirs") or get("log.dir")
         return cls(
-            broker_id=get("broker.id"),
+            broker_id=broker_id,
             listeners=listeners,
             advertised_listeners=advertised,
             log_dirs=log_dirs,
@@ -343,25 +370,71 @@ class BrokerConfig:
             ),
             offsets_commit_required_acks=get("offsets.commit.required.acks"),
             offsets_commit_timeout_ms=get("offsets.commit.timeout.ms"),
+            unimplemented=tuple(sorted(unimplemented.items())),
         )
 
     def describe(self) -> dict[str, ConfigEntry]:
-        """Every setting, by name, with its value and whether it is the default
-        (DescribeConfigs on the broker resource)."""
+        """Every setting, by name (DescribeConfigs on the broker resource): the ones odradek
+        implements with their values, and every other Kafka broker setting with the value
+        given or Kafka's default, marked as not implemented. Kafka's PASSWORD settings are
+        sensitive."""
         given = dict(self.originals)
+        ignored = dict(self.unimplemented)
         entries = {}
-        for name in sorted(_SETTINGS):
-            if name in given:
-                entries[name] = ConfigEntry(name, given[name], is_default=False)
-            else:
-                entries[name] = ConfigEntry(name, _SETTINGS[name].default, is_default=True)
+        for name in sorted(_SETTINGS.keys() | KAFKA_BROKER_SETTINGS.keys() | ignored.keys()):
+            kafka = kafka_setting_base(name)
+            kafka_type = kafka.type if kafka is not None else _ODRADEK_TYPES.get(name, "UNKNOWN")
+            sensitive = kafka_type == "PASSWORD"
+            if name in _SETTINGS:
+                is_default = name not in given
+                value = _SETTINGS[name].default if is_default else given[name]
+                entries[name] = ConfigEntry(
+                    name, value, is_default, sensitive=sensitive, kafka_type=kafka_type
+                )
+                continue
+            is_default = name not in ignored
+            value = kafka.default if is_default and kafka is not None else ignored.get(name)
+            entries[name] = ConfigEntry(
+                name,
+                value,
+                is_default,
+                sensitive=sensitive,
+                kafka_type=kafka_type,
+                implemented=False,
+                documentation=NOT_IMPLEMENTED_DOC,
+            )
         return entries
 
+    def unimplemented_warnings(self) -> list[str]:
+        """One line per Kafka setting given that odradek does not implement."""
+        return [
+            f"setting {name!r} is a Kafka broker setting odradek does not implement; "
+            "it has no effect"
+            for name, _value in self.unimplemented
+        ]
+
     def settings(self) -> dict[str, str]:
-        """Every setting that has a value, by name, as strings (explicit or default)."""
+        """Every implemented setting that has a value, by name, as strings (explicit or
+        default)."""
         return {
-            name: entry.value for name, entry in self.describe().items() if entry.value is not None
+            name: entry.value
+            for name, entry in self.describe().items()
+            if entry.value is not None and entry.implemented
         }
+
+
+def topic_config_fallbacks(
+    topic_config: str, described: Mapping[str, ConfigEntry]
+) -> list[ConfigEntry]:
+    """The broker settings (from ``BrokerConfig.describe()``) a topic config takes its value
+    from when the topic does not override it, in Kafka's order of precedence."""
+    return [described[name] for name in broker_synonyms(topic_config)]
+
+
+#: DescribeConfigs' documentation of a Kafka setting odradek accepts without effect.
+NOT_IMPLEMENTED_DOC = (
+    "A Kafka broker setting that odradek accepts but does not implement: it has no effect."
+)
 
 
 def _group_config(get: Callable[[str], Any]) -> GroupConfig:
@@ -499,6 +572,7 @@ def _int_setting(default: int | None, minimum: int, maximum: int = _MAX_INT) -> 
 
 _SETTINGS: dict[str, _Setting] = {
     "broker.id": _int_setting(0, 0),
+    "node.id": _int_setting(-1, -1),
     "listeners": _Setting(_listeners, _render_list, DEFAULT_LISTENERS),
     "advertised.listeners": _Setting(_listeners, _render_list, None),
     "log.dirs": _Setting(_directories, _render_list, None),
@@ -657,8 +731,17 @@ _CLEANER_SETTINGS: dict[str, _Setting] = {
 }
 _SETTINGS.update(_CLEANER_SETTINGS)
 
-#: Every setting name BrokerConfig accepts.
+#: Every setting name BrokerConfig implements.
 SETTING_NAMES: frozenset[str] = frozenset(_SETTINGS)
+
+#: The ConfigDef types of odradek's own settings (the others take Kafka's).
+_ODRADEK_TYPES: dict[str, str] = {
+    "controller.mutation.rate": "DOUBLE",
+    "max.broker.partitions": "INT",
+    "max.partitions": "INT",
+    "max.partitions.per.request": "INT",
+    "offsets.commit.required.acks": "SHORT",
+}
 
 
 def _log_config(originals: Mapping[str, str]) -> LogConfig:

@@ -1,5 +1,5 @@
 """Typed, read-only views of admin request bodies: DeleteRecords, DescribeConfigs,
-IncrementalAlterConfigs, InitProducerId, DescribeCluster, DescribeLogDirs and
+AlterConfigs, IncrementalAlterConfigs, InitProducerId, DescribeCluster, DescribeLogDirs and
 OffsetForLeaderEpoch (the cold-path
 companions of ``protocol.requests``, under the same rules: fields every decoded version has, checked
 against kio's classes by tests/protocol/test_requests.py; accessors return ``Request.body``).
@@ -17,6 +17,9 @@ from typing import Protocol
 from odradek.protocol.codec import Request
 
 __all__ = [
+    "AlterConfigsEntryRequest",
+    "AlterConfigsReplaceResourceRequest",
+    "AlterConfigsRequestBody",
     "AlterConfigsResourceRequest",
     "AlterableConfigRequest",
     "DeleteRecordsPartitionRequest",
@@ -32,6 +35,7 @@ __all__ = [
     "OffsetForLeaderEpochRequestBody",
     "OffsetForLeaderPartitionRequest",
     "OffsetForLeaderTopicRequest",
+    "alter_configs_body",
     "delete_records_body",
     "describe_cluster_body",
     "describe_configs_body",
@@ -102,6 +106,29 @@ class IncrementalAlterConfigsRequestBody(Protocol):
     def validate_only(self) -> bool: ...
 
 
+class AlterConfigsEntryRequest(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> str | None: ...
+
+
+class AlterConfigsReplaceResourceRequest(Protocol):
+    @property
+    def resource_type(self) -> int: ...
+    @property
+    def resource_name(self) -> str: ...
+    @property
+    def configs(self) -> Sequence[AlterConfigsEntryRequest]: ...
+
+
+class AlterConfigsRequestBody(Protocol):
+    @property
+    def resources(self) -> Sequence[AlterConfigsReplaceResourceRequest]: ...
+    @property
+    def validate_only(self) -> bool: ...
+
+
 class InitProducerIdRequestBody(Protocol):
     @property
     def transactional_id(self) -> str | None: ...
@@ -153,6 +180,8 @@ describe_configs_body: Callable[[Request], DescribeConfigsRequestBody] = operato
 incremental_alter_configs_body: Callable[[Request], IncrementalAlterConfigsRequestBody] = (
     operator.attrgetter("body")
 )
+#: The body of an AlterConfigs request as its view.
+alter_configs_body: Callable[[Request], AlterConfigsRequestBody] = operator.attrgetter("body")
 #: The body of an InitProducerId request as its view.
 init_producer_id_body: Callable[[Request], InitProducerIdRequestBody] = operator.attrgetter("body")
 #: The body of a DescribeCluster request as its view.

@@ -186,6 +186,7 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.DESCRIBE_CONFIGS: VersionRange(1, 4),
         ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
         ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
+        ApiKey.ALTER_CONFIGS: VersionRange(0, 2),
         ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 2),
         # Kafka 4 serves v1-v4 (v0 was removed); kio's v5 lacks v5's IsCordoned field.
         ApiKey.DESCRIBE_LOG_DIRS: VersionRange(1, 4),

@@ -169,6 +169,19 @@ _BROKER_LADDERS: dict[str, tuple[tuple[str, int], ...]] = {
     "flush_ms": (("log.flush.interval.ms", 1),),
 }
 
+
+def broker_synonyms(topic_config: str) -> tuple[str, ...]:
+    """The broker settings a topic config takes its value from when the topic does not override
+    it, in Kafka's order of precedence (``retention.ms``: ``log.retention.ms``, then
+    ``.minutes``, then ``.hours``); empty for a name that is not a topic config."""
+    field = TOPIC_NAMES.get(topic_config)
+    if field is None:
+        return ()
+    if field in _BROKER_LADDERS:
+        return tuple(name for name, _factor in _BROKER_LADDERS[field])
+    return tuple(name for name, direct in _BROKER_DIRECT.items() if direct == field)
+
+
 #: Every broker setting name LogConfig understands.
 BROKER_NAMES: frozenset[str] = frozenset(_BROKER_DIRECT) | frozenset(
     name for ladder in _BROKER_LADDERS.values() for name, _ in ladder

@@ -142,7 +142,40 @@ def test_synonyms(raw: RawClient, configured_topic: str) -> None:
 
     ((config),) = response.results[0].configs
     assert [(s.name, s.value, s.source) for s in config.synonyms] == [
-        ("retention.ms", "60000", DYNAMIC_TOPIC_CONFIG)
+        ("retention.ms", "60000", DYNAMIC_TOPIC_CONFIG),
+        ("log.retention.hours", "168", DEFAULT_CONFIG),  # Kafka's default, the fallback
+    ]
+
+
+def test_topic_configs_fall_back_on_broker_settings_as_kafka_reports_them() -> None:
+    settings = {"log.retention.hours": "72", "log.retention.minutes": "90"}
+    with Broker(config=settings) as broker:
+        topic = unique_topic("fallback")
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+        raw = RawClient("127.0.0.1", broker.port)
+        try:
+            admin.create_topics({topic: {"num_partitions": 1, "replication_factor": 1}})
+            keys = ["retention.ms", "segment.ms", "min.insync.replicas"]
+            request = describe_request(4, [(TOPIC, topic, keys)], include_synonyms=True)
+            response = raw.send(request)
+        finally:
+            raw.close()
+            admin.close()
+    configs = {c.name: c for c in response.results[0].configs}
+    retention = configs["retention.ms"]
+    assert retention.value == str(90 * 60_000)  # minutes win over hours, as in Kafka
+    assert retention.config_source == STATIC_BROKER_CONFIG
+    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
+        ("log.retention.minutes", "90", STATIC_BROKER_CONFIG),
+        ("log.retention.hours", "72", STATIC_BROKER_CONFIG),
+    ]
+    segment = configs["segment.ms"]
+    assert segment.config_source == DEFAULT_CONFIG
+    assert [(s.name, s.value, s.source) for s in segment.synonyms] == [
+        ("log.roll.hours", "168", DEFAULT_CONFIG)
+    ]
+    assert [(s.name, s.source) for s in configs["min.insync.replicas"].synonyms] == [
+        ("min.insync.replicas", DEFAULT_CONFIG)
     ]
 
 
@@ -188,4 +221,31 @@ def test_broker_config_file_settings_are_static(broker: Broker, raw: RawClient) 
     assert configs["log.dirs"].value == broker.data_dir
     assert configs["log.dirs"].config_source == STATIC_BROKER_CONFIG
     assert configs["log.dir"].config_source == DEFAULT_CONFIG
-    assert all(c.read_only and not c.is_sensitive for c in configs.values())
+    assert all(c.read_only for c in configs.values())
+    # Kafka's PASSWORD settings are sensitive and carry no value; nothing else is.
+    sensitive = {name for name, c in configs.items() if c.is_sensitive}
+    assert "ssl.key.password" in sensitive
+    assert all(configs[name].value is None for name in sensitive)
+    assert not sensitive & {"log.dirs", "listeners", "zookeeper.connect", "broker.id"}
+
+
+def test_broker_configs_carry_kafka_types_and_say_what_has_no_effect(raw: RawClient) -> None:
+    m = schema("describe_configs", 4)
+    request = m.DescribeConfigsRequest(
+        resources=(
+            m.DescribeConfigsResource(
+                resource_type=BROKER,
+                resource_name="0",
+                configuration_keys=("num.io.threads", "log.retention.hours", "listeners"),
+            ),
+        ),
+        include_synonyms=False,
+        include_documentation=True,
+    )
+    configs = {c.name: c for c in raw.send(request).results[0].configs}
+    assert configs["num.io.threads"].config_type == 3  # INT
+    assert configs["num.io.threads"].value == "8"  # Kafka's default
+    assert "no effect" in configs["num.io.threads"].documentation
+    assert configs["log.retention.hours"].config_type == 3
+    assert configs["listeners"].config_type == 2  # STRING
+    assert configs["listeners"].documentation is None

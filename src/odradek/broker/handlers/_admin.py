@@ -17,9 +17,10 @@ import enum
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+from odradek.controller.assignment import validate_topic_name
 from odradek.errors import ConfigError, ErrorCode, KafkaError
 from odradek.protocol import Request
 
@@ -107,6 +108,58 @@ def error_of(error: Exception, *, what: str) -> tuple[int, str]:
 def duplicates(names: Iterable[str]) -> set[str]:
     """The names that appear more than once (Kafka answers them INVALID_REQUEST)."""
     return {name for name, count in Counter(names).items() if count > 1}
+
+
+def alter_each_resource(
+    api_name: str,
+    resources: Sequence[Any],
+    alter_one: Callable[[int, str, Any], None],
+) -> list[dict[str, Any]]:
+    """The per-resource answers of AlterConfigs and IncrementalAlterConfigs: a resource given
+    twice is INVALID_REQUEST (and not applied), every other one is ``alter_one(resource_type,
+    name, resource)`` with its error mapped by ``error_of``."""
+    keys = [(int(r.resource_type), str(r.resource_name)) for r in resources]
+    repeated = duplicates(f"{kind}/{name}" for kind, name in keys)
+    answers = []
+    for resource, (resource_type, name) in zip(resources, keys, strict=True):
+        code: int = ErrorCode.NONE
+        message: str | None = None
+        if f"{resource_type}/{name}" in repeated:
+            code = ErrorCode.INVALID_REQUEST
+            message = f"resource {name!r} of type {resource_type} appears more than once"
+        else:
+            try:
+                alter_one(resource_type, name, resource)
+            except Exception as error:
+                code, message = error_of(error, what=f"{api_name} of {resource_type}/{name!r}")
+        answers.append(
+            {
+                "error_code": code,
+                "error_message": message,
+                "resource_type": resource_type,
+                "resource_name": name,
+            }
+        )
+    return answers
+
+
+def check_topic_resource(api_name: str, resource_type: int, name: str) -> None:
+    """Refuses what AlterConfigs and IncrementalAlterConfigs do not change: broker resources
+    (no dynamic broker configs yet), other resource types, illegal topic names.
+
+    Raises:
+        KafkaError: INVALID_REQUEST, INVALID_TOPIC_EXCEPTION.
+    """
+    if resource_type == ConfigResourceType.BROKER:
+        raise KafkaError(
+            "dynamic broker configs are not supported yet", code=ErrorCode.INVALID_REQUEST
+        )
+    if resource_type != ConfigResourceType.TOPIC:
+        raise KafkaError(
+            f"resource type {resource_type} is not supported by {api_name}",
+            code=ErrorCode.INVALID_REQUEST,
+        )
+    validate_topic_name(name)
 
 
 def topic_uuid(text: str | None) -> uuid.UUID:

@@ -1,13 +1,19 @@
 """DescribeConfigs: the configs of topics (resource type 2) and of this broker (type 4).
 
-A topic reports every topic config with its effective value: an override is
-DYNAMIC_TOPIC_CONFIG (``is_default`` false), anything else DEFAULT_CONFIG. The broker reports
+A topic reports every topic config with its effective value: an override is DYNAMIC_TOPIC_CONFIG
+(``is_default`` false), a value from a broker setting given in the properties file
+STATIC_BROKER_CONFIG, anything else DEFAULT_CONFIG. The broker reports
 ``BrokerConfig.describe()``: settings given in the properties file (or as overrides) are
-STATIC_BROKER_CONFIG, the rest DEFAULT_CONFIG; all are read-only (no dynamic broker configs
-yet) and sensitive ones carry a null value. ``configuration_keys`` null or empty lists every
-config, otherwise only those named (unknown names are left out). With ``include_synonyms``
-each config lists itself as its only synonym (the broker-level ``log.*`` synonyms of topic
-configs are not reported yet); documentation is never included.
+STATIC_BROKER_CONFIG, the rest DEFAULT_CONFIG; all are read-only (no dynamic broker configs yet)
+and sensitive ones (Kafka's PASSWORD type) carry a null value. Every Kafka broker setting is
+listed with its Kafka type: those odradek does not implement carry the value given (or Kafka's
+default) and documentation saying they have no effect. ``configuration_keys`` null or empty
+lists every config, otherwise only those named (unknown names are left out). With
+``include_synonyms`` a topic config lists its override, the broker settings it falls back on
+that are set (STATIC_BROKER_CONFIG, e.g. ``log.retention.hours``) and the first of them with a
+default (DEFAULT_CONFIG), as Kafka does; its source is the first of those. A broker setting lists
+itself. Documentation (v3+, when asked for) is given
+for the settings odradek accepts without effect.
 
 Per resource: a missing topic answers UNKNOWN_TOPIC_OR_PARTITION, an illegal topic name
 INVALID_TOPIC_EXCEPTION, a broker resource naming another broker (or not an integer; the
@@ -17,9 +23,10 @@ INVALID_REQUEST.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from odradek.broker.config import ConfigEntry, topic_config_fallbacks
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._admin import (
     TOPIC_CONFIG_TYPES,
@@ -40,6 +47,7 @@ API_KEY = ApiKey.DESCRIBE_CONFIGS
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     body = describe_configs_body(request)
     include_synonyms = bool(getattr(body, "include_synonyms", False))
+    include_documentation = bool(getattr(body, "include_documentation", False))
     results = []
     for resource in body.resources:
         resource_type = int(resource.resource_type)
@@ -60,7 +68,7 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
             result.update(error_code=code, error_message=message)
         else:
             result["configs"] = [
-                _config(entry, include_synonyms)
+                _config(entry, include_synonyms, include_documentation)
                 for entry in entries
                 if wanted is None or entry["name"] in wanted
             ]
@@ -76,19 +84,22 @@ def _describe(ctx: BrokerContext, resource_type: int, name: str) -> Iterable[dic
     """
     if resource_type == ConfigResourceType.TOPIC:
         validate_topic_name(name)
-        return [
-            {
-                "name": entry.name,
-                "value": entry.value,
-                "read_only": False,
-                "is_sensitive": False,
-                "config_source": ConfigSource.DEFAULT_CONFIG
-                if entry.is_default
-                else ConfigSource.DYNAMIC_TOPIC_CONFIG,
-                "config_type": TOPIC_CONFIG_TYPES.get(entry.name, ConfigType.UNKNOWN),
-            }
-            for entry in ctx.topics.topic_config_entries(name)
-        ]
+        broker_settings = ctx.config.describe()
+        entries = []
+        for entry in ctx.topics.topic_config_entries(name):
+            synonyms = _topic_synonyms(entry.name, entry.value, entry.is_default, broker_settings)
+            entries.append(
+                {
+                    "name": entry.name,
+                    "value": entry.value,
+                    "read_only": False,
+                    "is_sensitive": False,
+                    "config_source": synonyms[0]["source"],
+                    "config_type": TOPIC_CONFIG_TYPES.get(entry.name, ConfigType.UNKNOWN),
+                    "synonyms": synonyms,
+                }
+            )
+        return entries
     if resource_type == ConfigResourceType.BROKER:
         if name == "":
             return []  # no cluster-wide dynamic broker defaults exist
@@ -106,7 +117,8 @@ def _describe(ctx: BrokerContext, resource_type: int, name: str) -> Iterable[dic
                 "config_source": ConfigSource.DEFAULT_CONFIG
                 if entry.is_default
                 else ConfigSource.STATIC_BROKER_CONFIG,
-                "config_type": ConfigType.UNKNOWN,
+                "config_type": ConfigType[entry.kafka_type],
+                "documentation": entry.documentation,
             }
             for entry in ctx.config.describe().values()
         ]
@@ -116,17 +128,50 @@ def _describe(ctx: BrokerContext, resource_type: int, name: str) -> Iterable[dic
     )
 
 
-def _config(entry: dict[str, Any], include_synonyms: bool) -> dict[str, Any]:
+def _topic_synonyms(
+    name: str, value: str | None, is_default: bool, broker_settings: Mapping[str, ConfigEntry]
+) -> list[dict[str, Any]]:
+    """A topic config's synonyms in Kafka's order: the topic's override, the broker settings
+    it falls back on that are set, and the first of those with a default. The first one is the
+    config's source; a config with none of them is DEFAULT_CONFIG."""
+    synonyms = []
+    if not is_default:
+        synonyms.append({"name": name, "value": value, "source": ConfigSource.DYNAMIC_TOPIC_CONFIG})
+    fallbacks = topic_config_fallbacks(name, broker_settings)
+    for setting in fallbacks:
+        if not setting.is_default:
+            synonyms.append(
+                {
+                    "name": setting.name,
+                    "value": setting.value,
+                    "source": ConfigSource.STATIC_BROKER_CONFIG,
+                }
+            )
+    for setting in fallbacks:
+        if setting.value is not None and setting.is_default:
+            synonyms.append(
+                {
+                    "name": setting.name,
+                    "value": setting.value,
+                    "source": ConfigSource.DEFAULT_CONFIG,
+                }
+            )
+            break
+    if not synonyms:
+        synonyms.append({"name": name, "value": value, "source": ConfigSource.DEFAULT_CONFIG})
+    return synonyms
+
+
+def _config(
+    entry: dict[str, Any], include_synonyms: bool, include_documentation: bool
+) -> dict[str, Any]:
     source = int(entry["config_source"])
-    synonyms = (
-        [{"name": entry["name"], "value": entry["value"], "source": source}]
-        if include_synonyms
-        else []
-    )
+    own = [{"name": entry["name"], "value": entry["value"], "source": source}]
+    synonyms = entry.get("synonyms", own) if include_synonyms else []
     return {
         **entry,
         "config_source": source,
         "config_type": int(entry["config_type"]),
         "synonyms": synonyms,
-        "documentation": None,
+        "documentation": entry.get("documentation") if include_documentation else None,
     }

@@ -23,15 +23,18 @@ from collections.abc import Sequence
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._admin import (
     TOPIC_CONFIG_TYPES,
-    ConfigResourceType,
     ConfigType,
+    alter_each_resource,
+    check_topic_resource,
     duplicates,
-    error_of,
 )
-from odradek.controller.assignment import validate_topic_name
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
-from odradek.protocol.admin_requests import AlterableConfigRequest, incremental_alter_configs_body
+from odradek.protocol.admin_requests import (
+    AlterableConfigRequest,
+    AlterConfigsResourceRequest,
+    incremental_alter_configs_body,
+)
 from odradek.protocol.builder import build_response
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
@@ -49,29 +52,11 @@ class OpType(enum.IntEnum):
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     body = incremental_alter_configs_body(request)
     validate_only = bool(body.validate_only)
-    keys = [(int(r.resource_type), str(r.resource_name)) for r in body.resources]
-    repeated = duplicates(f"{kind}/{name}" for kind, name in keys)
-    responses = []
-    for resource, (resource_type, name) in zip(body.resources, keys, strict=True):
-        code: int = ErrorCode.NONE
-        message: str | None = None
-        if f"{resource_type}/{name}" in repeated:
-            code = ErrorCode.INVALID_REQUEST
-            message = f"resource {name!r} of type {resource_type} appears more than once"
-        else:
-            try:
-                _alter(ctx, resource_type, name, resource.configs, validate_only=validate_only)
-            except Exception as error:
-                what = f"IncrementalAlterConfigs of {resource_type}/{name!r}"
-                code, message = error_of(error, what=what)
-        responses.append(
-            {
-                "error_code": code,
-                "error_message": message,
-                "resource_type": resource_type,
-                "resource_name": name,
-            }
-        )
+
+    def alter_one(resource_type: int, name: str, resource: AlterConfigsResourceRequest) -> None:
+        _alter(ctx, resource_type, name, resource.configs, validate_only=validate_only)
+
+    responses = alter_each_resource("IncrementalAlterConfigs", body.resources, alter_one)
     return build_response(
         API_KEY, request.api_version, {"throttle_time": 0, "responses": responses}
     )
@@ -91,16 +76,7 @@ def _alter(
         KafkaError: UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, INVALID_CONFIG,
             INVALID_REQUEST.
     """
-    if resource_type == ConfigResourceType.BROKER:
-        raise KafkaError(
-            "dynamic broker configs are not supported yet", code=ErrorCode.INVALID_REQUEST
-        )
-    if resource_type != ConfigResourceType.TOPIC:
-        raise KafkaError(
-            f"resource type {resource_type} is not supported by IncrementalAlterConfigs",
-            code=ErrorCode.INVALID_REQUEST,
-        )
-    validate_topic_name(name)
+    check_topic_resource("IncrementalAlterConfigs", resource_type, name)
     names = [str(config.name) for config in configs]
     twice = duplicates(names)
     if twice:

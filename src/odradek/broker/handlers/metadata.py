@@ -86,6 +86,10 @@ def handle(ctx: BrokerContext, request: Request) -> bytes:
         brokers = [
             MetadataBroker(b.broker_id, b.host, b.port, b.rack) for b in cluster.cache.brokers()
         ]
+        if not brokers:
+            # Before the controller's first UpdateMetadata this broker knows only itself; an
+            # empty broker list makes librdkafka's admin client give up on the response.
+            brokers = [MetadataBroker(ctx.broker_id, ctx.host, ctx.port, ctx.config.broker_rack)]
         known = cluster.cache.controller_id
         controller_id = -1 if known is None else known
     return encode_metadata_response(
