@@ -67,6 +67,7 @@ from odradek.broker.handlers import (
     sync_group,
     update_metadata,
 )
+from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import FetchPurgatory
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.replication.fetcher_manager import ReplicaFetcherManager
@@ -227,6 +228,7 @@ class BrokerApp:
             self._log_config_for,
             clock=self.clock,
             fetch_purgatory=purgatory,
+            producer_id_expiration_ms=config.producer_id_expiration_ms,
         )
         topics = TopicManager(config, metadata_store, replicas)
         self.topics = topics
@@ -253,6 +255,7 @@ class BrokerApp:
             port=advertised.port,
             supported_versions=router.supported_versions,
             groups=self.groups,
+            producer_ids=ProducerIdManager(self.store, config.broker_id),
         )
         self.server = BrokerServer(
             self.ctx,
@@ -387,6 +390,8 @@ class BrokerApp:
             await self.topics.stop()  # topic changes under way stop; startup finishes them
         if self.server is not None:
             await self.server.stop()
+        if self.topics is not None:
+            self.topics.replicas.write_producer_snapshots()
         if self.log_manager is not None:
             self.log_manager.shutdown()
         if self.store is not None:

@@ -245,6 +245,8 @@ class BrokerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     replica_lag_time_max_ms: int = 30_000
     replica_high_watermark_checkpoint_interval_ms: int = 5_000
+    #: How long a partition keeps an idle idempotent producer's state (KIP-98).
+    producer_id_expiration_ms: int = 86_400_000
     #: ``num.replica.fetchers`` and ``replica.fetch.*`` (the follower fetchers).
     replica_fetchers: FetcherSettings = field(default_factory=FetcherSettings)
     #: How the group coordinator's appends to ``__consumer_offsets`` are acknowledged
@@ -357,6 +359,7 @@ class BrokerConfig:
             replica_high_watermark_checkpoint_interval_ms=get(
                 "replica.high.watermark.checkpoint.interval.ms"
             ),
+            producer_id_expiration_ms=get("producer.id.expiration.ms"),
             replica_fetchers=FetcherSettings(
                 num_replica_fetchers=get("num.replica.fetchers"),
                 replica_fetch_max_bytes=get("replica.fetch.max.bytes"),
@@ -593,6 +596,7 @@ _SETTINGS: dict[str, _Setting] = {
     "offsets.topic.num.partitions": _int_setting(50, 1),
     "replica.lag.time.max.ms": _int_setting(30_000, 1, _MAX_LONG),
     "replica.high.watermark.checkpoint.interval.ms": _int_setting(5_000, 1, _MAX_LONG),
+    "producer.id.expiration.ms": _int_setting(86_400_000, 1, _MAX_INT),
     # Kafka's 3, capped by the brokers alive when the topic is created (1 on a lone broker).
     "offsets.topic.replication.factor": _int_setting(3, 1, _MAX_SHORT),
     "offsets.commit.required.acks": _int_setting(-1, -1, 1),

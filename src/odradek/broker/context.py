@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from odradek._clock import Clock
-from odradek.broker.ports import ClusterPort, GroupsPort, PurgatoryPort, ReplicasPort, TopicsPort
+from odradek.broker.ports import (
+    ClusterPort,
+    GroupsPort,
+    ProducerIdsPort,
+    PurgatoryPort,
+    ReplicasPort,
+    TopicsPort,
+)
 
 if TYPE_CHECKING:
     from odradek.broker.config import BrokerConfig
@@ -35,6 +42,8 @@ class BrokerContext:
     groups: GroupsPort | None = None
     #: This broker's part in a ZooKeeper cluster (None: a single broker, no zookeeper.connect).
     cluster: ClusterPort | None = None
+    #: Where InitProducerId's producer ids come from (None: a process-local counter).
+    producer_ids: ProducerIdsPort | None = None
 
 
 #: The address of the client whose request is being handled (``/127.0.0.1`` as Kafka

@@ -41,6 +41,7 @@ __all__ = [
     "LogDirDescription",
     "PartitionDescription",
     "PartitionPort",
+    "ProducerIdsPort",
     "PurgatoryPort",
     "ReadResult",
     "ReplicaLogDescription",
@@ -52,6 +53,21 @@ __all__ = [
 ]
 
 R = TypeVar("R")
+
+# ----------------------------------------------------------------- producer ids
+
+
+class ProducerIdsPort(Protocol):
+    """Producer ids for InitProducerId (``broker.producer_ids.ProducerIdManager``)."""
+
+    def try_next_id(self) -> int | None:
+        """The next id without blocking, or None when a new block must be reserved."""
+        ...
+
+    def next_id(self) -> int:
+        """The next id; may block on the metadata store (call it off the event loop)."""
+        ...
+
 
 # ----------------------------------------------------------------- partitions
 

@@ -26,7 +26,7 @@ from odradek.broker.purgatory import FetchPurgatory
 from odradek.broker.replication.delayed_produce import DelayedProducePurgatory
 from odradek.broker.replication.fetcher_manager import ReplicaFetcherManager
 from odradek.broker.replication.isr import IsrChange
-from odradek.broker.replication.partition import Partition
+from odradek.broker.replication.partition import DEFAULT_PRODUCER_ID_EXPIRATION_MS, Partition
 from odradek.errors import ErrorCode
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager
@@ -46,6 +46,8 @@ class ReplicaManager:
             long-poll, as in tests of the partitions alone).
         delayed_produce: where acks=all produces wait (default: a new one on the running
             loop's timers).
+        producer_id_expiration_ms: ``producer.id.expiration.ms`` of the partitions' producer
+            state.
     """
 
     def __init__(
@@ -57,8 +59,10 @@ class ReplicaManager:
         clock: Clock = SYSTEM_CLOCK,
         fetch_purgatory: FetchPurgatory | None = None,
         delayed_produce: DelayedProducePurgatory | None = None,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ) -> None:
         self.broker_id = broker_id
+        self._producer_id_expiration_ms = producer_id_expiration_ms
         self.log_manager = log_manager
         self._log_config_for = log_config_for
         self.clock = clock
@@ -174,6 +178,8 @@ class ReplicaManager:
                 leader_epoch=leader_epoch,
                 on_high_watermark=self._on_high_watermark,
                 on_isr_change=self._isr_changed,
+                clock=self.clock,
+                producer_id_expiration_ms=self._producer_id_expiration_ms,
             )
             self._partitions[topic_partition] = partition
         return partition
@@ -241,6 +247,12 @@ class ReplicaManager:
         if delete:
             self.log_manager.delete_log(topic_partition, checkpoint=checkpoint)
         return True
+
+    def write_producer_snapshots(self) -> None:
+        """Writes every partition's producer-state snapshot (at shutdown, before the logs
+        close: the next start then scans no log for it)."""
+        for partition in self._partitions.values():
+            partition.write_producer_snapshot()
 
     def update_topic_config(self, topic: str) -> None:
         """Re-reads a topic's log configuration into its partitions' logs."""

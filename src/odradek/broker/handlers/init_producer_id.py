@@ -1,26 +1,30 @@
 """InitProducerId: a producer id and epoch for an idempotent producer (KIP-98).
 
-kafka-python's producer is idempotent by default and asks for an id before it produces. Ids
-are handed out from one counter per broker process that starts at a random 31-bit value, each
-with epoch 0, so ids given by one process never repeat and two processes (or a restart) are
-unlikely to collide. They are not persisted: Kafka's ``/latest_producer_id_block`` allocation
-comes with the transaction coordinator.
+Ids come from the broker's ``ProducerIdsPort``: blocks of 1000 reserved cluster-wide in the
+metadata store's ``/latest_producer_id_block`` (ZooKeeper in a cluster, the persisted local
+store on a single broker), so no two brokers and no restart hand out the same id; each comes
+with epoch 0. Answering from the current block never blocks; reserving the next block reads
+and writes the store, so it runs on a worker thread and the answer follows. A store that
+cannot be reached answers COORDINATOR_NOT_AVAILABLE (retriable). Without a port (handler
+tests) ids come from a process-local counter at a random 31-bit start.
 
-The broker does not enforce idempotence yet: Produce neither checks sequence numbers nor
-fences epochs, so a retried batch may be appended twice. Transactions are not supported: a
-request with a ``transactional_id`` answers INVALID_REQUEST (transactional producers fail at
-FindCoordinator before they get here).
+The partitions enforce idempotence (``storage.producer_state``). Transactions are not
+supported: a request with a ``transactional_id`` answers INVALID_REQUEST (transactional
+producers fail at FindCoordinator before they get here).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import random
+from collections.abc import Awaitable
 from typing import Any
 
 from odradek.broker.context import BrokerContext
-from odradek.errors import ErrorCode
+from odradek.broker.ports import ProducerIdsPort
+from odradek.errors import ErrorCode, MetadataStoreError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.admin_requests import init_producer_id_body
 from odradek.protocol.builder import build_response
@@ -29,20 +33,41 @@ API_KEY = ApiKey.INIT_PRODUCER_ID
 
 logger = logging.getLogger(__name__)
 
-# ``next`` on an itertools.count is atomic under the GIL, so embedded brokers running on
-# several threads of one process still get distinct ids.
+# ``next`` on an itertools.count is atomic under the GIL (the fallback without a port).
 _producer_ids = itertools.count(random.randrange(2**31))
 
 
-def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
+def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
     body = init_producer_id_body(request)
-    fields: dict[str, Any] = {"throttle_time": 0, "error_code": ErrorCode.NONE}
     if body.transactional_id is not None:
         logger.warning(
             "InitProducerId for transactional id %r refused: transactions are not supported",
             body.transactional_id,
         )
-        fields.update(error_code=ErrorCode.INVALID_REQUEST, producer_id=-1, producer_epoch=-1)
-    else:
-        fields.update(producer_id=next(_producer_ids), producer_epoch=0)
+        return _answer(request, ErrorCode.INVALID_REQUEST, -1)
+    ids = ctx.producer_ids
+    if ids is None:
+        return _answer(request, ErrorCode.NONE, next(_producer_ids))
+    producer_id = ids.try_next_id()
+    if producer_id is not None:
+        return _answer(request, ErrorCode.NONE, producer_id)
+    return _reserve_and_answer(ids, request)
+
+
+async def _reserve_and_answer(ids: ProducerIdsPort, request: Request) -> ResponsePayload:
+    try:
+        producer_id = await asyncio.to_thread(ids.next_id)
+    except MetadataStoreError as error:
+        logger.warning("cannot reserve producer ids: %s", error)
+        return _answer(request, ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+    return _answer(request, ErrorCode.NONE, producer_id)
+
+
+def _answer(request: Request, error: ErrorCode, producer_id: int) -> ResponsePayload:
+    fields: dict[str, Any] = {
+        "throttle_time": 0,
+        "error_code": error,
+        "producer_id": producer_id,
+        "producer_epoch": 0 if producer_id >= 0 else -1,
+    }
     return build_response(API_KEY, request.api_version, fields)

@@ -14,6 +14,15 @@ flight at a time (a refusal for a stale state keeps it so until the next LeaderA
 it commits, HW counts the committed ISR plus any replica proposed to join
 (``isr.maximal_isr``). The decisions themselves are ``isr``'s, pure.
 
+Idempotent producers (KIP-98): the partition keeps its log's producer state
+(``storage.producer_state``), loaded with it from the newest ``.snapshot`` and the batches after
+it. A leader's idempotent batch is checked first (a duplicate is answered with its original
+offsets and not appended; a gap, a fenced epoch or an unknown producer is refused), and every
+appended batch, leader's or follower's, is recorded, so a follower holds its leader's producer
+state when it takes over. A truncation reloads the state below the truncation point; moving
+the log start offset keeps it (KIP-360). A snapshot is written when an idempotent append
+rolled the log, and at shutdown (``write_producer_snapshot``).
+
 The HW starts at the LEO for a single-replica partition; a replicated one starts at the HW
 its log was given (the ``replication-offset-checkpoint`` at start-up), or 0, kept within
 [log start offset, LEO].
@@ -25,8 +34,10 @@ storage thread only flushes and deletes.
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable, Sequence
 
+from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
 from odradek.broker.replication.isr import (
     FollowerState,
@@ -39,8 +50,15 @@ from odradek.broker.replication.isr import (
     reset_follower,
 )
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from odradek.records.batch import HEADER_SIZE, parse_header, validate_batch
 from odradek.storage.leader_epoch_cache import EpochEndOffset
 from odradek.storage.log import AppendInfo, Log, LogReadInfo
+from odradek.storage.producer_snapshots import (
+    delete_snapshots_after,
+    load_producer_state,
+    write_snapshot,
+)
+from odradek.storage.producer_state import ProducerState
 from odradek.storage.segment import TimestampAndOffset
 
 logger = logging.getLogger(__name__)
@@ -50,6 +68,12 @@ logger = logging.getLogger(__name__)
 _PROPOSE_AGAIN = frozenset(
     {ErrorCode.INELIGIBLE_REPLICA, ErrorCode.INVALID_REQUEST, ErrorCode.OPERATION_NOT_ATTEMPTED}
 )
+#: A batch's producer id (int64 at byte 43 of its header): -1 for a non-idempotent producer.
+_PRODUCER_ID = struct.Struct(">q")
+_PRODUCER_ID_OFFSET = 43
+#: Kafka's ``producer.id.expiration.ms`` and ``producer.id.expiration.check.interval.ms``.
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
+DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
 
 
 class Partition:
@@ -64,6 +88,8 @@ class Partition:
             (``advance_high_watermark``): wakes delayed fetches and acks=all produces.
         on_isr_change: called with a proposed ISR change (the AlterPartition sender); without
             one (a single broker, no controller) a proposal commits at once.
+        clock: the time producer-state entries expire by.
+        producer_id_expiration_ms: ``producer.id.expiration.ms``.
     """
 
     def __init__(
@@ -76,9 +102,20 @@ class Partition:
         leader_epoch: int = 0,
         on_high_watermark: Callable[[Partition], None] | None = None,
         on_isr_change: Callable[[IsrChange], None] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ) -> None:
         self.topic_partition = topic_partition
         self.log = log
+        self._clock = clock
+        self._producer_id_expiration_ms = producer_id_expiration_ms
+        #: Loaded on first use (``producer_state``): a partition no idempotent producer
+        #: writes to never reads its snapshot or scans its log.
+        self._producer_state: ProducerState | None = None
+        self._next_expiry_check_ms = clock.now_ms() + min(
+            producer_id_expiration_ms, DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
+        )
+        self._snapshot_segment = -1
         self.broker_id = broker_id
         self.replicas = list(replicas)
         #: The committed ISR (the controller's); ``pending_isr`` is a change in flight.
@@ -101,6 +138,16 @@ class Partition:
         log.update_high_watermark(self.high_watermark)
 
     @property
+    def producer_state(self) -> ProducerState:
+        """What the log holds of each idempotent producer, loaded on first use from the
+        newest snapshot and the batches after it."""
+        state = self._producer_state
+        if state is None:
+            state = self._producer_state = load_producer_state(self.log, self._clock.now_ms())
+            self._snapshot_segment = self.log.segments()[-1].base_offset
+        return state
+
+    @property
     def is_leader(self) -> bool:
         return self.leader_id == self.broker_id
 
@@ -121,12 +168,102 @@ class Partition:
         """Validates and appends a producer's batch (bytes are not copied: see Log.append).
         What the request's acks asks for is the caller's (``broker.acks``).
 
+        An idempotent batch (producer id ≥ 0) is checked against the producer state first:
+        a duplicate of one of the producer's last five batches is answered with that batch's
+        offsets and not appended.
+
         Raises:
-            KafkaError: the log's validation errors (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, ...).
+            KafkaError: the log's validation errors (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, ...);
+                for an idempotent batch also OUT_OF_ORDER_SEQUENCE_NUMBER,
+                INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID, and INVALID_RECORD for several
+                batches in one append.
         """
+        if len(data) >= HEADER_SIZE and _PRODUCER_ID.unpack_from(data, _PRODUCER_ID_OFFSET)[0] >= 0:
+            return self._append_idempotent(data)
         info = self.log.append(data, leader_epoch=self.leader_epoch)
         self._maybe_advance_high_watermark()
         return info
+
+    def _append_idempotent(self, data: bytes | bytearray) -> AppendInfo:
+        header = parse_header(data)
+        if header.size != len(data):
+            raise KafkaError(
+                "an idempotent producer's append must be one record batch",
+                code=ErrorCode.INVALID_RECORD,
+            )
+        state = self.producer_state
+        try:
+            duplicate = state.check(header)
+        except KafkaError:
+            # Kafka validates before it looks at sequences: a corrupt batch is
+            # CORRUPT_MESSAGE (retriable), whatever its damaged header says. The in-order
+            # case needs no extra pass: the append validates it.
+            validate_batch(data)
+            raise
+        if duplicate is not None:
+            validate_batch(data)  # a damaged retry is not answered as a success
+            logger.debug(
+                "%s: producer %d epoch %d sequences %d-%d already at offsets %d-%d",
+                self.topic_partition,
+                header.producer_id,
+                header.producer_epoch,
+                duplicate.first_sequence,
+                duplicate.last_sequence,
+                duplicate.first_offset,
+                duplicate.last_offset,
+            )
+            return AppendInfo(
+                duplicate.first_offset,
+                duplicate.last_offset,
+                duplicate.max_timestamp,
+                -1,
+                header.records_count,
+                len(data),
+                self.log.log_start_offset,
+            )
+        info = self.log.append(data, leader_epoch=self.leader_epoch)
+        now_ms = self._clock.now_ms()
+        state.update(header, info.first_offset, info.max_timestamp, now_ms)
+        self._after_producer_append(now_ms)
+        self._maybe_advance_high_watermark()
+        return info
+
+    def _after_producer_append(self, now_ms: int) -> None:
+        """Snapshots the producer state when the log rolled; expires idle producers every
+        ``producer.id.expiration.check.interval.ms``."""
+        if now_ms >= self._next_expiry_check_ms:
+            self._next_expiry_check_ms = now_ms + min(
+                self._producer_id_expiration_ms, DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
+            )
+            self.expire_producers(now_ms)
+        active = self.log.segments()[-1].base_offset
+        if active != self._snapshot_segment:
+            self._snapshot_segment = active
+            self.write_producer_snapshot()
+
+    def expire_producers(self, now_ms: int) -> list[int]:
+        """Forgets producers idle for ``producer.id.expiration.ms``; returns their ids."""
+        expired = self.producer_state.remove_expired(now_ms, self._producer_id_expiration_ms)
+        if expired:
+            logger.info(
+                "%s: producer ids %s expired (idle for %d ms)",
+                self.topic_partition,
+                expired,
+                self._producer_id_expiration_ms,
+            )
+        return expired
+
+    def write_producer_snapshot(self) -> None:
+        """Writes the producer state as ``<log end offset>.snapshot`` (at a roll, at
+        shutdown). An OSError is logged: the next load scans the log instead."""
+        state = self._producer_state
+        if state is None:
+            return  # never loaded: the snapshot and the log hold what it would say
+        state.end_offset = self.log.log_end_offset
+        try:
+            write_snapshot(self.log.directory, state, self.log.log_start_offset)
+        except OSError as error:
+            logger.warning("%s: cannot write a producer snapshot: %s", self.topic_partition, error)
 
     # --- leader state ----------------------------------------------------------------------
 
@@ -351,7 +488,23 @@ class Partition:
         Raises:
             KafkaError: CORRUPT_MESSAGE, or INVALID_RECORD for offsets that go backwards.
         """
-        return self.log.append(data, assign_offsets=False)
+        state = self.producer_state  # loaded (if it must be) before this append
+        info = self.log.append(data, assign_offsets=False)
+        # Producer state without checks: the leader checked (the headers were validated by
+        # the append).
+        position = 0
+        end = len(data)
+        recorded = False
+        now_ms = self._clock.now_ms()
+        while position < end:
+            header = parse_header(data, position)
+            if header.producer_id >= 0:
+                state.update(header, header.base_offset, header.max_timestamp, now_ms)
+                recorded = True
+            position += header.size
+        if recorded:
+            self._after_producer_append(now_ms)
+        return info
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> bool:
         """A follower's high watermark: the leader's, capped by what this replica holds
@@ -363,13 +516,34 @@ class Partition:
         point with its leader); returns whether any went. The one place the high watermark
         moves back: never past the log end offset."""
         truncated = self.log.truncate_to(offset)
+        if truncated:
+            self._truncate_producer_state()
         self._cap_high_watermark()
         return truncated
+
+    def _truncate_producer_state(self) -> None:
+        """The producer state below the new log end offset: reloaded from the newest snapshot
+        below it when a truncated batch had changed it, otherwise kept."""
+        log_end_offset = self.log.log_end_offset
+        # Always: a snapshot past the new end would be read once the log grows past it.
+        delete_snapshots_after(self.log.directory, log_end_offset)
+        state = self._producer_state
+        if state is None:
+            return  # loads from what is left when first used
+        if any(entry.last_offset >= log_end_offset for entry in state.entries()):
+            self._producer_state = None  # reloaded below the truncation point
+            self._producer_state = load_producer_state(self.log, self._clock.now_ms())
+        else:
+            state.end_offset = log_end_offset
+        self._snapshot_segment = self.log.segments()[-1].base_offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Empties the log and restarts it at ``offset`` (a follower behind the leader's log
         start offset)."""
         self.log.truncate_fully_and_start_at(offset)
+        if self._producer_state is not None:
+            self._producer_state.clear(offset)
+        delete_snapshots_after(self.log.directory, -1)
         self._cap_high_watermark()
         self.advance_high_watermark(offset)  # nothing below the log start offset is left
 
