@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,3 +93,62 @@ def test_a_write_cut_short_by_enospc_leaves_nothing_in_the_file(
     assert records.append(b"C" * 4) == 10
     assert (tmp_path / "short.log").read_bytes() == b"A" * 10 + b"C" * 4
     records.close()
+
+
+_NEAR_FULL_APPENDS = """
+import dataclasses, os, sys
+from odradek._types import TopicPartition
+from odradek.errors import KafkaStorageError
+from odradek.records.codec import build_batch
+from odradek.records.record import SimpleRecord
+from odradek.storage.config import LogConfig
+from odradek.storage.log import Log
+
+disk, ballast = sys.argv[1], sys.argv[2]
+config = dataclasses.replace(LogConfig(), index_interval_bytes=0)  # an entry per batch
+log = Log.open(os.path.join(disk, "near-0"), TopicPartition("near", 0), config)
+batch = build_batch([SimpleRecord(1_700_000_000_000, None, b"x" * 20)], base_offset=0)
+for _ in range(600):
+    log.append(bytearray(batch))
+with open(ballast, "ab") as handle:  # fill the disk
+    try:
+        while True:
+            handle.write(bytes(1 << 16))
+            handle.flush()
+    except OSError:
+        pass
+appended = refused = 0
+for _ in range(1500):  # a page of room at a time: log and index pages compete for it
+    try:
+        log.append(bytearray(batch))
+        appended += 1
+    except KafkaStorageError:
+        refused += 1
+        os.truncate(ballast, os.path.getsize(ballast) - 4096)
+os.unlink(ballast)
+print(appended, refused, log.log_end_offset)
+log.close()
+"""
+
+
+def test_near_full_disk_index_page_is_a_storage_error_not_a_sigbus(small_disk: Tmpfs) -> None:
+    # Found by the full-disk fault: an index entry is stored through a memory map into a
+    # sparse file; on a full tmpfs the page fault is a SIGBUS that killed the broker. Run in
+    # a child process, so that a regression kills the child, not the test run.
+    result = subprocess.run(
+        [sys.executable, "-c", _NEAR_FULL_APPENDS, str(small_disk.path), str(small_disk.ballast)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    appended, refused, log_end_offset = map(int, result.stdout.split())
+    assert refused > 0  # the disk really was full
+    assert appended > 512  # past at least one index page boundary
+    assert log_end_offset == 600 + appended
+    log = Log.open(str(small_disk.path / "near-0"), TopicPartition("near", 0), LogConfig())
+    try:
+        assert _offsets(log) == list(range(log_end_offset))
+    finally:
+        log.close()
