@@ -18,6 +18,12 @@ Both take the same arguments, write the same bytes and answer the same; either d
 (returns None, having written nothing) whatever it does not handle, and the caller then takes
 the general path, which validates again and raises the precise error.
 
+A write that fails (``ENOSPC`` on a full disk, ``EIO``) may have put part of the data in the
+file; as the file is ``O_APPEND``, the next append would land after those bytes while ``size``
+still names the old end, and every later position would be wrong. So every append that fails
+cuts the file back to ``size`` and raises ``KafkaStorageError``: nothing was appended, and the
+log appends again once the disk has room.
+
 Writes go out in pieces of at most ``WRITE_PIECE_BYTES`` (64 KiB) per system call. Linux (6.x,
 ext4 and others with large folios) sizes the page-cache folios it allocates for a write by the
 write's length, and a large folio comes from a large block of free memory; on a VM whose host
@@ -48,7 +54,7 @@ from typing import TypeAlias
 
 from odradek._compiled import compiled_attr
 from odradek._types import ReadableBuffer
-from odradek.errors import CorruptRecordError, UnsupportedForMessageFormatError
+from odradek.errors import CorruptRecordError, KafkaStorageError, UnsupportedForMessageFormatError
 from odradek.records.batch import (
     ATTRIBUTES_OFFSET,
     HEADER_SIZE,
@@ -322,7 +328,10 @@ class FileRecords:
         self.recently_used = True
         position = self._size
         with memoryview(data) as view:
-            _write_all(handle.fd, view)
+            try:
+                _write_all(handle.fd, view)
+            except OSError as error:
+                raise self._undo_append(handle, error) from error
             self._size = position + len(view)
         return position
 
@@ -333,7 +342,10 @@ class FileRecords:
         self.recently_used = True
         position = self._size
         views = [memoryview(part) for part in parts]
-        _writev_all(handle.fd, views)
+        try:
+            _writev_all(handle.fd, views)
+        except OSError as error:
+            raise self._undo_append(handle, error) from error
         self._size = position + sum(len(view) for view in views)
         return position
 
@@ -354,18 +366,32 @@ class FileRecords:
         handle = self._handle or self._open()
         self.recently_used = True
         room = max_file_bytes - self._size
-        fields = append_batch_impl(
-            handle.fd,
-            data,
-            base_offset,
-            leader_epoch,
-            room if room < max_batch_bytes else max_batch_bytes,
-            max_timestamp,
-            max_last_offset_delta,
-        )
+        try:
+            fields = append_batch_impl(
+                handle.fd,
+                data,
+                base_offset,
+                leader_epoch,
+                room if room < max_batch_bytes else max_batch_bytes,
+                max_timestamp,
+                max_last_offset_delta,
+            )
+        except OSError as error:
+            raise self._undo_append(handle, error) from error
         if fields is not None:
             self._size += len(data)
         return fields
+
+    def _undo_append(self, handle: FileHandle, error: OSError) -> KafkaStorageError:
+        """Cuts off what a failed write left past ``size``; returns the error to raise."""
+        try:
+            os.ftruncate(handle.fd, self._size)
+        except OSError as cut:
+            return KafkaStorageError(
+                f"{self._path}: append failed ({error}) and the partial write could not be "
+                f"cut off ({cut})"
+            )
+        return KafkaStorageError(f"{self._path}: append failed: {error}")
 
     def slice(self, position: int, length: int) -> FileSlice:
         """A slice of ``length`` bytes at ``position``, clipped to ``size``."""
