@@ -30,18 +30,18 @@ import contextlib
 import logging
 
 from odradek.controller.context import ControllerContext
+from odradek.controller.layout import (
+    DELETE_TOPICS_PATH,
+    PREFERRED_REPLICA_ELECTION_PATH,
+    REASSIGN_PARTITIONS_PATH,
+    decode_preferred_replica_election,
+)
 from odradek.controller.leader_elections import LeaderElections
 from odradek.controller.partition_states import PREFERRED_ELECTION
 from odradek.controller.reassigner import Reassigner
 from odradek.controller.reassignment import parse_reassignment_json
 from odradek.controller.store import DeleteOp, join_path
 from odradek.controller.topic_changes import TopicChanges
-from odradek.controller.topics import (
-    DELETE_TOPICS_PATH,
-    PREFERRED_REPLICA_ELECTION_PATH,
-    REASSIGN_PARTITIONS_PATH,
-    decode_preferred_replica_election,
-)
 from odradek.errors import BadVersionError, CorruptMetadataError, ErrorCode, KafkaError, NoNodeError
 
 logger = logging.getLogger(__name__)

@@ -36,18 +36,19 @@ from odradek.controller.admission import PartitionLimits
 from odradek.controller.brokers import LiveBrokers
 from odradek.controller.controller import Controller
 from odradek.controller.election import ControllerEpoch
+from odradek.controller.layout import (
+    BrokerRegistration,
+    encode_partition_state,
+    partition_path,
+    partition_state_path,
+    topic_partitions_path,
+)
 from odradek.controller.leaders import LeaderAndIsr
 from odradek.controller.partition_states import PartitionRecord, new_partition_state
 from odradek.controller.reassignment import ReplicaAssignment
 from odradek.controller.rebalance import RebalanceSettings
-from odradek.controller.store import CreateOp, Op, SetOp, join_path
-from odradek.controller.topics import (
-    TOPICS_PATH,
-    BrokerRegistration,
-    ClusterMetadata,
-    encode_partition_state,
-    partition_state_path,
-)
+from odradek.controller.store import CreateOp, Op, SetOp
+from odradek.controller.topics import ClusterMetadata
 from odradek.errors import KafkaError, MetadataStoreError, NotControllerError
 
 #: Partition states per fenced ``multi`` (ZooKeeper caps a request at ~1 MB).
@@ -270,13 +271,13 @@ class ControllerContext:
         epoch = self.require_epoch()
         live = set(self.brokers)
         ops: list[Op] = []
-        if not self.metadata.store.exists(join_path(TOPICS_PATH, topic, "partitions")):
-            ops.append(CreateOp(join_path(TOPICS_PATH, topic, "partitions")))
+        if not self.metadata.store.exists(topic_partitions_path(topic)):
+            ops.append(CreateOp(topic_partitions_path(topic)))
         states: dict[TopicPartition, PartitionRecord] = {}
         for index in sorted(assignment):
             replicas = tuple(assignment[index])
             state = new_partition_state(replicas, live)
-            ops.append(CreateOp(join_path(TOPICS_PATH, topic, "partitions", str(index))))
+            ops.append(CreateOp(partition_path(topic, index)))
             data = encode_partition_state(state.leader, state.leader_epoch, state.isr, epoch.epoch)
             ops.append(CreateOp(partition_state_path(topic, index), data))
             states[TopicPartition(topic, index)] = PartitionRecord(replicas, state, 0)
