@@ -99,10 +99,10 @@ def _topic(metadata: ClusterMetadata) -> dict[str, object]:
 def _grow_isr(running: Running, isr: tuple[int, ...]) -> None:
     """What the controller does when the leader's AlterPartition adds replicas to the ISR:
     writes the state, holds it, and calls ``_on_isr_changed``."""
-    shell, metadata = running.shell, running.shell.metadata
+    shell, metadata = running.shell, running.shell.context.metadata
 
     def grow() -> None:
-        record = shell._partitions[TP]
+        record = shell.context.partitions[TP]
         epoch = running.controller.epoch
         assert epoch is not None
         written = metadata.set_partition_state(
@@ -115,7 +115,7 @@ def _grow_isr(running: Running, isr: tuple[int, ...]) -> None:
             expected_version=record.zk_version,
         )
         state = LeaderAndIsr(record.state.leader, record.state.leader_epoch, isr)
-        shell._partitions[TP] = PartitionRecord(record.replicas, state, written.zk_version)
+        shell.context.partitions[TP] = PartitionRecord(record.replicas, state, written.zk_version)
         shell._on_isr_changed(TP)
 
     shell._submit(grow).result(timeout=10)

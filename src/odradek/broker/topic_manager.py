@@ -8,8 +8,10 @@ the same state from the store (``startup``). Topic configs are validated against
 
 Bounded work. Every creation is checked whole before anything is written: the partition
 counts against ``max.partitions`` / ``max.broker.partitions`` (``broker.limits``; the
-partitions of creations under way are counted too), names, configs and assignments. The
-handlers check ``max.partitions.per.request`` over a whole request.
+partitions of creations under way are counted too), names, configs and assignments — the
+checks and the counts are ``broker.topic_plans``' (``TopicPlanner``), this manager sequences
+the change once planned. The handlers check ``max.partitions.per.request`` over a whole
+request.
 
 Off the event loop. The slow part of a creation or deletion — the store write, one log
 directory (and its fsyncs) per partition — runs on this manager's worker thread (one, so
@@ -40,26 +42,14 @@ from dataclasses import dataclass
 
 from odradek._types import TopicPartition
 from odradek.broker.config import BrokerConfig
-from odradek.broker.limits import MutationQuota, check_partition_totals
+from odradek.broker.limits import MutationQuota
 from odradek.broker.ports import TopicPlan
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.topic_logs import TopicChangeInterruptedError, TopicLogs, describe_change
-from odradek.controller.assignment import (
-    assign_replicas,
-    validate_assignment,
-    validate_topic_name,
-)
-from odradek.controller.topics import (
-    ClusterMetadata,
-)
-from odradek.errors import (
-    ConfigError,
-    ErrorCode,
-    InvalidPartitionsError,
-    InvalidReplicaAssignmentError,
-    KafkaError,
-    UnknownTopicOrPartitionError,
-)
+from odradek.broker.topic_plans import TopicPlanner
+from odradek.controller.assignment import validate_topic_name
+from odradek.controller.topics import ClusterMetadata
+from odradek.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError
 from odradek.storage.config import TOPIC_NAMES, LogConfig
 
 logger = logging.getLogger(__name__)
@@ -93,16 +83,6 @@ class TopicConfigEntry:
     is_default: bool
 
 
-@dataclass(slots=True)
-class _Totals:
-    """Partition counts for the limits (mutable: the manager's own bookkeeping)."""
-
-    published: int = 0
-    published_here: int = 0
-    reserved: int = 0
-    reserved_here: int = 0
-
-
 class TopicManager:
     """Creates, deletes and describes topics. See the module docstring."""
 
@@ -123,12 +103,11 @@ class TopicManager:
         #: The published partitions of each known topic (the store may hold more while
         #: partitions are being added).
         self._assignments: dict[str, dict[int, list[int]]] = {}
-        #: Partitions counted against the limits while their creation is under way.
-        self._reserved: dict[str, TopicPlan] = {}
-        #: Partitions (in the cluster, with a replica here) published and reserved, kept as
-        #: counts so a check costs the same with 100,000 partitions as with 10.
-        self._totals = _Totals()
         self._jobs: dict[str, asyncio.Task[None]] = {}
+        #: The checks of a change before it is written, and the partition limits' counts.
+        self.planner = TopicPlanner(
+            config, metadata, known=self._known, published=self._assignments, busy=self._jobs
+        )
         self._background: set[asyncio.Task[None]] = set()
         self._store_queue: list[tuple[TopicPlan, asyncio.Future[None]]] = []
         self._inline_budget_used = 0
@@ -152,8 +131,7 @@ class TopicManager:
                         self._serve_partition(topic, index, replicas)
                 self._assignments[topic] = assignment
                 self._known.add(topic)
-                self._totals.published += len(assignment)
-                self._totals.published_here += self._held_here(assignment)
+                self.planner.count_published(assignment)
 
     async def stop(self) -> None:
         """Stops the work under way (what was stored is finished by the next ``startup``),
@@ -306,10 +284,10 @@ class TopicManager:
             "topics": len(self._known),
             "partitions": sum(map(len, self._assignments.values())),
             "jobs": len(self._jobs),
-            "reserved_partitions": self._totals.reserved,
+            "reserved_partitions": self.planner.reserved_partitions,
         }
 
-    # ----------------------------------------------------------------- checks
+    # ----------------------------------------------------------------- checks (TopicPlanner)
 
     def plan_topic(
         self,
@@ -320,36 +298,10 @@ class TopicManager:
         assignment: Mapping[int, Sequence[int]] | None = None,
         configs: Mapping[str, str] | None = None,
     ) -> TopicPlan:
-        """Checks a topic creation (partitions -1 and replication factor -1 mean the broker
-        defaults) and returns what it would do. Writes nothing.
-
-        Raises:
-            KafkaError: TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS,
-                INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT, INVALID_CONFIG,
-                POLICY_VIOLATION (``max.partitions``, ``max.broker.partitions``).
-        """
-        validate_topic_name(topic)
-        overrides = dict(configs or {})
-        self._validate_configs(overrides)
-        if assignment is None:
-            partitions = self.config.num_partitions if num_partitions == -1 else num_partitions
-            factor = (
-                self.config.default_replication_factor
-                if replication_factor == -1
-                else replication_factor
-            )
-            if partitions < 1:
-                raise InvalidPartitionsError(f"number of partitions must be ≥ 1, not {partitions}")
-            self.check_capacity(partitions, partitions)  # before a dict of that many is built
-            assignment = assign_replicas(partitions, factor, [self.broker_id])
-        else:
-            self.check_capacity(len(assignment), self._held_here(assignment))
-            self._check_assignment(assignment)
-        if topic in self._known or topic in self._jobs:
-            state = "is being deleted or created" if topic in self._jobs else "already exists"
-            raise KafkaError(f"topic {topic!r} {state}", code=ErrorCode.TOPIC_ALREADY_EXISTS)
-        plan_assignment = {p: list(r) for p, r in assignment.items()}
-        return TopicPlan(topic, True, plan_assignment, overrides)
+        """``TopicPlanner.plan_topic``: checks a creation; writes nothing."""
+        return self.planner.plan_topic(
+            topic, num_partitions, replication_factor, assignment=assignment, configs=configs
+        )
 
     def plan_partitions(
         self,
@@ -358,58 +310,17 @@ class TopicManager:
         *,
         assignment: Sequence[Sequence[int]] | None = None,
     ) -> TopicPlan:
-        """Checks growing ``topic`` to ``total_count`` partitions. Writes nothing.
-
-        Raises:
-            KafkaError: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (not more than now),
-                INVALID_REPLICA_ASSIGNMENT, POLICY_VIOLATION (the partition limits).
-        """
-        if topic not in self._known:
-            raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
-        current = self._published(topic)
-        if total_count <= len(current):
-            raise InvalidPartitionsError(
-                f"topic {topic!r} has {len(current)} partitions; the new count "
-                f"{total_count} must be larger"
-            )
-        first = len(current)
-        factor = len(next(iter(current.values()))) if current else 1
-        adding = total_count - first
-        self.check_capacity(adding, adding if assignment is None else 0)
-        if assignment is not None:
-            if len(assignment) != total_count - first:
-                raise KafkaError(
-                    f"{len(assignment)} assignments for {total_count - first} new partitions",
-                    code=ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                )
-            new = {first + i: list(replicas) for i, replicas in enumerate(assignment)}
-            self.check_capacity(0, self._held_here(new))
-            self._check_assignment(new, first_partition=first, existing=current)
-        else:
-            new = assign_replicas(
-                total_count - first, factor, [self.broker_id], start_partition=first
-            )
-        return TopicPlan(topic, False, new, {})
+        """``TopicPlanner.plan_partitions``: checks a growth; writes nothing."""
+        return self.planner.plan_partitions(topic, total_count, assignment=assignment)
 
     def check_capacity(self, adding: int, adding_here: int) -> None:
-        """Refuses ``adding`` partitions, ``adding_here`` of them with a replica on this
-        broker, over ``max.partitions`` / ``max.broker.partitions`` (creations under way
-        count too).
+        """``TopicPlanner.check_capacity``: POLICY_VIOLATION past the partition limits."""
+        self.planner.check_capacity(adding, adding_here)
 
-        Raises:
-            KafkaError: POLICY_VIOLATION.
-        """
-        totals = self._totals
-        check_partition_totals(
-            adding=adding,
-            adding_here=adding_here,
-            cluster_partitions=totals.published + totals.reserved,
-            broker_replicas=totals.published_here + totals.reserved_here,
-            limits=self.limits,
-        )
-
-    def _held_here(self, assignment: Mapping[int, Sequence[int]]) -> int:
-        return sum(self.broker_id in replicas for replicas in assignment.values())
+    def validate_configs(self, overrides: Mapping[str, str]) -> None:
+        """Raises KafkaError (INVALID_CONFIG) for topic config overrides the broker refuses
+        (the cluster controller's check before it creates a topic)."""
+        self.planner.log_config(overrides)
 
     # ----------------------------------------------------------------- changes, inline
 
@@ -487,7 +398,7 @@ class TopicManager:
             self._log_configs.pop(topic, None)
             raise
         finally:
-            self._unreserve(topic)
+            self.planner.unreserve(topic)
 
     def create_partitions(
         self,
@@ -512,7 +423,7 @@ class TopicManager:
                 self._serve_partition(topic, index, replicas)
             self._publish(plan)
         finally:
-            self._unreserve(topic)
+            self.planner.unreserve(topic)
 
     def delete_topic(self, topic: str) -> None:
         """Deletes ``topic`` on the calling thread (handlers use ``start_delete``).
@@ -543,7 +454,7 @@ class TopicManager:
             if name not in TOPIC_NAMES:
                 raise KafkaError(f"unknown topic config {name!r}", code=ErrorCode.INVALID_CONFIG)
             overrides.pop(name, None)
-        self._validate_configs(overrides)
+        self.planner.log_config(overrides)
         if validate_only:
             return
         self.metadata.set_topic_configs(topic, overrides)
@@ -579,9 +490,7 @@ class TopicManager:
             raise KafkaError("delete.topic.enable is false", code=ErrorCode.TOPIC_DELETION_DISABLED)
         self._known.discard(topic)
         self._topic_ids.pop(topic, None)
-        removed = self._assignments.pop(topic, {})
-        self._totals.published -= len(removed)
-        self._totals.published_here -= self._held_here(removed)
+        self.planner.uncount_published(self._assignments.pop(topic, {}))
         self._log_configs.pop(topic, None)
         return self.replicas.detach_topic(topic)
 
@@ -612,17 +521,9 @@ class TopicManager:
         return task
 
     def _reserve(self, plan: TopicPlan) -> None:
-        self._reserved[plan.topic] = plan
-        self._totals.reserved += len(plan.assignment)
-        self._totals.reserved_here += self._held_here(plan.assignment)
+        self.planner.reserve(plan)
         if plan.new_topic:  # checked by plan_topic
             self._log_configs[plan.topic] = self.config.log_config.with_overrides(plan.configs)
-
-    def _unreserve(self, topic: str) -> None:
-        plan = self._reserved.pop(topic, None)
-        if plan is not None:
-            self._totals.reserved -= len(plan.assignment)
-            self._totals.reserved_here -= self._held_here(plan.assignment)
 
     async def _create(self, plan: TopicPlan) -> None:
         loop = asyncio.get_running_loop()
@@ -647,7 +548,7 @@ class TopicManager:
                 self._log_configs.pop(plan.topic, None)
             raise
         finally:
-            self._unreserve(plan.topic)
+            self.planner.unreserve(plan.topic)
 
     async def _store(self, plan: TopicPlan) -> None:
         """Writes ``plan`` to the store on the worker, in one batch (one file write) with the
@@ -693,8 +594,7 @@ class TopicManager:
     def _publish(self, plan: TopicPlan) -> None:
         published = self._assignments.setdefault(plan.topic, {})
         published.update({p: list(r) for p, r in sorted(plan.assignment.items())})
-        self._totals.published += len(plan.assignment)
-        self._totals.published_here += self._held_here(plan.assignment)
+        self.planner.count_published(plan.assignment)
         self._known.add(plan.topic)
         if plan.new_topic:
             logger.info("created topic %s with %d partitions", plan.topic, len(plan.assignment))
@@ -748,47 +648,6 @@ class TopicManager:
 
     def _remove(self, topic: str, detached: Sequence[TopicPartition]) -> None:
         self._logs().remove(topic, detached)
-
-    # ----------------------------------------------------------------- validation
-
-    def _check_assignment(
-        self,
-        assignment: Mapping[int, Sequence[int]],
-        *,
-        first_partition: int = 0,
-        existing: Mapping[int, Sequence[int]] | None = None,
-    ) -> None:
-        """Checks a manual assignment before anything is written (so ``validate_only``
-        sees the same errors): its shape, the topic's replication factor, live brokers.
-
-        Raises:
-            KafkaError: INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT.
-        """
-        validate_assignment(assignment, first_partition=first_partition)
-        if existing:
-            factor = len(next(iter(existing.values())))
-            if any(len(replicas) != factor for replicas in assignment.values()):
-                raise InvalidReplicaAssignmentError(
-                    f"new partitions must keep the topic's replication factor {factor}"
-                )
-        live = {broker.broker_id for broker in self.metadata.registered_brokers()}
-        live.add(self.broker_id)
-        unknown = sorted({b for replicas in assignment.values() for b in replicas} - live)
-        if unknown:
-            raise InvalidReplicaAssignmentError(
-                f"unknown broker(s) {unknown} in the replica assignment; live: {sorted(live)}"
-            )
-
-    def validate_configs(self, overrides: Mapping[str, str]) -> None:
-        """Raises KafkaError (INVALID_CONFIG) for topic config overrides the broker refuses
-        (the cluster controller's check before it creates a topic)."""
-        self._validate_configs(overrides)
-
-    def _validate_configs(self, overrides: Mapping[str, str]) -> LogConfig:
-        try:
-            return self.config.log_config.with_overrides(overrides)
-        except ConfigError as error:
-            raise KafkaError(str(error), code=ErrorCode.INVALID_CONFIG) from None
 
 
 def _retrieve(task: asyncio.Task[None]) -> None:

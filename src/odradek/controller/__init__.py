@@ -9,8 +9,13 @@ ZooKeeper layout on top of it.
   ``/controller`` and ``/controller_epoch``, and epoch-fenced controller writes.
 - ``leaders``: Kafka's partition leader election algorithms (pure).
 - ``brokers``: ``LiveBrokers``, the registered brokers kept current by a watch.
-- ``topics``: ``ClusterMetadata`` (cluster id, broker registrations, topics, topic configs,
-  partition states) and the pure rules for topic names and replica assignment.
+- ``layout`` (pure): Kafka's ZooKeeper paths and each node's JSON; ``topics``:
+  ``ClusterMetadata``, the layout read and written through the store (cluster id, broker
+  registrations, topics, topic configs, partition states); ``assignment`` (pure): the
+  rules for topic names and replica assignment.
+- ``cluster``: ``ClusterController``, what the elected controller does, with its duties in
+  ``context``, ``broker_updates``, ``broker_changes``, ``topic_changes``, ``isr_updates``,
+  ``leader_elections``, ``reassigner`` and ``admin_nodes`` (see ``cluster``'s docstring).
 
 ``zookeeper.py`` is the only module that imports kazoo.
 """
@@ -20,6 +25,12 @@ from odradek.controller.assignment import (
     topic_names_collide,
     validate_assignment,
     validate_topic_name,
+)
+from odradek.controller.layout import (
+    BrokerRegistration,
+    Endpoint,
+    PartitionState,
+    new_uuid_string,
 )
 from odradek.controller.local import LocalMetadataStore, LocalStoreStatistics
 from odradek.controller.store import (
@@ -31,13 +42,7 @@ from odradek.controller.store import (
     SetOp,
     WatchCallback,
 )
-from odradek.controller.topics import (
-    BrokerRegistration,
-    ClusterMetadata,
-    Endpoint,
-    PartitionState,
-    new_uuid_string,
-)
+from odradek.controller.topics import ClusterMetadata
 
 __all__ = [
     "BrokerRegistration",

@@ -16,7 +16,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from odradek.controller.topics import BROKER_IDS_PATH, BrokerRegistration, ClusterMetadata
+from odradek.controller.layout import BROKER_IDS_PATH, BrokerRegistration
+from odradek.controller.topics import ClusterMetadata
 from odradek.errors import SessionClosedError
 
 logger = logging.getLogger(__name__)

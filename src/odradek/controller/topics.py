@@ -1,40 +1,21 @@
 """``ClusterMetadata``: Kafka's ZooKeeper layout, read and written through any ``MetadataStore``.
 
 This is odradek's counterpart of Kafka's ``KafkaZkClient`` + ``AdminZkClient``: it owns the
-paths and the JSON of each node (the rules for topic names and replica assignments are
-``controller.assignment``'s). It holds no state of its own besides the store, so several
+reads and writes of the layout's nodes — cluster id, broker registrations, topics and their
+assignments (with KIP-455 reassignment maps), topic configs, partition states, and the
+ZooKeeper-mode tools' admin requests. The paths and each node's JSON are
+``controller.layout``'s (pure); the rules for topic names and replica assignments are
+``controller.assignment``'s. It holds no state of its own besides the store, so several
 instances may share one.
 
-Layout (JSON is compact UTF-8; the broker and the tools of later issues rely on it)::
+Why two modules: the layout is a wire format that the controller's fenced ``multi`` writes,
+the tools and the tests need without a store, while this facade is about the store's rules
+— which node is written first so that a reader never sees half a topic, compare-and-set
+retries, what a missing node means.
 
-    /cluster/id                              {"version":"1","id":"<22-char base64 UUID>"}
-    /brokers/ids/<id>           (ephemeral)  {"version":5,"host":..,"port":..,"endpoints":[..],
-                                              "listener_security_protocol_map":{..},
-                                              "jmx_port":-1,"timestamp":"<ms>","features":{}}
-    /brokers/topics/<t>                      {"version":3,"topic_id":"<22-char base64 UUID>",
-                                              "partitions":{"0":[0],..},
-                                              "adding_replicas":{},"removing_replicas":{}}
-    /brokers/topics/<t>/partitions/<p>/state {"controller_epoch":1,"leader":0,"version":1,
-                                              "leader_epoch":0,"isr":[0]}
-    /config/topics/<t>                       {"version":1,"config":{"retention.ms":"1000"}}
-    /config/brokers/<id>                     (same form; created by later issues)
-    /admin/delete_topics/<t>                 (empty; a request to delete topic t: the
-                                              controller deletes it, then the node)
-    /admin/preferred_replica_election        {"version":1,"partitions":[{"topic":"t",
-                                              "partition":0},..]} (a request: the controller
-                                              elects, then deletes the node)
-    /admin/reassign_partitions               {"version":1,"partitions":[{"topic":..,
-                                              "partition":..,"replicas":[..]}]} (written by
-                                              tools; the controller starts the reassignments
-                                              and deletes the node)
-    /isr_change_notification                 (ISR change notifications, later)
-    /controller                 (ephemeral)  {"version":1,"brokerid":0,"timestamp":"<ms>"}
-    /controller_epoch                        "1" (see ``controller.election``)
-
-Topic assignments are written as Kafka 2.8+ does (version 3, with a ``topic_id``, KIP-516);
-versions 1 and 2, without one, are read too. While a partition is reassigned (KIP-455) its
-``partitions`` entry is the whole replica set and ``adding_replicas`` / ``removing_replicas``
-name the replicas coming and going (``replica_assignments``, ``reassignment_op``).
+The layout's values and codecs that importers found here before the split (``Endpoint``,
+``BrokerRegistration``, ``PartitionState``, the paths, ``encode_partition_state`` ...) are
+named here too (``__all__``); new code imports them from ``controller.layout``.
 
 Thread safety: as safe as the store; read-modify-write updates use the node version
 (compare-and-set) and retry.
@@ -42,13 +23,9 @@ Thread safety: as safe as the store; read-modify-write updates use the node vers
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
 import logging
-import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from odradek._clock import SYSTEM_CLOCK, Clock
@@ -57,6 +34,43 @@ from odradek.controller.assignment import (
     topic_names_collide,
     validate_assignment,
     validate_topic_name,
+)
+from odradek.controller.layout import (
+    BROKER_CONFIGS_PATH,
+    BROKER_IDS_PATH,
+    CLUSTER_ID_PATH,
+    DELETE_TOPICS_PATH,
+    ISR_CHANGE_NOTIFICATION_PATH,
+    PREFERRED_REPLICA_ELECTION_PATH,
+    REASSIGN_PARTITIONS_PATH,
+    TOP_LEVEL_PATHS,
+    TOPIC_CONFIGS_PATH,
+    TOPICS_PATH,
+    BrokerRegistration,
+    Endpoint,
+    PartitionState,
+    assignment_document,
+    broker_document,
+    broker_path,
+    decode_cluster_id,
+    decode_object,
+    decode_partition_state,
+    decode_preferred_replica_election,
+    encode_cluster_id,
+    encode_json,
+    encode_partition_state,
+    encode_preferred_replica_election,
+    encode_topic_configs,
+    new_uuid_string,
+    parse_broker,
+    parse_partitions,
+    parse_replica_map,
+    partition_path,
+    partition_state_path,
+    partitions_json,
+    topic_config_path,
+    topic_path,
+    unknown_topic,
 )
 from odradek.controller.reassignment import ReplicaAssignment
 from odradek.controller.store import MetadataStore, SetOp, join_path
@@ -72,119 +86,31 @@ from odradek.errors import (
     UnknownTopicOrPartitionError,
 )
 
+__all__ = [
+    "BROKER_CONFIGS_PATH",
+    "BROKER_IDS_PATH",
+    "CLUSTER_ID_PATH",
+    "DELETE_TOPICS_PATH",
+    "ISR_CHANGE_NOTIFICATION_PATH",
+    "PREFERRED_REPLICA_ELECTION_PATH",
+    "REASSIGN_PARTITIONS_PATH",
+    "TOPICS_PATH",
+    "TOPIC_CONFIGS_PATH",
+    "TOP_LEVEL_PATHS",
+    "BrokerRegistration",
+    "ClusterMetadata",
+    "Endpoint",
+    "PartitionState",
+    "decode_preferred_replica_election",
+    "encode_partition_state",
+    "encode_preferred_replica_election",
+    "new_uuid_string",
+    "partition_state_path",
+]
+
 logger = logging.getLogger(__name__)
 
-CLUSTER_ID_PATH = "/cluster/id"
-BROKER_IDS_PATH = "/brokers/ids"
-TOPICS_PATH = "/brokers/topics"
-TOPIC_CONFIGS_PATH = "/config/topics"
-BROKER_CONFIGS_PATH = "/config/brokers"
-DELETE_TOPICS_PATH = "/admin/delete_topics"
-PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
-REASSIGN_PARTITIONS_PATH = "/admin/reassign_partitions"
-ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
-
-#: Persistent paths Kafka creates at startup (``KafkaZkClient.createTopLevelPaths``'s subset
-#: that odradek uses or will use: the controller's deletion queue and ISR notifications).
-TOP_LEVEL_PATHS = (
-    BROKER_IDS_PATH,
-    TOPICS_PATH,
-    TOPIC_CONFIGS_PATH,
-    BROKER_CONFIGS_PATH,
-    DELETE_TOPICS_PATH,
-    ISR_CHANGE_NOTIFICATION_PATH,
-)
-
-_BROKER_REGISTRATION_VERSION = 5
-_TOPIC_ASSIGNMENT_VERSION = 3
-_PARTITION_STATE_VERSION = 1
 _CAS_ATTEMPTS = 100
-
-
-# --- values ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """One listener of a registered broker (Kafka's ``EndPoint``)."""
-
-    listener_name: str
-    host: str
-    port: int
-    security_protocol: str = "PLAINTEXT"
-
-    def connection_string(self) -> str:
-        """``NAME://host:port`` (IPv6 hosts in brackets), as in ``endpoints``."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.listener_name}://{host}:{self.port}"
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerRegistration:
-    """A broker's entry under ``/brokers/ids``.
-
-    ``host`` and ``port`` are those of the PLAINTEXT endpoint (``None`` and -1 without one), as
-    Kafka writes them for old clients.
-    """
-
-    broker_id: int
-    endpoints: tuple[Endpoint, ...]
-    timestamp_ms: int
-    rack: str | None = None
-    jmx_port: int = -1
-
-    @property
-    def host(self) -> str | None:
-        plaintext = self._plaintext()
-        return plaintext.host if plaintext else None
-
-    @property
-    def port(self) -> int:
-        plaintext = self._plaintext()
-        return plaintext.port if plaintext else -1
-
-    def endpoint(self, listener_name: str) -> Endpoint | None:
-        """The endpoint of ``listener_name``, if the broker has one."""
-        for endpoint in self.endpoints:
-            if endpoint.listener_name == listener_name:
-                return endpoint
-        return None
-
-    def _plaintext(self) -> Endpoint | None:
-        for endpoint in self.endpoints:
-            if endpoint.security_protocol == "PLAINTEXT":
-                return endpoint
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionState:
-    """A partition's leader and ISR, as stored in ``.../partitions/<p>/state``.
-
-    ``zk_version`` is the node's version: pass it as ``expected_version`` to change the state
-    only if nobody else did since it was read.
-    """
-
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    controller_epoch: int
-    zk_version: int
-
-
-def new_uuid_string() -> str:
-    """A random UUID as Kafka prints one: 22 characters of URL-safe base64 without padding.
-
-    Like Kafka's ``Uuid.randomUuid``, never one that starts with ``-`` (awkward on command
-    lines).
-    """
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
-        if not text.startswith("-"):
-            return text
-
-
-# --- the facade ------------------------------------------------------------------------------
 
 
 class ClusterMetadata:
@@ -219,9 +145,7 @@ class ClusterMetadata:
             pass
         cluster_id = new_uuid_string()
         try:
-            self.store.create(
-                CLUSTER_ID_PATH, _encode({"version": "1", "id": cluster_id}), make_parents=True
-            )
+            self.store.create(CLUSTER_ID_PATH, encode_cluster_id(cluster_id), make_parents=True)
         except NodeExistsError:
             return self._read_cluster_id()  # another broker won the race
         logger.info("created cluster id %s", cluster_id)
@@ -235,11 +159,7 @@ class ClusterMetadata:
             return None
 
     def _read_cluster_id(self) -> str:
-        document = self._read_json(CLUSTER_ID_PATH)[0]
-        cluster_id = document.get("id")
-        if not isinstance(cluster_id, str):
-            raise CorruptMetadataError(f"{CLUSTER_ID_PATH} has no string 'id': {document}")
-        return cluster_id
+        return decode_cluster_id(self._read_json(CLUSTER_ID_PATH)[0])
 
     # --- brokers ---------------------------------------------------------------------------
 
@@ -261,24 +181,10 @@ class ClusterMetadata:
             timestamp_ms=self._clock.now_ms(),
             rack=rack,
         )
-        document: dict[str, Any] = {
-            "version": _BROKER_REGISTRATION_VERSION,
-            "host": registration.host,
-            "port": registration.port,
-            "endpoints": [endpoint.connection_string() for endpoint in registration.endpoints],
-            "listener_security_protocol_map": {
-                endpoint.listener_name: endpoint.security_protocol
-                for endpoint in registration.endpoints
-            },
-            "jmx_port": registration.jmx_port,
-            "timestamp": str(registration.timestamp_ms),
-            "features": {},
-        }
-        if rack is not None:
-            document["rack"] = rack
-        path = join_path(BROKER_IDS_PATH, str(broker_id))
+        document = broker_document(registration)
+        path = broker_path(broker_id)
         try:
-            self.store.create(path, _encode(document), ephemeral=True, make_parents=True)
+            self.store.create(path, encode_json(document), ephemeral=True, make_parents=True)
         except NodeExistsError:
             raise NodeExistsError(
                 f"broker {broker_id} is already registered at {path} by another session"
@@ -301,12 +207,12 @@ class ClusterMetadata:
 
     def broker(self, broker_id: int) -> BrokerRegistration | None:
         """The registration of ``broker_id``, or ``None`` if it is not live."""
-        path = join_path(BROKER_IDS_PATH, str(broker_id))
+        path = broker_path(broker_id)
         try:
             document = self._read_json(path)[0]
         except NoNodeError:
             return None
-        return _parse_broker(path, broker_id, document)
+        return parse_broker(path, broker_id, document)
 
     # --- topics ----------------------------------------------------------------------------
 
@@ -324,7 +230,7 @@ class ClusterMetadata:
             InvalidTopicError: an illegal name (as does every method taking a topic name: a
                 name is checked before it becomes part of a path).
         """
-        return self.store.exists(_topic_path(topic))
+        return self.store.exists(topic_path(topic))
 
     def create_topic(
         self,
@@ -359,9 +265,9 @@ class ClusterMetadata:
                 )
         self._write_topic_configs(topic, configs or {})
         topic_id = new_uuid_string()
-        document = _assignment_document(topic_id, assignment)
+        document = assignment_document(topic_id, assignment)
         try:
-            self.store.create(_topic_path(topic), _encode(document), make_parents=True)
+            self.store.create(topic_path(topic), encode_json(document), make_parents=True)
         except NodeExistsError:
             raise TopicAlreadyExistsError(f"topic {topic!r} already exists") from None
         logger.info("created topic %s (id %s) with %d partitions", topic, topic_id, len(assignment))
@@ -373,7 +279,7 @@ class ClusterMetadata:
         Raises:
             UnknownTopicOrPartitionError: no such topic.
         """
-        return _parse_partitions(self._read_topic(topic)[0], topic)
+        return parse_partitions(self._read_topic(topic)[0], topic)
 
     def topic_id(self, topic: str) -> str | None:
         """The topic's id (``None`` for a topic written without one, by Kafka < 2.8).
@@ -393,9 +299,9 @@ class ClusterMetadata:
             CorruptMetadataError: malformed ``adding_replicas`` / ``removing_replicas``.
         """
         document = self._read_topic(topic)[0]
-        partitions = _parse_partitions(document, topic)
-        adding = _parse_replica_map(document, "adding_replicas", topic)
-        removing = _parse_replica_map(document, "removing_replicas", topic)
+        partitions = parse_partitions(document, topic)
+        adding = parse_replica_map(document, "adding_replicas", topic)
+        removing = parse_replica_map(document, "removing_replicas", topic)
         return {
             index: ReplicaAssignment(
                 tuple(replicas),
@@ -414,12 +320,12 @@ class ClusterMetadata:
             UnknownTopicOrPartitionError: no such topic, or a partition it does not have.
         """
         document, version = self._read_topic(topic)
-        partitions = _parse_partitions(document, topic)
+        partitions = parse_partitions(document, topic)
         unknown = sorted(set(changes) - set(partitions))
         if unknown:
             raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition(s) {unknown}")
-        adding = _parse_replica_map(document, "adding_replicas", topic)
-        removing = _parse_replica_map(document, "removing_replicas", topic)
+        adding = parse_replica_map(document, "adding_replicas", topic)
+        removing = parse_replica_map(document, "removing_replicas", topic)
         for index, change in changes.items():
             partitions[index] = list(change.replicas)
             for entries, replicas in ((adding, change.adding), (removing, change.removing)):
@@ -429,11 +335,11 @@ class ClusterMetadata:
                     entries.pop(index, None)
         document = dict(
             document,
-            partitions=_partitions_json(partitions),
-            adding_replicas=_partitions_json(adding),
-            removing_replicas=_partitions_json(removing),
+            partitions=partitions_json(partitions),
+            adding_replicas=partitions_json(adding),
+            removing_replicas=partitions_json(removing),
         )
-        return SetOp(_topic_path(topic), _encode(document), version)
+        return SetOp(topic_path(topic), encode_json(document), version)
 
     def add_partitions(self, topic: str, new_assignment: Mapping[int, Sequence[int]]) -> None:
         """Adds partitions to ``topic``; ``new_assignment`` holds the new partitions only,
@@ -448,7 +354,7 @@ class ClusterMetadata:
         """
         for _ in range(_CAS_ATTEMPTS):
             document, version = self._read_topic(topic)
-            current = _parse_partitions(document, topic)
+            current = parse_partitions(document, topic)
             if not new_assignment:
                 raise InvalidPartitionsError(f"no partitions to add to topic {topic!r}")
             if min(new_assignment) != len(current):
@@ -463,13 +369,13 @@ class ClusterMetadata:
                     f"new partitions of topic {topic!r} must keep its replication factor "
                     f"{len(current[0])}"
                 )
-            document = dict(document, partitions=_partitions_json(merged))
+            document = dict(document, partitions=partitions_json(merged))
             try:
-                self.store.set(_topic_path(topic), _encode(document), version)
+                self.store.set(topic_path(topic), encode_json(document), version)
             except BadVersionError:
                 continue
             except NoNodeError:
-                raise _unknown_topic(topic) from None
+                raise unknown_topic(topic) from None
             logger.info("topic %s now has %d partitions", topic, len(merged))
             return
         raise BadVersionError(f"topic {topic!r} kept changing while adding partitions")
@@ -484,11 +390,11 @@ class ClusterMetadata:
             UnknownTopicOrPartitionError: no such topic.
         """
         try:
-            self.store.delete(_topic_path(topic), recursive=True)
+            self.store.delete(topic_path(topic), recursive=True)
         except NoNodeError:
-            raise _unknown_topic(topic) from None
+            raise unknown_topic(topic) from None
         with contextlib.suppress(NoNodeError):
-            self.store.delete(_config_path(topic), recursive=True)
+            self.store.delete(topic_config_path(topic), recursive=True)
         logger.info("deleted topic %s", topic)
 
     # --- admin requests (the ZooKeeper-mode tools' nodes) ------------------------------------
@@ -526,14 +432,14 @@ class ClusterMetadata:
             UnknownTopicOrPartitionError: no such topic.
         """
         if not self.topic_exists(topic):
-            raise _unknown_topic(topic)
+            raise unknown_topic(topic)
         try:
-            document = self._read_json(_config_path(topic))[0]
+            document = self._read_json(topic_config_path(topic))[0]
         except NoNodeError:
             return {}
         config = document.get("config", {})
         if not isinstance(config, dict):
-            raise CorruptMetadataError(f"{_config_path(topic)} has a non-object 'config'")
+            raise CorruptMetadataError(f"{topic_config_path(topic)} has a non-object 'config'")
         return {str(name): str(value) for name, value in config.items()}
 
     def set_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
@@ -543,12 +449,12 @@ class ClusterMetadata:
             UnknownTopicOrPartitionError: no such topic.
         """
         if not self.topic_exists(topic):
-            raise _unknown_topic(topic)
+            raise unknown_topic(topic)
         self._write_topic_configs(topic, configs)
 
     def _write_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
-        data = _encode({"version": 1, "config": {name: str(v) for name, v in configs.items()}})
-        path = _config_path(topic)
+        data = encode_topic_configs(configs)
+        path = topic_config_path(topic)
         try:
             self.store.set(path, data)
         except NoNodeError:
@@ -583,15 +489,8 @@ class ClusterMetadata:
         """
         if partition not in self.assignment(topic):
             raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {partition}")
-        document = {
-            "controller_epoch": controller_epoch,
-            "leader": leader,
-            "version": _PARTITION_STATE_VERSION,
-            "leader_epoch": leader_epoch,
-            "isr": list(isr),
-        }
-        path = _state_path(topic, partition)
-        data = _encode(document)
+        path = partition_state_path(topic, partition)
+        data = encode_partition_state(leader, leader_epoch, isr, controller_epoch)
         try:
             zk_version = self.store.set(path, data, expected_version)
         except NoNodeError:
@@ -624,17 +523,9 @@ class ClusterMetadata:
             raise UnknownTopicOrPartitionError(
                 f"topic {topic!r} has no partition(s) {missing[:10]}"
             )
-        data = _encode(
-            {
-                "controller_epoch": controller_epoch,
-                "leader": leader,
-                "version": _PARTITION_STATE_VERSION,
-                "leader_epoch": 0,
-                "isr": list(isr),
-            }
-        )
+        data = encode_partition_state(leader, 0, isr, controller_epoch)
         for partition in partitions:
-            path = _state_path(topic, partition)
+            path = partition_state_path(topic, partition)
             try:
                 self.store.set(path, data)
             except NoNodeError:
@@ -650,23 +541,20 @@ class ClusterMetadata:
         """
         for _ in range(_CAS_ATTEMPTS):
             document, version = self._read_topic(topic)
-            current = _parse_partitions(document, topic)
+            current = parse_partitions(document, topic)
             kept = {p: r for p, r in current.items() if p < keep}
             if len(kept) == len(current):
                 return
-            document = dict(document, partitions=_partitions_json(kept))
+            document = dict(document, partitions=partitions_json(kept))
             try:
-                self.store.set(_topic_path(topic), _encode(document), version)
+                self.store.set(topic_path(topic), encode_json(document), version)
             except BadVersionError:
                 continue
             except NoNodeError:
-                raise _unknown_topic(topic) from None
+                raise unknown_topic(topic) from None
             for partition in sorted(set(current) - set(kept)):
                 with contextlib.suppress(NoNodeError):
-                    self.store.delete(
-                        join_path(_topic_path(topic), "partitions", str(partition)),
-                        recursive=True,
-                    )
+                    self.store.delete(partition_path(topic, partition), recursive=True)
             logger.info("topic %s is back to %d partitions", topic, len(kept))
             return
         raise BadVersionError(f"topic {topic!r} kept changing while removing partitions")
@@ -674,174 +562,21 @@ class ClusterMetadata:
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         """The partition's leader and ISR, or ``None`` if none was written (no leader elected
         yet, or no such partition)."""
-        path = _state_path(topic, partition)
+        path = partition_state_path(topic, partition)
         try:
             document, version = self._read_json(path)
         except NoNodeError:
             return None
-        try:
-            return PartitionState(
-                leader=int(document["leader"]),
-                leader_epoch=int(document["leader_epoch"]),
-                isr=tuple(int(replica) for replica in document["isr"]),
-                controller_epoch=int(document["controller_epoch"]),
-                zk_version=version,
-            )
-        except (KeyError, TypeError, ValueError) as error:
-            raise CorruptMetadataError(f"malformed partition state at {path}: {error}") from None
+        return decode_partition_state(path, document, version)
 
     # --- helpers ---------------------------------------------------------------------------
 
     def _read_topic(self, topic: str) -> tuple[dict[str, Any], int]:
         try:
-            return self._read_json(_topic_path(topic))
+            return self._read_json(topic_path(topic))
         except NoNodeError:
-            raise _unknown_topic(topic) from None
+            raise unknown_topic(topic) from None
 
     def _read_json(self, path: str) -> tuple[dict[str, Any], int]:
         data, version = self.store.get(path)
-        try:
-            document = json.loads(data)
-        except ValueError as error:
-            raise CorruptMetadataError(f"malformed JSON at {path}: {error}") from None
-        if not isinstance(document, dict):
-            raise CorruptMetadataError(f"{path} does not hold a JSON object")
-        return document, version
-
-
-def partition_state_path(topic: str, partition: int) -> str:
-    """``/brokers/topics/<topic>/partitions/<partition>/state``."""
-    return _state_path(topic, partition)
-
-
-def encode_partition_state(
-    leader: int, leader_epoch: int, isr: Sequence[int], controller_epoch: int
-) -> bytes:
-    """A partition state node's data (Kafka's JSON)."""
-    return _encode(
-        {
-            "controller_epoch": controller_epoch,
-            "leader": leader,
-            "version": _PARTITION_STATE_VERSION,
-            "leader_epoch": leader_epoch,
-            "isr": list(isr),
-        }
-    )
-
-
-def encode_preferred_replica_election(partitions: Sequence[TopicPartition]) -> bytes:
-    """``/admin/preferred_replica_election``'s data (Kafka's JSON, version 1)."""
-    return _encode(
-        {
-            "version": 1,
-            "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in partitions],
-        }
-    )
-
-
-def decode_preferred_replica_election(data: bytes) -> list[TopicPartition]:
-    """The partitions of ``/admin/preferred_replica_election``, in order, each once.
-
-    Raises:
-        CorruptMetadataError: not Kafka's JSON (an object with a ``partitions`` list of
-            ``{"topic": str, "partition": int}``).
-    """
-    path = PREFERRED_REPLICA_ELECTION_PATH
-    try:
-        document = json.loads(data)
-    except ValueError as error:
-        raise CorruptMetadataError(f"malformed JSON at {path}: {error}") from None
-    entries = document.get("partitions") if isinstance(document, dict) else None
-    if not isinstance(entries, list):
-        raise CorruptMetadataError(f"{path} has no 'partitions' list")
-    partitions: dict[TopicPartition, None] = {}
-    for entry in entries:
-        topic = entry.get("topic") if isinstance(entry, dict) else None
-        partition = entry.get("partition") if isinstance(entry, dict) else None
-        if not isinstance(topic, str) or type(partition) is not int:
-            raise CorruptMetadataError(
-                f"{path}: each partition must be {{'topic': str, 'partition': int}}, got {entry!r}"
-            )
-        partitions[TopicPartition(topic, partition)] = None
-    return list(partitions)
-
-
-def _encode(document: Mapping[str, Any]) -> bytes:
-    return json.dumps(document, separators=(",", ":")).encode("utf-8")
-
-
-def _topic_path(topic: str) -> str:
-    validate_topic_name(topic)
-    return join_path(TOPICS_PATH, topic)
-
-
-def _config_path(topic: str) -> str:
-    validate_topic_name(topic)
-    return join_path(TOPIC_CONFIGS_PATH, topic)
-
-
-def _state_path(topic: str, partition: int) -> str:
-    return join_path(_topic_path(topic), "partitions", str(partition), "state")
-
-
-def _unknown_topic(topic: str) -> UnknownTopicOrPartitionError:
-    return UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
-
-
-def _partitions_json(assignment: Mapping[int, Sequence[int]]) -> dict[str, list[int]]:
-    return {str(p): list(assignment[p]) for p in sorted(assignment)}
-
-
-def _assignment_document(topic_id: str, assignment: Mapping[int, Sequence[int]]) -> dict[str, Any]:
-    return {
-        "version": _TOPIC_ASSIGNMENT_VERSION,
-        "topic_id": topic_id,
-        "partitions": _partitions_json(assignment),
-        "adding_replicas": {},
-        "removing_replicas": {},
-    }
-
-
-def _parse_partitions(document: Mapping[str, Any], topic: str) -> dict[int, list[int]]:
-    try:
-        return {
-            int(partition): [int(replica) for replica in replicas]
-            for partition, replicas in sorted(
-                document["partitions"].items(), key=lambda item: int(item[0])
-            )
-        }
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise CorruptMetadataError(f"malformed assignment of topic {topic!r}: {error}") from None
-
-
-def _parse_replica_map(document: Mapping[str, Any], key: str, topic: str) -> dict[int, list[int]]:
-    entries = document.get(key) or {}
-    try:
-        return {
-            int(partition): [int(replica) for replica in replicas]
-            for partition, replicas in entries.items()
-        }
-    except (TypeError, ValueError, AttributeError) as error:
-        raise CorruptMetadataError(f"malformed {key} of topic {topic!r}: {error}") from None
-
-
-def _parse_broker(path: str, broker_id: int, document: Mapping[str, Any]) -> BrokerRegistration:
-    try:
-        protocols: Mapping[str, str] = document.get("listener_security_protocol_map") or {}
-        endpoints = []
-        for text in document.get("endpoints", []):
-            name, _, address = str(text).partition("://")
-            host, _, port = address.rpartition(":")
-            endpoints.append(Endpoint(name, host.strip("[]"), int(port), protocols.get(name, name)))
-        if not endpoints and document.get("host") is not None:
-            endpoints.append(Endpoint("PLAINTEXT", str(document["host"]), int(document["port"])))
-        rack = document.get("rack")
-        return BrokerRegistration(
-            broker_id=broker_id,
-            endpoints=tuple(endpoints),
-            timestamp_ms=int(document.get("timestamp", -1)),
-            rack=str(rack) if rack is not None else None,
-            jmx_port=int(document.get("jmx_port", -1)),
-        )
-    except (TypeError, ValueError, AttributeError) as error:
-        raise CorruptMetadataError(f"malformed broker registration at {path}: {error}") from None
+        return decode_object(path, data), version
