@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from tests.broker._wire import Wire
 
 from odradek._types import TopicPartition
@@ -343,3 +344,53 @@ def test_unclean_leader_election_follows_the_topic_config(cluster: Cluster) -> N
     cluster.restart(second)
     _wait(lambda: _leader(cluster, "careful", 0) == second, "an unclean leader after the change")
     cluster.restart(first)
+
+
+def test_a_config_altered_through_one_broker_applies_on_the_leader_elsewhere(
+    cluster: Cluster,
+) -> None:
+    # Regression: the overrides reached ZooKeeper but only the broker that took the request
+    # applied them; the partition's leader kept its old LogConfig until it restarted.
+    leader, other = _others(cluster)
+    topic = f"altered-{uuid.uuid4().hex[:8]}"
+    _create(cluster, topic, {0: [leader]})
+    _wait(
+        lambda: _leaders_seen_by(cluster.brokers[leader].address, topic) == {0: leader}, "a leader"
+    )
+    producer = Producer(
+        {"bootstrap.servers": cluster.brokers[leader].address, "acks": "1", "linger.ms": 0}
+    )
+
+    def produce_error() -> str | None:
+        outcome: list[str | None] = []
+        producer.produce(
+            topic,
+            b"x" * 2_000,
+            on_delivery=lambda error, _msg: outcome.append(None if error is None else error.name()),
+        )
+        producer.flush(30)
+        return outcome[0]
+
+    assert produce_error() is None
+    wire = Wire(cluster.brokers[other].port)
+    try:
+        answer = wire.request(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            0,
+            {
+                "resources": [
+                    {
+                        "resource_type": 2,
+                        "resource_name": topic,
+                        "configs": [
+                            {"name": "max.message.bytes", "config_operation": 0, "value": "1000"}
+                        ],
+                    }
+                ],
+                "validate_only": False,
+            },
+        )
+    finally:
+        wire.sock.close()
+    assert [r["error_code"] for r in answer["responses"]] == [ErrorCode.NONE]
+    _wait(lambda: produce_error() == "MSG_SIZE_TOO_LARGE", "the leader to refuse a large batch")

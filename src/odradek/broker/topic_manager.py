@@ -100,6 +100,8 @@ class TopicManager:
         #: Topic ids (KIP-516) read from the store, once per published topic.
         self._topic_ids: dict[str, str | None] = {}
         self._topic_id_reads: set[str] = set()
+        #: Topics whose config node this broker watches (a cluster: another broker may alter).
+        self._config_watched: set[str] = set()
         #: The published partitions of each known topic (the store may hold more while
         #: partitions are being added).
         self._assignments: dict[str, dict[int, list[int]]] = {}
@@ -178,12 +180,32 @@ class TopicManager:
         return topic in self._known
 
     def note_topic(self, topic: str, assignment: Mapping[int, Sequence[int]]) -> None:
-        """Records a topic and its partitions as the cluster controller published them."""
+        """Records a topic and its partitions as the cluster controller published them, and
+        from then on follows its config overrides, wherever they are altered. Call on the
+        event loop."""
         if topic not in self._known:
             self._known.add(topic)
             self._log_configs.pop(topic, None)
             self._prefetch_topic_id(topic)
+            self._watch_config(topic)
         self._assignments[topic] = {index: list(replicas) for index, replicas in assignment.items()}
+
+    def _watch_config(self, topic: str) -> None:
+        if topic in self._config_watched:
+            return  # a topic deleted and created again: the watch outlived it
+        self._config_watched.add(topic)
+        loop = asyncio.get_running_loop()
+        self.metadata.watch_topic_config(
+            topic, lambda name: loop.call_soon_threadsafe(self.refresh_topic_config, name)
+        )
+
+    def refresh_topic_config(self, topic: str) -> None:
+        """Reads the topic's overrides again and applies them to its partitions' logs (after
+        another broker altered them); nothing for a topic this broker no longer knows."""
+        if topic not in self._known:
+            return
+        self._log_configs.pop(topic, None)
+        self.replicas.update_topic_config(topic)
 
     def forget_topic(self, topic: str) -> None:
         """Forgets a topic the cluster controller deleted."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from odradek._clock import SYSTEM_CLOCK, Clock
@@ -441,6 +441,16 @@ class ClusterMetadata:
         if not isinstance(config, dict):
             raise CorruptMetadataError(f"{topic_config_path(topic)} has a non-object 'config'")
         return {str(name): str(value) for name, value in config.items()}
+
+    def watch_topic_config(self, topic: str, callback: Callable[[str], object]) -> None:
+        """Calls ``callback(topic)`` after each creation, change or deletion of the topic's
+        config node (``/config/topics/<topic>``), on the store's thread, for as long as this
+        session lasts. Brokers use it to apply a config another broker altered."""
+
+        def changed(_path: str) -> None:
+            callback(topic)
+
+        self.store.watch_data(topic_config_path(topic), changed)
 
     def set_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
         """Replaces the topic's config overrides with ``configs`` (stored as given).
