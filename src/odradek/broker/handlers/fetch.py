@@ -7,8 +7,9 @@ with ``replica_id`` ≥ 0) reads up to the log end offset (``_replica_read``), a
 offset, its log end offset, tells the leader how far it has come:
 ``Partition.update_follower_fetch`` moves the ISR and the high watermark; a broker that is not
 a replica of the partition gets NOT_LEADER_OR_FOLLOWER. When the first read
-finds fewer than ``min_bytes`` the fetch waits in the purgatory for an append to one of its
-partitions, or for ``max_wait_ms``, and reads again. The response carries file slices that
+finds fewer than ``min_bytes`` the fetch waits in the purgatory until one of its partitions
+may have more for it (a follower's: an append; a consumer's: a move of the high watermark),
+or for ``max_wait_ms``, and reads again. The response carries file slices that
 the server sends with ``os.sendfile``; records are empty, never null.
 
 Leader epochs (KIP-320, v9+): a partition's ``current_leader_epoch`` (≥ 0) older than this
@@ -64,7 +65,7 @@ async def _long_poll(
     ]
     while True:
         remaining = deadline - ctx.clock.monotonic_ms()
-        woken = await ctx.purgatory.wait(partitions, remaining)
+        woken = await ctx.purgatory.wait(partitions, remaining, replica=body.replica_id >= 0)
         responses, total = _read(ctx, request)
         if not woken or total >= body.min_bytes or _has_errors(responses):
             return _frame(request, responses)
