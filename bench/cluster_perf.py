@@ -16,6 +16,9 @@ Before any run, ``__consumer_offsets`` is made to exist and be fully replicated 
 consumer with a ``group.id`` makes the brokers create its 50 partitions: log creations and
 leader elections that would otherwise fall inside whichever run came first).
 
+Each pair of runs also prints the CPU (user + system) the three brokers used per delivered
+record: on a machine shared with other work, the figure that wall-clock rates hide.
+
 Every run is bounded (``--run-seconds``: the producer stops sending and librdkafka's
 ``message.timeout.ms`` expires what is not acknowledged by then) and reports its delivered,
 failed (by error name) and unacknowledged counts, so a cluster that does not replicate yet
@@ -332,6 +335,27 @@ def leader_and_follower(bootstrap: str, topic: str) -> tuple[int, int]:
 # --- the run ----------------------------------------------------------------------------------
 
 
+def brokers_cpu_s(cluster: Cluster) -> float:
+    """CPU seconds (user + system) the brokers' processes have used so far: on a shared
+    machine, CPU per record says more about replication's cost than wall-clock rates."""
+    total = 0.0
+    for broker in cluster.brokers.values():
+        if broker.pid is None:
+            continue
+        fields = Path(f"/proc/{broker.pid}/stat").read_text().rpartition(")")[2].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def cpu_per_record(base_s: float, base_records: int, repl_s: float, repl_records: int) -> str:
+    base = 1e6 * base_s / max(base_records, 1)
+    repl = 1e6 * repl_s / max(repl_records, 1)
+    return (
+        f"RF 1 acks=1 {base:.1f} µs/record, RF 3 acks=all {repl:.1f} µs/record "
+        f"(all three brokers, user + system)"
+    )
+
+
 def ratio(value: float, baseline: float) -> str:
     if math.isnan(value) or not value > 0:
         return "n/a (nothing delivered)"
@@ -362,7 +386,9 @@ def run(
     )
     profiles: dict[str, Path] = {}
     for size, records in ((100, args.records_small), (1024, args.records_large)):
+        cpu = brokers_cpu_s(cluster)
         base = throughput(bootstrap, *BASELINE, size, records, args.run_seconds)
+        base_cpu, cpu = brokers_cpu_s(cluster) - cpu, brokers_cpu_s(cluster)
         spies = []
         if spy is not None and size == 100:
             for role, broker in (("leader", leader), ("follower", follower)):
@@ -371,19 +397,30 @@ def run(
                 assert pid is not None
                 spies.append(record(pid, args.run_seconds, profiles[role]))
         repl = throughput(bootstrap, *REPLICATED, size, records, args.run_seconds)
+        repl_cpu = brokers_cpu_s(cluster) - cpu
         for process in spies:
             process.wait(args.run_seconds + 30)
         print(f"\n{size} B records")
         print(f"  RF 1 acks=1   {base.describe(size)}")
         print(f"  RF 3 acks=all {repl.describe(size)}")
+        print(
+            f"  brokers' CPU  {cpu_per_record(base_cpu, base.delivered, repl_cpu, repl.delivered)}"
+        )
         shown = ratio(repl.records_per_s, base.records_per_s)
         print(f"  ratio RF 3 acks=all / RF 1 acks=1: {shown}  (goal >= 0.5x)")
     rate, seconds = args.rate, args.latency_seconds
     print(f"\nend-to-end latency at {rate:,} rec/s for {seconds:g} s (100 B)")
+    cpu = brokers_cpu_s(cluster)
     base_latency = end_to_end(bootstrap, *BASELINE, args.partitions, rate, seconds)
+    base_cpu, cpu = brokers_cpu_s(cluster) - cpu, brokers_cpu_s(cluster)
     repl_latency = end_to_end(bootstrap, *REPLICATED, args.partitions, rate, seconds)
+    repl_cpu = brokers_cpu_s(cluster) - cpu
     print(f"  RF 1 acks=1   {base_latency.describe()}")
     print(f"  RF 3 acks=all {repl_latency.describe()}")
+    print(
+        "  brokers' CPU  "
+        + cpu_per_record(base_cpu, base_latency.delivered, repl_cpu, repl_latency.delivered)
+    )
     shown = ratio(repl_latency.percentile(0.99), base_latency.percentile(0.99))
     print(f"  ratio p99: {shown}  (goal: acks=all p99 <= 10 ms)")
     for role, path in profiles.items():
