@@ -114,10 +114,13 @@ class BrokerConnection:
         try:
             reader, writer = await self._connect(host, port)
             writer.write(frame)
-            (size,) = _SIZE.unpack(await asyncio.wait_for(reader.readexactly(4), timeout_s))
-            if not _SIZE.size <= size <= self._max_response_bytes:
-                raise ProtocolError(f"answer of {size} bytes is out of bounds")
-            answer = await asyncio.wait_for(reader.readexactly(size), timeout_s)
+            # One deadline for the whole answer: asyncio.timeout adds no task per read, as
+            # asyncio.wait_for did (two per fetch), and cannot swallow a cancellation.
+            async with asyncio.timeout(timeout_s):
+                (size,) = _SIZE.unpack(await reader.readexactly(4))
+                if not _SIZE.size <= size <= self._max_response_bytes:
+                    raise ProtocolError(f"answer of {size} bytes is out of bounds")
+                answer = await reader.readexactly(size)
             (got,) = _SIZE.unpack_from(answer, 0)
             if got != correlation_id:
                 raise ProtocolError(f"correlation id {got}, expected {correlation_id}")
