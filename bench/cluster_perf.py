@@ -8,7 +8,16 @@ processes) on this machine; measured in the same run, each against its baseline:
   benchmark: 421,823 vs 821,557 rec/s on separate machines; the goal here is ≥ 0.5×);
 - end-to-end latency (send → a consumer's poll, one process, ``perf_counter_ns`` in the value)
   p50/p99 at ``--rate`` records/s for ``--latency-seconds``, acks=all on RF 3 against acks=1 on
-  RF 1 (the goal: p99 ≤ 10 ms with acks=all).
+  RF 1 (the goal: p99 ≤ 10 ms with acks=all). The clock starts once the consumer has read a
+  warm-up record from every partition: its start-up (connections, metadata, first fetches) is
+  not replication's latency.
+
+Before any run, ``__consumer_offsets`` is made to exist and be fully replicated (the first
+consumer with a ``group.id`` makes the brokers create its 50 partitions: log creations and
+leader elections that would otherwise fall inside whichever run came first).
+
+Each pair of runs also prints the CPU (user + system) the three brokers used per delivered
+record: on a machine shared with other work, the figure that wall-clock rates hide.
 
 Every run is bounded (``--run-seconds``: the producer stops sending and librdkafka's
 ``message.timeout.ms`` expires what is not acknowledged by then) and reports its delivered,
@@ -136,6 +145,7 @@ class Latency:
     delivered: int = 0
     errors: collections.Counter[str] = field(default_factory=collections.Counter)
     latencies_ms: list[float] = field(default_factory=list)
+    partitions_seen: set[int] = field(default_factory=set)
 
     def percentile(self, fraction: float) -> float:
         if not self.latencies_ms:
@@ -185,6 +195,7 @@ def end_to_end(
             message = consumer.poll(0.05)
             if message is None or message.error() is not None:
                 continue
+            result.partitions_seen.add(message.partition())
             sent_ns = int.from_bytes(message.value()[:_STAMP_BYTES], "big")
             result.latencies_ms.append((time.perf_counter_ns() - sent_ns) / 1e6)
 
@@ -192,6 +203,7 @@ def end_to_end(
     reader.start()
     client = producer(bootstrap, acks, seconds + 10, **{"linger.ms": 0})
     client.list_topics(topic, timeout=10)
+    _warm_up(client, topic, partitions, result)
 
     def report(error: Any, _message: Any) -> None:
         if error is None:
@@ -217,6 +229,54 @@ def end_to_end(
     reader.join(5)
     consumer.close()
     return result
+
+
+def _warm_up(client: Producer, topic: str, partitions: int, result: Latency) -> None:
+    """Sends one record to each partition until the consumer has read one from every
+    partition (its connections, metadata and first fetches are then behind it), then forgets
+    them: the measurement is of records sent once the consumer reads, not of its start-up."""
+    padding = bytes(100 - _STAMP_BYTES)
+    deadline = time.monotonic() + 30
+    while len(result.partitions_seen) < partitions and time.monotonic() < deadline:
+        for partition in range(partitions):
+            stamp = time.perf_counter_ns().to_bytes(_STAMP_BYTES, "big")
+            client.produce(topic, stamp + padding, partition=partition)
+        client.flush(5)
+        time.sleep(0.05)
+    if len(result.partitions_seen) < partitions:
+        raise RuntimeError(f"the consumer read from {len(result.partitions_seen)} partitions")
+    time.sleep(0.2)  # the warm-up records still in flight
+    result.latencies_ms.clear()
+
+
+def prepare_group_coordinator(bootstrap: str) -> None:
+    """Makes ``__consumer_offsets`` exist, led and fully replicated before anything is
+    measured: the first consumer with a ``group.id`` makes the brokers create its 50
+    partitions (RF 3) — log creations and leader elections that would otherwise land inside
+    whichever run came first."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-coordinator"})
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            try:
+                consumer.committed([KafkaTopicPartition(BASELINE[0], 0)], timeout=5)
+                break
+            except Exception:  # COORDINATOR_NOT_AVAILABLE while the topic is created
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        consumer.close()
+    with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+        while time.monotonic() < deadline:
+            description = admin.describe_topics(["__consumer_offsets"])["__consumer_offsets"]
+            if all(
+                p.leader is not None and len(p.isr) == len(p.replicas)
+                for p in description.partitions
+            ):
+                return
+            time.sleep(0.2)
+    raise RuntimeError("__consumer_offsets did not become fully replicated within 60 s")
 
 
 # --- profiling -------------------------------------------------------------------------------
@@ -275,6 +335,27 @@ def leader_and_follower(bootstrap: str, topic: str) -> tuple[int, int]:
 # --- the run ----------------------------------------------------------------------------------
 
 
+def brokers_cpu_s(cluster: Cluster) -> float:
+    """CPU seconds (user + system) the brokers' processes have used so far: on a shared
+    machine, CPU per record says more about replication's cost than wall-clock rates."""
+    total = 0.0
+    for broker in cluster.brokers.values():
+        if broker.pid is None:
+            continue
+        fields = Path(f"/proc/{broker.pid}/stat").read_text().rpartition(")")[2].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def cpu_per_record(base_s: float, base_records: int, repl_s: float, repl_records: int) -> str:
+    base = 1e6 * base_s / max(base_records, 1)
+    repl = 1e6 * repl_s / max(repl_records, 1)
+    return (
+        f"RF 1 acks=1 {base:.1f} µs/record, RF 3 acks=all {repl:.1f} µs/record "
+        f"(all three brokers, user + system)"
+    )
+
+
 def ratio(value: float, baseline: float) -> str:
     if math.isnan(value) or not value > 0:
         return "n/a (nothing delivered)"
@@ -297,6 +378,7 @@ def run(
             ]
         ).all()
     leader, follower = leader_and_follower(bootstrap, REPLICATED[0])
+    prepare_group_coordinator(bootstrap)
     print(
         f"3 brokers + ZooKeeper + clients on {os.cpu_count()} cores (shared machine); "
         f"{args.partitions} partitions per topic; RF 3 leader of partition 0: broker "
@@ -304,7 +386,9 @@ def run(
     )
     profiles: dict[str, Path] = {}
     for size, records in ((100, args.records_small), (1024, args.records_large)):
+        cpu = brokers_cpu_s(cluster)
         base = throughput(bootstrap, *BASELINE, size, records, args.run_seconds)
+        base_cpu, cpu = brokers_cpu_s(cluster) - cpu, brokers_cpu_s(cluster)
         spies = []
         if spy is not None and size == 100:
             for role, broker in (("leader", leader), ("follower", follower)):
@@ -313,19 +397,30 @@ def run(
                 assert pid is not None
                 spies.append(record(pid, args.run_seconds, profiles[role]))
         repl = throughput(bootstrap, *REPLICATED, size, records, args.run_seconds)
+        repl_cpu = brokers_cpu_s(cluster) - cpu
         for process in spies:
             process.wait(args.run_seconds + 30)
         print(f"\n{size} B records")
         print(f"  RF 1 acks=1   {base.describe(size)}")
         print(f"  RF 3 acks=all {repl.describe(size)}")
+        print(
+            f"  brokers' CPU  {cpu_per_record(base_cpu, base.delivered, repl_cpu, repl.delivered)}"
+        )
         shown = ratio(repl.records_per_s, base.records_per_s)
         print(f"  ratio RF 3 acks=all / RF 1 acks=1: {shown}  (goal >= 0.5x)")
     rate, seconds = args.rate, args.latency_seconds
     print(f"\nend-to-end latency at {rate:,} rec/s for {seconds:g} s (100 B)")
+    cpu = brokers_cpu_s(cluster)
     base_latency = end_to_end(bootstrap, *BASELINE, args.partitions, rate, seconds)
+    base_cpu, cpu = brokers_cpu_s(cluster) - cpu, brokers_cpu_s(cluster)
     repl_latency = end_to_end(bootstrap, *REPLICATED, args.partitions, rate, seconds)
+    repl_cpu = brokers_cpu_s(cluster) - cpu
     print(f"  RF 1 acks=1   {base_latency.describe()}")
     print(f"  RF 3 acks=all {repl_latency.describe()}")
+    print(
+        "  brokers' CPU  "
+        + cpu_per_record(base_cpu, base_latency.delivered, repl_cpu, repl_latency.delivered)
+    )
     shown = ratio(repl_latency.percentile(0.99), base_latency.percentile(0.99))
     print(f"  ratio p99: {shown}  (goal: acks=all p99 <= 10 ms)")
     for role, path in profiles.items():

@@ -209,7 +209,12 @@ class FakePurgatory:
     def notify(self, topic_partition: TopicPartition) -> None:
         self.notified.append(topic_partition)
 
-    async def wait(self, partitions: Iterable[TopicPartition], timeout_ms: int) -> bool:
+    def notify_appended(self, topic_partition: TopicPartition) -> None:
+        self.notified.append(topic_partition)
+
+    async def wait(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int, *, replica: bool = False
+    ) -> bool:
         keys = list(partitions)
         self.waits.append((keys, timeout_ms))
         before = len(self.notified)

@@ -102,3 +102,29 @@ def test_a_notify_after_the_timeout_fired_is_harmless() -> None:
         return woken, purgatory.watched()
 
     assert asyncio.run(scenario()) == (False, 0)
+
+
+def test_an_append_wakes_followers_and_a_high_watermark_move_wakes_consumers() -> None:
+    async def scenario() -> list[tuple[str, bool, bool]]:
+        purgatory = FetchPurgatory()
+        seen = []
+        for wake, name in (
+            (purgatory.notify_appended, "append"),
+            (purgatory.notify_high_watermark, "high watermark"),
+            (purgatory.notify, "leadership"),
+        ):
+            consumer = asyncio.ensure_future(purgatory.wait([A], NEVER_MS))
+            follower = asyncio.ensure_future(purgatory.wait([A], NEVER_MS, replica=True))
+            await _until_watched(purgatory, 1)
+            wake(A)
+            await asyncio.sleep(0)
+            seen.append((name, consumer.done(), follower.done()))
+            purgatory.notify(A)  # whoever is left
+            await asyncio.wait_for(asyncio.gather(consumer, follower), DEADLINE_S)
+        return seen
+
+    assert asyncio.run(scenario()) == [
+        ("append", False, True),
+        ("high watermark", True, False),
+        ("leadership", True, True),
+    ]

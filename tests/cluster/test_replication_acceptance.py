@@ -257,10 +257,6 @@ def test_two_replicas_down_refuse_acks_all_but_not_acks_1(cluster: Cluster) -> N
     assert outcomes["1"] is None
 
 
-@pytest.mark.skip(
-    reason="issue 14, open: passes alone (5 of 5) but twice in the full suite the follower "
-    "did not rejoin the ISR within 60 s after SIGCONT; cause not found yet"
-)
 def test_a_stopped_follower_leaves_the_isr_and_rejoins(
     zookeeper_chroot: str, tmp_path: Path
 ) -> None:
@@ -270,7 +266,13 @@ def test_a_stopped_follower_leaves_the_isr_and_rejoins(
         cluster.wait_until(lambda: cluster.controller_id() is not None, what="a controller")
         _create(cluster, "lag", configs={"min.insync.replicas": "2"})
         state = _state(cluster, "lag")
-        follower = next(r for r in (0, 1, 2) if r != state["leader"])
+        # Not the controller: the leader's ISR shrink goes to the controller (AlterPartition),
+        # so a stopped controller commits it only once its ZooKeeper session expires and
+        # another broker takes over — and a broker whose session expired stops for good
+        # (odradek.broker.app), so it could never rejoin. Which broker wins the election
+        # varies with load: that is why this test failed only in the full suite.
+        controller = cluster.controller_id()
+        follower = next(r for r in (0, 1, 2) if r not in (state["leader"], controller))
         producer = _producer(cluster)
         cluster.kill(follower, signal.SIGSTOP)
         try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from odradek.errors import OdradekError, ProtocolError
@@ -77,20 +77,51 @@ class BrokerConnection:
         Raises:
             BrokerUnavailableError: see the module docstring.
         """
+        answer = await self.exchange(
+            host,
+            port,
+            lambda correlation_id: encode_request(
+                api_key, api_version, correlation_id, self.client_id, fields
+            ),
+            wait_ms=wait_ms,
+        )
+        try:
+            _, body = decode_response(api_key, api_version, answer)
+        except ProtocolError as error:
+            self.close()
+            raise BrokerUnavailableError(
+                f"broker at {host}:{port} did not answer: {error}"
+            ) from None
+        return body
+
+    async def exchange(
+        self, host: str, port: int, frame_for: Callable[[int], bytes], *, wait_ms: int = 0
+    ) -> bytes:
+        """Sends the request frame ``frame_for(correlation_id)`` builds (size prefix
+        included) and returns the answer frame without its size prefix, its correlation id
+        checked: for callers that encode and decode an API themselves (the replica fetcher's
+        Fetch, ``protocol.replica_fetch``).
+
+        Raises:
+            BrokerUnavailableError: see the module docstring.
+        """
         if self._endpoint != (host, port):
             self.close()
         self._correlation += 1
         correlation_id = self._correlation
-        frame = encode_request(api_key, api_version, correlation_id, self.client_id, fields)
+        frame = frame_for(correlation_id)
         timeout_s = self._timeout_s + wait_ms / 1000
         try:
             reader, writer = await self._connect(host, port)
             writer.write(frame)
-            (size,) = _SIZE.unpack(await asyncio.wait_for(reader.readexactly(4), timeout_s))
-            if not 0 <= size <= self._max_response_bytes:
-                raise ProtocolError(f"answer of {size} bytes is out of bounds")
-            answer = await asyncio.wait_for(reader.readexactly(size), timeout_s)
-            got, body = decode_response(api_key, api_version, answer)
+            # One deadline for the whole answer: asyncio.timeout adds no task per read, as
+            # asyncio.wait_for did (two per fetch), and cannot swallow a cancellation.
+            async with asyncio.timeout(timeout_s):
+                (size,) = _SIZE.unpack(await reader.readexactly(4))
+                if not _SIZE.size <= size <= self._max_response_bytes:
+                    raise ProtocolError(f"answer of {size} bytes is out of bounds")
+                answer = await reader.readexactly(size)
+            (got,) = _SIZE.unpack_from(answer, 0)
             if got != correlation_id:
                 raise ProtocolError(f"correlation id {got}, expected {correlation_id}")
         except (OSError, asyncio.IncompleteReadError, TimeoutError, ProtocolError) as error:
@@ -99,7 +130,7 @@ class BrokerConnection:
                 f"broker at {host}:{port} did not answer: {error or type(error).__name__}"
             ) from None
         self.requests_sent += 1
-        return body
+        return answer
 
     async def _connect(
         self, host: str, port: int

@@ -4,10 +4,10 @@ Owns the ``Partition`` objects: creating them (and their logs) when the broker b
 replica, finding them for produce and fetch, applying new topic configs to their logs, and
 removing them with their logs when a topic is deleted, and describing them per log dir
 (DescribeLogDirs). It installs every Partition's ``on_high_watermark`` listener, which wakes
-the acks=all produces waiting in ``delayed_produce`` and the fetches long-polling in the fetch
-purgatory (consumers read up to the high watermark, so they must wake when it moves); a
-partition that stops being led here (become_follower, removal) wakes its delayed produces too,
-which then answer NOT_LEADER_OR_FOLLOWER.
+the acks=all produces waiting in ``delayed_produce`` and the consumers' fetches long-polling in
+the fetch purgatory (consumers read up to the high watermark, so they must wake when it
+moves); a partition that stops being led here (become_follower, removal) wakes its delayed
+produces and every fetch waiting on it, which then answer NOT_LEADER_OR_FOLLOWER.
 
 Thread safety: used from the broker's event loop thread only (the log manager underneath is
 thread-safe for its background work).
@@ -78,7 +78,14 @@ class ReplicaManager:
         self.delayed_produce = delayed_produce or DelayedProducePurgatory()
 
     def _on_high_watermark(self, partition: Partition) -> None:
-        """Every Partition's listener: its high watermark moved (or it stopped leading)."""
+        """Every Partition's listener: its high watermark moved (consumers may read more)."""
+        self.delayed_produce.check(partition)
+        if self._fetch_purgatory is not None:
+            self._fetch_purgatory.notify_high_watermark(partition.topic_partition)
+
+    def _on_leadership_change(self, partition: Partition) -> None:
+        """A partition stopped being led here: its waiters (delayed produces, fetches of
+        both kinds) are answered now (NOT_LEADER_OR_FOLLOWER)."""
         self.delayed_produce.check(partition)
         if self._fetch_purgatory is not None:
             self._fetch_purgatory.notify(partition.topic_partition)
@@ -218,7 +225,7 @@ class ReplicaManager:
                 self.fetchers.remove_partition(topic_partition)
             elif not (unchanged and self.fetchers.is_fetching(topic_partition)):
                 self.fetchers.add_partition(partition)
-        self._on_high_watermark(partition)  # acks=all waiters answer NOT_LEADER_OR_FOLLOWER
+        self._on_leadership_change(partition)  # waiters answer NOT_LEADER_OR_FOLLOWER
         return partition
 
     def shrink_isrs(self, max_lag_ms: int) -> int:
@@ -275,7 +282,7 @@ class ReplicaManager:
         """A partition that leaves this broker: no leader here any more, and its waiters
         are told so."""
         partition.leader_id = -1
-        self._on_high_watermark(partition)
+        self._on_leadership_change(partition)
 
     def remove_topic(self, topic: str) -> int:
         """Stops serving a topic's partitions and deletes their logs; returns how many."""

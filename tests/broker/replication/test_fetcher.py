@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from odradek.broker.handlers import fetch, offset_for_leader_epoch
 from odradek.broker.replication.fetcher import ReplicaFetcher, whole_batches_size
 from odradek.broker.replication.partition import Partition
 from odradek.protocol import ApiKey, FetchResponseFrame, RecordsSlot, decode_request
-from odradek.protocol.client_codec import decode_response, encode_request
+from odradek.protocol.client_codec import decode_response, encode_request, entity_fields
 from odradek.protocol.codec import encode_response
 from odradek.protocol.header import response_header_version
 from odradek.records.codec import SimpleRecord, build_batch
@@ -51,9 +51,20 @@ class InProcessLeader:
         *,
         wait_ms: int = 0,
     ) -> dict[str, Any]:
-        self.requests.append((api_key, dict(fields)))
         frame = encode_request(api_key, api_version, 7, "follower", fields)
+        _, body = decode_response(api_key, api_version, await self._serve(frame))
+        return body
+
+    async def exchange(
+        self, host: str, port: int, frame_for: Callable[[int], bytes], *, wait_ms: int = 0
+    ) -> bytes:
+        return await self._serve(frame_for(7))
+
+    async def _serve(self, frame: bytes) -> bytes:
+        """The leader's answer frame (without its size prefix) to a request frame."""
         request = decode_request(frame[4:])
+        api_key, api_version = request.api_key, request.api_version
+        self.requests.append((api_key, entity_fields(request.body)))
         handler = fetch if api_key == ApiKey.FETCH else offset_for_leader_epoch
         result: Any = handler.handle(self.ctx, request)  # type: ignore[attr-defined]
         if asyncio.iscoroutine(result):
@@ -65,8 +76,7 @@ class InProcessLeader:
             )
         else:
             wire = encode_response(response_header_version(api_key, api_version), 7, result)
-        _, body = decode_response(api_key, api_version, wire[4:])
-        return body
+        return wire[4:]
 
     def close(self) -> None:
         pass
@@ -245,13 +255,13 @@ def test_a_removed_partition_gets_nothing_from_an_answer_in_flight(tmp_path: Pat
     served = InProcessLeader(_leader(leader_log, 0))
     fetcher = _fetcher(served)
     fetcher.add_partition(_follower(follower_log, 0))
-    original = served.request
+    original = served.exchange
 
-    async def remove_then_answer(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    async def remove_then_answer(*args: Any, **kwargs: Any) -> bytes:
         fetcher.remove_partition(TP)
         return await original(*args, **kwargs)
 
-    served.request = remove_then_answer  # type: ignore[method-assign]
+    served.exchange = remove_then_answer  # type: ignore[method-assign]
     asyncio.run(fetcher.run_once())  # no epochs, empty: nothing to ask, so a fetch
     assert [key for key, _ in served.requests] == [ApiKey.FETCH]
     assert follower_log.log_end_offset == 0

@@ -3,12 +3,13 @@
 Limits (KIP-74): ``partition_max_bytes`` per partition and ``max_bytes`` for the whole
 response, except that the first partition with data always returns at least one whole batch
 so a consumer makes progress. Consumers read up to the high watermark; a follower (a request
-with ``replica_id`` ≥ 0) reads up to the log end offset (``_replica_read``), and its fetch
+with ``replica_id`` ≥ 0) reads up to the log end offset, and its fetch
 offset, its log end offset, tells the leader how far it has come:
 ``Partition.update_follower_fetch`` moves the ISR and the high watermark; a broker that is not
 a replica of the partition gets NOT_LEADER_OR_FOLLOWER. When the first read
-finds fewer than ``min_bytes`` the fetch waits in the purgatory for an append to one of its
-partitions, or for ``max_wait_ms``, and reads again. The response carries file slices that
+finds fewer than ``min_bytes`` the fetch waits in the purgatory until one of its partitions
+may have more for it (a follower's: an append; a consumer's: a move of the high watermark),
+or for ``max_wait_ms``, and reads again. The response carries file slices that
 the server sends with ``os.sendfile``; records are empty, never null.
 
 Leader epochs (KIP-320, v9+): a partition's ``current_leader_epoch`` (≥ 0) older than this
@@ -19,12 +20,11 @@ metadata is stale, or this broker's is), before leadership is checked, as Kafka 
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any
 
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._leader_epochs import check_leader_epoch, current_leader_epoch
-from odradek.broker.ports import PartitionPort, ReadResult
+from odradek.broker.ports import PartitionPort
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.net.sendfile import FileRegion
 from odradek.protocol import (
@@ -35,7 +35,7 @@ from odradek.protocol import (
     Request,
     encode_fetch_response,
 )
-from odradek.protocol.requests import FetchPartitionRequest, duration_ms, fetch_body
+from odradek.protocol.requests import duration_ms, fetch_body
 
 API_KEY = ApiKey.FETCH
 READ_COMMITTED = 1
@@ -64,7 +64,7 @@ async def _long_poll(
     ]
     while True:
         remaining = deadline - ctx.clock.monotonic_ms()
-        woken = await ctx.purgatory.wait(partitions, remaining)
+        woken = await ctx.purgatory.wait(partitions, remaining, replica=body.replica_id >= 0)
         responses, total = _read(ctx, request)
         if not woken or total >= body.min_bytes or _has_errors(responses):
             return _frame(request, responses)
@@ -86,7 +86,12 @@ def _read(
     body = fetch_body(request)
     remaining = body.max_bytes
     replica_id = body.replica_id
-    read_committed = body.isolation_level == READ_COMMITTED
+    from_replica = replica_id >= 0
+    # Once per request: a follower's fetch names every partition it follows from here, idle
+    # ones included (no fetch sessions), and each costs this loop's body.
+    now_ms = ctx.clock.monotonic_ms() if from_replica else 0
+    replicas = ctx.replicas
+    aborted = () if body.isolation_level == READ_COMMITTED else None
     total = 0
     responses: list[FetchableTopicResponse[FileRegion]] = []
     for topic in body.topics:
@@ -94,7 +99,7 @@ def _read(
         partitions: list[FetchPartitionData[FileRegion]] = []
         for fetch_partition in topic.partitions:
             index = fetch_partition.partition
-            partition = ctx.replicas.get(TopicPartition(name, index))
+            partition = replicas.get(TopicPartition(name, index))
             if partition is None:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
@@ -104,22 +109,37 @@ def _read(
             if partition is None or code is not ErrorCode.NONE:
                 partitions.append(FetchPartitionData(index, code))
                 continue
-            if replica_id >= 0:
-                code = _follower_fetched(ctx, partition, replica_id, fetch_partition)
+            fetch_offset = fetch_partition.fetch_offset
+            if from_replica:
+                code = _follower_fetched(partition, replica_id, fetch_offset, now_ms)
                 if code is not ErrorCode.NONE:
                     partitions.append(FetchPartitionData(index, code))
                     continue
-            aborted = () if read_committed else None
+                if fetch_offset == partition.log_end_offset:
+                    # Caught up: nothing to read (the common case of an idle partition).
+                    high_watermark = partition.high_watermark
+                    partitions.append(
+                        FetchPartitionData(
+                            index,
+                            ErrorCode.NONE,
+                            high_watermark,
+                            high_watermark,
+                            partition.log_start_offset,
+                            aborted,
+                        )
+                    )
+                    continue
             max_bytes = min(fetch_partition.partition_max_bytes, max(remaining, 0))
             try:
-                if replica_id >= 0:
-                    info = _replica_read(
-                        ctx, partition, replica_id, fetch_partition, max_bytes, total == 0
-                    )
-                else:
-                    info = partition.read(
-                        fetch_partition.fetch_offset, max_bytes, min_one_message=total == 0
-                    )
+                # A follower reads up to the log end offset, not the high watermark: it
+                # copies what the leader has, committed or not (its fetch offset, recorded
+                # above, is its log end offset).
+                info = partition.read(
+                    fetch_offset,
+                    max_bytes,
+                    min_one_message=total == 0,
+                    committed_only=not from_replica,
+                )
             except OffsetOutOfRangeError:
                 partitions.append(
                     FetchPartitionData(
@@ -154,33 +174,11 @@ def _read(
 
 
 def _follower_fetched(
-    ctx: BrokerContext, partition: PartitionPort, replica_id: int, fetch_partition: Any
+    partition: PartitionPort, replica_id: int, fetch_offset: int, now_ms: int
 ) -> ErrorCode:
     """A follower's fetch offset is its log end offset: the leader records it."""
     try:
-        partition.update_follower_fetch(
-            replica_id, fetch_partition.fetch_offset, ctx.clock.monotonic_ms()
-        )
+        partition.update_follower_fetch(replica_id, fetch_offset, now_ms)
     except KafkaError as error:
         return error.error_code
     return ErrorCode.NONE
-
-
-def _replica_read(
-    ctx: BrokerContext,
-    partition: PartitionPort,
-    replica_id: int,
-    fetch_partition: FetchPartitionRequest,
-    max_bytes: int,
-    min_one_message: bool,
-) -> ReadResult:
-    """A follower's fetch (``replica_id`` ≥ 0): it reads up to the log end offset, not the
-    high watermark — it copies what the leader has, committed or not. Its fetch offset is
-    its log end offset, which the leader has recorded before the read
-    (``_follower_fetched``)."""
-    return partition.read(
-        fetch_partition.fetch_offset,
-        max_bytes,
-        min_one_message=min_one_message,
-        committed_only=False,
-    )

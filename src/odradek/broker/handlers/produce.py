@@ -168,7 +168,7 @@ def _append(
         return PartitionProduceResponse(index, error.error_code), None
     # Wakes fetches waiting for the log end offset (followers); consumers, who read up to the
     # high watermark, are woken by the replica manager's high-watermark listener.
-    ctx.purgatory.notify(topic_partition)
+    ctx.purgatory.notify_appended(topic_partition)
     return (
         PartitionProduceResponse(
             index,

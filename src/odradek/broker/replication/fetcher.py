@@ -9,7 +9,8 @@ Each partition goes through two states:
    this broker) and truncates its log to the divergence point (``truncation``; KIP-101/279:
    never by the high watermark alone while both sides keep epochs), asking again about an
    older epoch when the leader's answer calls for it;
-2. **fetching** — Fetch v11 with ``replica_id`` = this broker (the leader then reads up to its
+2. **fetching** — Fetch v11 (``protocol.replica_fetch``'s hand-written codec: the hot path
+   of replication) with ``replica_id`` = this broker (the leader then reads up to its
    log end offset), ``current_leader_epoch`` = the epoch the controller gave this replica (a
    leader at another epoch answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). Whole batches
    are appended as they are (``Partition.append_as_follower``: offsets and epochs kept), the
@@ -46,8 +47,15 @@ from odradek.broker.replication.truncation import (
     decide_truncation,
     truncation_without_epochs,
 )
-from odradek.errors import ErrorCode, KafkaError
+from odradek.errors import ErrorCode, KafkaError, ProtocolError
 from odradek.protocol import ApiKey
+from odradek.protocol.replica_fetch import (
+    REPLICA_FETCH_VERSION,
+    FetchedPartition,
+    ReplicaFetchPartition,
+    decode_replica_fetch_response,
+    encode_replica_fetch_request,
+)
 from odradek.records.batch import LOG_OVERHEAD, read_prefix
 
 __all__ = [
@@ -59,7 +67,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FETCH_VERSION = 11
+FETCH_VERSION = REPLICA_FETCH_VERSION
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
 #: How often a fetcher looks again for its leader's address before UpdateMetadata brings it.
 _ENDPOINT_POLL_S = 0.05
@@ -336,56 +344,53 @@ class ReplicaFetcher:
     async def _fetch(self, endpoint: tuple[str, int], states: list[PartitionFetchState]) -> None:
         settings = self._settings
         sent: dict[TopicPartition, tuple[PartitionFetchState, int]] = {}
-        topics: dict[str, list[dict[str, Any]]] = {}
+        requested: list[ReplicaFetchPartition] = []
+        max_bytes = settings.replica_fetch_max_bytes
         for state in states:
             tp = state.partition.topic_partition
             sent[tp] = (state, state.fetch_offset)
-            topics.setdefault(tp.topic, []).append(
-                {
-                    "partition": tp.partition,
-                    "current_leader_epoch": state.leader_epoch,
-                    "fetch_offset": state.fetch_offset,
-                    "log_start_offset": -1,
-                    "partition_max_bytes": settings.replica_fetch_max_bytes,
-                }
+            requested.append(
+                ReplicaFetchPartition(
+                    tp.topic, tp.partition, state.leader_epoch, state.fetch_offset, max_bytes
+                )
             )
-        answer = await self._connection.request(
+        wait_ms = settings.replica_fetch_wait_max_ms
+        answer = await self._connection.exchange(
             *endpoint,
-            ApiKey.FETCH,
-            FETCH_VERSION,
-            {
-                "replica_id": self.broker_id,
-                "max_wait": settings.replica_fetch_wait_max_ms,
-                "min_bytes": settings.replica_fetch_min_bytes,
-                "max_bytes": settings.replica_fetch_response_max_bytes,
-                "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,  # no fetch session: every fetch names its partitions
-                "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
-                "forgotten_topics_data": [],
-                "rack_id": "",
-            },
-            wait_ms=settings.replica_fetch_wait_max_ms,
+            lambda correlation_id: encode_replica_fetch_request(
+                correlation_id,
+                self.name,
+                replica_id=self.broker_id,
+                max_wait_ms=wait_ms,
+                min_bytes=settings.replica_fetch_min_bytes,
+                max_bytes=settings.replica_fetch_response_max_bytes,
+                partitions=requested,
+            ),
+            wait_ms=wait_ms,
         )
+        try:
+            _, _, fetched = decode_replica_fetch_response(answer)
+        except ProtocolError as error:
+            self._connection.close()
+            raise BrokerUnavailableError(f"{self.name}: {error}") from None
         self.fetches += 1
-        for topic in answer["responses"]:
-            for data in topic["partitions"]:
-                tp = TopicPartition(topic["topic"], data["partition_index"])
-                entry = sent.get(tp)
-                if entry is None:
-                    continue
-                state, offset = entry
-                if self._states.get(tp) is not state or state.truncating:
-                    continue  # removed, re-added or sent back to truncation meanwhile
-                if state.fetch_offset != offset:
-                    continue
-                self._apply_fetched(state, data)
+        for data in fetched:
+            tp = TopicPartition(data.topic, data.partition)
+            entry = sent.get(tp)
+            if entry is None:
+                continue
+            state, offset = entry
+            if self._states.get(tp) is not state or state.truncating:
+                continue  # removed, re-added or sent back to truncation meanwhile
+            if state.fetch_offset != offset:
+                continue
+            self._apply_fetched(state, data)
 
-    def _apply_fetched(self, state: PartitionFetchState, data: dict[str, Any]) -> None:
+    def _apply_fetched(self, state: PartitionFetchState, data: FetchedPartition) -> None:
         partition = state.partition
-        code = ErrorCode(data["error_code"])
+        code = ErrorCode(data.error_code)
         if code is ErrorCode.OFFSET_OUT_OF_RANGE:
-            leader_start = int(data["log_start_offset"])
+            leader_start = data.log_start_offset
             if state.fetch_offset < leader_start:
                 logger.info(
                     "%s: %s: offset %d is below the leader's log start offset %d: restarting "
@@ -404,18 +409,18 @@ class ReplicaFetcher:
         if code is not ErrorCode.NONE:
             self._delay(state, f"Fetch answered {code.name}")
             return
-        records = data["records"]
+        records = data.records
         if records:
             size = whole_batches_size(records)
             if size:
                 try:
-                    partition.append_as_follower(memoryview(records)[:size])
+                    partition.append_as_follower(records[:size])
                 except KafkaError as error:
                     self._delay(state, f"cannot append fetched batches: {error}")
                     return
                 self.bytes_appended += size
                 state.fetch_offset = partition.log_end_offset
-        partition.update_follower_high_watermark(int(data["high_watermark"]))
-        leader_start = int(data["log_start_offset"])
+        partition.update_follower_high_watermark(data.high_watermark)
+        leader_start = data.log_start_offset
         if partition.log_start_offset < leader_start <= partition.log_end_offset:
             partition.log.maybe_increment_log_start_offset(leader_start)

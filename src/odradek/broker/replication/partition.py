@@ -344,12 +344,15 @@ class Partition:
                 f"{self.topic_partition}: follower {replica_id} fetches at {fetch_offset}, "
                 f"past the log end offset {self.log.log_end_offset}"
             )
+        moved = fetch_offset != state.log_end_offset
         state = follower_fetched(state, fetch_offset, self.log.log_end_offset, now_ms)
         self._followers[replica_id] = state
-        if self.pending_isr is None and can_join_isr(
+        if self._pending is None and can_join_isr(
             state, self.isr, self.high_watermark, self._leader_epoch_start_offset
         ):
             self._propose_isr((*self.isr, replica_id))
+        elif not moved:
+            return  # the HW depends on LEOs and the ISR: neither changed (an idle partition)
         self._maybe_advance_high_watermark()
 
     def maybe_shrink_isr(self, now_ms: int, max_lag_ms: int) -> tuple[int, ...]:
