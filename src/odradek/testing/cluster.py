@@ -11,6 +11,11 @@ chroot included) to wait for registrations and to find the controller.
 Contract: ``stop`` ends every broker process this object started — SIGTERM (a clean
 shutdown), then SIGKILL after a grace period — by its PID, and closes its ZooKeeper session.
 ``kill``, ``terminate`` and ``restart`` act on one broker for fault tests. Not thread-safe.
+
+A broker may run elsewhere than on loopback (``odradek.testing.faults`` puts each in a network
+namespace): its ``BrokerProcess.host`` is the address it listens on and is reached at, its
+``command_prefix`` goes before the command line (``ip netns exec NAME``, which execs, so the
+PID is still the broker's), and ``environment`` adds variables (``LD_PRELOAD`` of libfaketime).
 """
 
 from __future__ import annotations
@@ -68,10 +73,13 @@ class BrokerProcess:
     port: int = 0
     cluster_id: str = ""
     settings: dict[str, str] = field(default_factory=dict)
+    host: str = "127.0.0.1"
+    command_prefix: tuple[str, ...] = ()
+    environment: dict[str, str] = field(default_factory=dict)
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def running(self) -> bool:
@@ -262,14 +270,15 @@ class Cluster:
         broker = self.brokers[broker_id]
         settings = {
             "broker.id": str(broker_id),
-            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "listeners": f"PLAINTEXT://{broker.host}:0",
             "log.dirs": str(broker.log_dir),
             "zookeeper.connect": self.zookeeper_connect,
             **self.settings,
             **broker.settings,
             **(extra or {}),
         }
-        command = [sys.executable, "-m", "odradek.cli.main", "serve", "--log-level"]
+        command = [*broker.command_prefix, sys.executable, "-m", "odradek.cli.main", "serve"]
+        command.append("--log-level")
         command.append(self.log_level)
         for name, value in settings.items():
             command += ["-o", f"{name}={value}"]
@@ -283,6 +292,7 @@ class Cluster:
             # Our own interpreter running our own CLI with settings we built; no shell.
             broker.process = subprocess.Popen(  # noqa: S603
                 self.command(broker.broker_id),
+                env={**os.environ, **broker.environment} if broker.environment else None,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
