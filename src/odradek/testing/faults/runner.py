@@ -335,9 +335,10 @@ def main(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    if not verbose:
-        # Brokers going away is the point here: the clients' and kazoo's complaints are noise.
-        logging.getLogger(client_logger.name).setLevel(logging.CRITICAL)
+    if verbose:
+        client_logger.setLevel(logging.INFO)
+    else:
+        # Brokers going away is the point here: kazoo's complaints of it are noise.
         logging.getLogger("odradek.controller.zookeeper").setLevel(logging.ERROR)
     if seed is None:
         seed = random.SystemRandom().randrange(2**31)

@@ -41,8 +41,10 @@ from odradek.testing.faults.history import (
 )
 
 logger = logging.getLogger(__name__)
-#: librdkafka's own log lines (brokers going away is routine here) go to Python logging.
+#: librdkafka's own log lines go to Python logging, silenced by default: brokers going away
+#: is what a fault run is for, and every client complains of it (lower the level to see them).
 client_logger = logging.getLogger(f"{__name__}.librdkafka")
+client_logger.setLevel(logging.CRITICAL)
 
 _POLL_S = 0.1
 
