@@ -13,6 +13,10 @@ Readiness: each node answers the four-letter word ``ruok`` with ``imok`` (the co
 Contract: ``stop`` ends every process this object started — SIGTERM, then SIGKILL after a grace
 period — by its PID, never by name. ``kill(i)``, ``stop_node(i)``, ``pause(i)`` and
 ``start_node(i)`` act on one node for fault tests. Not thread-safe: one test drives it.
+
+Nodes may run elsewhere than on loopback (``odradek.testing.faults`` puts each in a network
+namespace): ``hosts`` gives each node the address it binds and is reached at, and
+``command_prefixes`` what goes before its command line (``ip netns exec NAME``).
 """
 
 from __future__ import annotations
@@ -67,11 +71,11 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def four_letter_word(port: int, word: str, timeout_s: float = 2.0) -> str:
-    """Sends a four-letter word (``ruok``, ``srvr``) to 127.0.0.1:``port``; returns the
-    answer ("" when the server is not answering)."""
+def four_letter_word(port: int, word: str, timeout_s: float = 2.0, host: str = "127.0.0.1") -> str:
+    """Sends a four-letter word (``ruok``, ``srvr``) to ``host:port``; returns the answer
+    ("" when the server is not answering)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
             sock.sendall(word.encode("ascii"))
             chunks = []
             while chunk := sock.recv(4096):
@@ -93,10 +97,12 @@ class ZooKeeperNode:
     process: subprocess.Popen[bytes] | None = None
     #: Whether the node should be running (false after ``kill``/``stop_node`` until restarted).
     wanted: bool = False
+    host: str = "127.0.0.1"
+    command_prefix: tuple[str, ...] = ()
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.client_port}"
+        return f"{self.host}:{self.client_port}"
 
     @property
     def running(self) -> bool:
@@ -105,7 +111,7 @@ class ZooKeeperNode:
     def mode(self) -> str | None:
         """``leader``, ``follower``, ``standalone`` (from ``srvr``), or ``None`` when the node
         is not serving."""
-        for line in four_letter_word(self.client_port, "srvr").splitlines():
+        for line in four_letter_word(self.client_port, "srvr", host=self.host).splitlines():
             if line.startswith("Mode:"):
                 return line.partition(":")[2].strip()
         return None
@@ -124,9 +130,15 @@ class ZooKeeperEnsemble:
         *,
         tick_time_ms: int = DEFAULT_TICK_TIME_MS,
         heap_mb: int = 128,
+        hosts: Sequence[str] | None = None,
+        command_prefixes: Sequence[Sequence[str]] | None = None,
     ) -> None:
         if size < 1:
             raise ValueError(f"an ensemble needs at least one node, got {size}")
+        hosts = list(hosts) if hosts is not None else ["127.0.0.1"] * size
+        prefixes = [tuple(p) for p in command_prefixes] if command_prefixes else [()] * size
+        if len(hosts) != size or len(prefixes) != size:
+            raise ValueError(f"need {size} hosts and command prefixes")
         self.base_dir = Path(base_dir)
         self.tick_time_ms = tick_time_ms
         self.heap_mb = heap_mb
@@ -138,6 +150,8 @@ class ZooKeeperEnsemble:
                 quorum_port=ports[3 * index + 1],
                 election_port=ports[3 * index + 2],
                 directory=self.base_dir / f"zk{index + 1}",
+                host=hosts[index],
+                command_prefix=prefixes[index],
             )
             for index in range(size)
         ]
@@ -189,7 +203,8 @@ class ZooKeeperEnsemble:
             # ``ruok`` answers as soon as the process runs; ``srvr`` names a mode only once
             # the node serves (an ensemble node: once it has joined a quorum).
             ready = all(
-                four_letter_word(node.client_port, "ruok") == "imok" and node.mode() is not None
+                four_letter_word(node.client_port, "ruok", host=node.host) == "imok"
+                and node.mode() is not None
                 for node in running
             )
             if ready and self.leader() is not None:
@@ -280,7 +295,7 @@ class ZooKeeperEnsemble:
             "syncLimit=10",
             f"dataDir={data_dir}",
             f"clientPort={node.client_port}",
-            "clientPortAddress=127.0.0.1",
+            f"clientPortAddress={node.host}",
             "admin.enableServer=false",
             "4lw.commands.whitelist=ruok,srvr",
             f"maxSessionTimeout={120 * self.tick_time_ms}",
@@ -289,13 +304,14 @@ class ZooKeeperEnsemble:
         if len(self.nodes) > 1:
             (data_dir / "myid").write_text(f"{node.server_id}\n")
             lines += [
-                f"server.{other.server_id}=127.0.0.1:{other.quorum_port}:{other.election_port}"
+                f"server.{other.server_id}={other.host}:{other.quorum_port}:{other.election_port}"
                 for other in self.nodes
             ]
         (node.directory / "zoo.cfg").write_text("\n".join(lines) + "\n")
 
     def _spawn(self, node: ZooKeeperNode) -> None:
         command = [
+            *node.command_prefix,
             "java",
             f"-Xmx{self.heap_mb}m",
             "-XX:+UseSerialGC",

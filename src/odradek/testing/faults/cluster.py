@@ -5,6 +5,10 @@ The cluster is ``odradek.testing.zookeeper.ZooKeeperEnsemble`` (3 nodes by defau
 ``base_dir``. ``isolation`` says how the processes are separated: ``"network namespaces"``
 (each broker and each ZooKeeper node a test host with an address of its own, see ``netns``) or
 ``"loopback (<why>)"`` (every process on 127.0.0.1; network partitions are then unavailable).
+With ``disk_bytes`` (the default), each broker's log directory lives on a tmpfs of that size
+from the first start, so that ``fill_disk`` can fill it (``disks``); ``unavailable`` maps each
+facility (``network``, ``nftables``, ``disk``, ``faketime``, ``slow-disk``) that cannot be used
+here to the reason.
 
 The fault operations (``kill_broker``, ``pause_broker``, ``kill_zookeeper``, ``cut``, ...) are
 the primitives ``injectors`` composes; each records what it changed so that ``heal_all`` can
@@ -24,7 +28,7 @@ import secrets
 import signal
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol
@@ -32,6 +36,20 @@ from typing import Protocol
 from odradek.client import AdminClient, NewTopic
 from odradek.controller.topics import ClusterMetadata
 from odradek.testing.cluster import Cluster, ClusterError
+from odradek.testing.faults.disks import (
+    Tmpfs,
+    faketime_environment,
+    probe_faketime,
+    probe_slow_disk,
+    probe_tmpfs,
+)
+from odradek.testing.faults.netns import (
+    NetnsError,
+    Network,
+    TestHost,
+    probe_namespaces,
+    probe_nftables,
+)
 from odradek.testing.zookeeper import ZooKeeperEnsemble
 
 _log = logging.getLogger(__name__)
@@ -45,6 +63,8 @@ FAULT_BROKER_SETTINGS: Mapping[str, str] = {
     "replica.lag.time.max.ms": "5000",
     "group.initial.rebalance.delay.ms": "0",
 }
+#: The size of each broker's tmpfs log directory by default.
+DEFAULT_DISK_BYTES = 256 << 20
 
 
 class FaultClusterError(RuntimeError):
@@ -70,6 +90,8 @@ class FaultCluster:
         use_namespaces: ``True`` requires network namespaces, ``False`` uses loopback,
             ``None`` uses namespaces when the kernel allows.
         broker_settings: extra broker settings (over ``FAULT_BROKER_SETTINGS``).
+        disk_bytes: the size of each broker's tmpfs log directory (``None``: plain
+            directories, no ``full-disk``).
     """
 
     def __init__(
@@ -80,6 +102,7 @@ class FaultCluster:
         zookeepers: int = 3,
         use_namespaces: bool | None = None,
         broker_settings: Mapping[str, str] | None = None,
+        disk_bytes: int | None = DEFAULT_DISK_BYTES,
     ) -> None:
         self.base_dir = Path(base_dir)
         self.broker_ids = list(range(brokers))
@@ -88,11 +111,20 @@ class FaultCluster:
         self.broker_settings = {**FAULT_BROKER_SETTINGS, **(broker_settings or {})}
         #: A per-run token in every name this cluster gives to shared resources.
         self.token = secrets.token_hex(3)
+        self.disk_bytes = disk_bytes
         self.isolation = "not started"
+        #: Facility → why it cannot be used here (filled by ``start``).
+        self.unavailable: dict[str, str] = {}
         self.active_faults: list[ActiveFault] = []
+        #: Seconds ``start`` and ``stop`` took last.
+        self.start_seconds = 0.0
+        self.stop_seconds = 0.0
+        self.network: Network | None = None
         self._zookeeper: ZooKeeperEnsemble | None = None
         self._brokers: Cluster | None = None
+        self._disks: dict[int, Tmpfs] = {}
         self._paused: set[int] = set()
+        self._skewed: dict[int, float] = {}
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -104,13 +136,18 @@ class FaultCluster:
             FaultClusterError: namespaces were required and cannot be made, or a process did
                 not start in time (everything made so far is torn down first).
         """
-        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
+        deadline = started + timeout_s
         try:
-            if self.use_namespaces:
-                raise FaultClusterError("network namespaces are not supported yet")
-            self.isolation = "loopback (network namespaces not requested)"
             self.base_dir.mkdir(parents=True, exist_ok=True)
-            self._zookeeper = ZooKeeperEnsemble(self.base_dir / "zookeeper", self.zookeeper_count)
+            self._probe()
+            zookeeper_hosts = self._make_network()
+            self._zookeeper = ZooKeeperEnsemble(
+                self.base_dir / "zookeeper",
+                self.zookeeper_count,
+                hosts=[host.address for host in zookeeper_hosts] or None,
+                command_prefixes=[host.command_prefix for host in zookeeper_hosts] or None,
+            )
             self._zookeeper.start(timeout_s=_left(deadline))
             self._brokers = Cluster(
                 len(self.broker_ids),
@@ -119,6 +156,7 @@ class FaultCluster:
                 settings=self.broker_settings,
                 broker_ids=self.broker_ids,
             )
+            self._place_brokers(self._brokers)
             self._brokers.start(timeout_s=_left(deadline))
             self.wait_until(
                 lambda: self.controller_id() is not None, _left(deadline), "a controller"
@@ -126,14 +164,77 @@ class FaultCluster:
         except BaseException:
             self.stop()
             raise
-        _log.info("fault cluster %s started (%s)", self.token, self.isolation)
+        self.start_seconds = time.monotonic() - started
+        _log.info(
+            "fault cluster %s started in %.1f s (%s)",
+            self.token,
+            self.start_seconds,
+            self.isolation,
+        )
         return self
+
+    def _probe(self) -> None:
+        unavailable: dict[str, str] = {}
+        if self.use_namespaces is False:
+            unavailable["network"] = "network namespaces not requested"
+        elif (reason := probe_namespaces()) is not None:
+            if self.use_namespaces:
+                raise FaultClusterError(f"network namespaces required, but {reason}")
+            unavailable["network"] = reason
+        if "network" in unavailable:
+            unavailable["nftables"] = "no network namespaces"
+        elif (reason := probe_nftables()) is not None:
+            unavailable["nftables"] = reason
+        if self.disk_bytes is None:
+            unavailable["disk"] = "no tmpfs log directories (disk_bytes=None)"
+        elif (reason := probe_tmpfs(self.base_dir)) is not None:
+            unavailable["disk"] = reason
+        if (reason := probe_faketime()) is not None:
+            unavailable["faketime"] = reason
+        if (reason := probe_slow_disk()) is not None:
+            unavailable["slow-disk"] = reason
+        self.unavailable = unavailable
+        network = unavailable.get("network")
+        self.isolation = "network namespaces" if network is None else f"loopback ({network})"
+
+    def _make_network(self) -> list[TestHost]:
+        """The namespaces (when available); returns the ZooKeeper nodes' hosts (none on
+        loopback)."""
+        if "network" in self.unavailable:
+            return []
+        zookeeper_names = [f"zk{index + 1}" for index in range(self.zookeeper_count)]
+        broker_names = [f"b{broker_id}" for broker_id in self.broker_ids]
+        try:
+            self.network = Network(self.token, [*zookeeper_names, *broker_names]).create()
+        except NetnsError as error:
+            if self.use_namespaces:
+                raise FaultClusterError(f"network namespaces required: {error}") from error
+            self.unavailable["network"] = str(error)
+            self.unavailable["nftables"] = "no network namespaces"
+            self.isolation = f"loopback ({error})"
+            return []
+        return [self.network.hosts[name] for name in zookeeper_names]
+
+    def _place_brokers(self, cluster: Cluster) -> None:
+        """Each broker's host and namespace, and its log directory inside its tmpfs."""
+        cluster.base_dir.mkdir(parents=True, exist_ok=True)
+        for broker_id, broker in cluster.brokers.items():
+            if self.network is not None:
+                host = self.network.hosts[f"b{broker_id}"]
+                broker.host = host.address
+                broker.command_prefix = host.command_prefix
+            if self.disk_bytes is not None and "disk" not in self.unavailable:
+                disk = Tmpfs(self.base_dir / "disks" / f"broker-{broker_id}", self.disk_bytes)
+                disk.mount()
+                self._disks[broker_id] = disk
+                broker.log_dir = disk.path / "log"
 
     def stop(self) -> None:
         """Stops every process this cluster started and removes everything it made. Safe to
         call after a failed ``start`` and more than once."""
+        started = time.monotonic()
         errors: list[BaseException] = []
-        for step in (self._stop_brokers, self._stop_zookeeper):
+        for step in (self._stop_brokers, self._stop_zookeeper, self._unmount, self._unnet):
             try:
                 step()
             except Exception as error:  # keep tearing down; report the first failure
@@ -141,6 +242,8 @@ class FaultCluster:
                 errors.append(error)
         self.active_faults.clear()
         self._paused.clear()
+        self._skewed.clear()
+        self.stop_seconds = time.monotonic() - started
         if errors:
             raise FaultClusterError(f"teardown incomplete: {errors[0]}") from errors[0]
 
@@ -319,6 +422,72 @@ class FaultCluster:
     def zookeeper_running(self, index: int) -> bool:
         return self.zookeeper.nodes[index].running
 
+    # --- network faults --------------------------------------------------------------------
+
+    def _network(self) -> Network:
+        if self.network is None:
+            raise FaultClusterError(f"no network faults: {self.isolation}")
+        return self.network
+
+    def broker_host(self, broker_id: int) -> str:
+        """The address broker ``broker_id`` listens on."""
+        return self.brokers.brokers[broker_id].host
+
+    def zookeeper_hosts(self) -> list[str]:
+        return sorted({node.host for node in self.zookeeper.nodes})
+
+    def cut_off(self, broker_id: int) -> None:
+        """Takes the broker's link down: nobody reaches it, it reaches nobody."""
+        self._network().set_link(f"b{broker_id}", up=False)
+
+    def reconnect(self, broker_id: int) -> None:
+        self._network().set_link(f"b{broker_id}", up=True)
+
+    def drop_traffic(self, broker_id: int, peers: Sequence[str]) -> str:
+        """Drops the broker's traffic to and from the ``peers`` addresses; returns the handle
+        for ``restore_traffic``."""
+        if "nftables" in self.unavailable:
+            raise FaultClusterError(f"no nftables: {self.unavailable['nftables']}")
+        return self._network().drop(f"b{broker_id}", peers)
+
+    def restore_traffic(self, broker_id: int, handle: str) -> None:
+        self._network().lift(f"b{broker_id}", handle)
+
+    # --- disk and clock faults -------------------------------------------------------------
+
+    def has_disk(self, broker_id: int) -> bool:
+        """Whether the broker's log directory is on a tmpfs ``fill_disk`` can fill."""
+        return broker_id in self._disks
+
+    def fill_disk(self, broker_id: int) -> int:
+        """Fills the broker's tmpfs; returns the ballast's size in bytes."""
+        if broker_id not in self._disks:
+            raise FaultClusterError(f"broker {broker_id} has no tmpfs log directory")
+        return self._disks[broker_id].fill()
+
+    def free_disk(self, broker_id: int) -> None:
+        if broker_id in self._disks:
+            self._disks[broker_id].free()
+
+    def disk_free_bytes(self, broker_id: int) -> int:
+        return self._disks[broker_id].free_bytes()
+
+    def skew_clock(self, broker_id: int, skew_s: float) -> None:
+        """Restarts the broker (cleanly) with its wall clock moved by ``skew_s`` seconds."""
+        environment = faketime_environment(skew_s)
+        self.terminate_broker(broker_id)
+        self._skewed[broker_id] = skew_s
+        self.restart_broker(broker_id, environment)
+
+    def unskew_clock(self, broker_id: int) -> None:
+        """Restarts a skewed broker (cleanly) with the true clock."""
+        self._skewed.pop(broker_id, None)
+        self.terminate_broker(broker_id)
+        self.restart_broker(broker_id)
+
+    def skewed_brokers(self) -> dict[int, float]:
+        return dict(self._skewed)
+
     # --- healing ---------------------------------------------------------------------------
 
     def heal_all(self) -> None:
@@ -333,8 +502,14 @@ class FaultCluster:
                 _log.exception("fault cluster %s: healing %s failed", self.token, fault.kind)
             if fault in self.active_faults:  # its heal did not untrack it
                 self.active_faults.remove(fault)
+        if self.network is not None:
+            self.network.heal_all()
+        for disk in self._disks.values():
+            disk.free()
         for broker_id in sorted(self._paused):
             self.resume_broker(broker_id)
+        for broker_id in sorted(self._skewed):
+            self.unskew_clock(broker_id)
         for index, node in enumerate(self.zookeeper.nodes):
             if not node.running:
                 self.start_zookeeper(index)
@@ -410,6 +585,15 @@ class FaultCluster:
     def _stop_zookeeper(self) -> None:
         if self._zookeeper is not None:
             self._zookeeper.stop()
+
+    def _unmount(self) -> None:
+        while self._disks:
+            _, disk = self._disks.popitem()
+            disk.unmount()
+
+    def _unnet(self) -> None:
+        if self.network is not None:
+            self.network.teardown()
 
 
 def process_state(pid: int) -> str | None:

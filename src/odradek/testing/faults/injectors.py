@@ -194,6 +194,154 @@ class KillZooKeeper:
             cluster.start_zookeeper(self.index)
 
 
+# --- network faults --------------------------------------------------------------------------
+
+
+def settle(cluster: FaultCluster, broker_id: int, timeout_s: float = 60.0) -> None:
+    """After a fault that may have expired the broker's ZooKeeper session: waits until it is
+    registered (its session survived) or has exited (it learnt the session expired, and
+    stops by design), and restarts it in the second case."""
+    cluster.wait_until(
+        lambda: not cluster.broker_running(broker_id) or broker_id in cluster.registered(),
+        timeout_s,
+        f"broker {broker_id} to be registered or to exit (its session expired)",
+    )
+    if not cluster.broker_running(broker_id):
+        cluster.restart_broker(broker_id)
+
+
+@dataclass(eq=False)
+class PartitionOne:
+    """One broker's link taken down (cut off from everyone, the test process included)."""
+
+    rng: random.Random
+    kind: str = "partition-one"
+    broker_id: int | None = None
+
+    def apply(self, cluster: FaultCluster) -> str:
+        self.broker_id = pick_broker(self.rng, cluster)
+        cluster.active_faults.append(self)
+        cluster.cut_off(self.broker_id)
+        return f"broker {self.broker_id}"
+
+    def heal(self, cluster: FaultCluster) -> None:
+        _untrack(cluster, self)
+        if self.broker_id is not None:
+            cluster.reconnect(self.broker_id)
+            settle(cluster, self.broker_id)
+
+
+@dataclass(eq=False)
+class LeaderCutFromFollowers:
+    """A partition leader's traffic to and from the partition's followers dropped; clients
+    and ZooKeeper still reach it."""
+
+    rng: random.Random
+    kind: str = "leader-cut-from-followers"
+    broker_id: int | None = None
+    handle: str | None = None
+
+    def apply(self, cluster: FaultCluster) -> str:
+        candidates = [
+            (leader, topic, partition)
+            for topic, partition in cluster.partitions()
+            if (leader := cluster.leader_of(topic, partition)) is not None
+            and cluster.broker_running(leader)
+            and len(cluster.replicas_of(topic, partition)) > 1
+        ]
+        if not candidates:
+            raise FaultClusterError("no replicated partition has a running leader")
+        leader, topic, partition = self.rng.choice(candidates)
+        followers = [b for b in cluster.replicas_of(topic, partition) if b != leader]
+        self.broker_id = leader
+        cluster.active_faults.append(self)
+        self.handle = cluster.drop_traffic(leader, [cluster.broker_host(b) for b in followers])
+        names = ", ".join(str(b) for b in followers)
+        return f"broker {leader} (leader of {topic}-{partition}) cut from {names}"
+
+    def heal(self, cluster: FaultCluster) -> None:
+        _untrack(cluster, self)
+        if self.broker_id is not None and self.handle is not None:
+            cluster.restore_traffic(self.broker_id, self.handle)
+            settle(cluster, self.broker_id)
+
+
+@dataclass(eq=False)
+class BrokerCutFromZooKeeper:
+    """A broker's traffic to and from every ZooKeeper node dropped (brokers and clients
+    still reach it); its session expires and, reconnected, it exits and is restarted."""
+
+    rng: random.Random
+    kind: str = "broker-cut-from-zookeeper"
+    broker_id: int | None = None
+    handle: str | None = None
+
+    def apply(self, cluster: FaultCluster) -> str:
+        self.broker_id = pick_broker(self.rng, cluster)
+        cluster.active_faults.append(self)
+        self.handle = cluster.drop_traffic(self.broker_id, cluster.zookeeper_hosts())
+        return f"broker {self.broker_id}"
+
+    def heal(self, cluster: FaultCluster) -> None:
+        _untrack(cluster, self)
+        if self.broker_id is not None and self.handle is not None:
+            cluster.restore_traffic(self.broker_id, self.handle)
+            settle(cluster, self.broker_id)
+
+
+# --- disk and clock faults -------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class FullDisk:
+    """One broker's tmpfs log directory filled up; heal deletes the ballast."""
+
+    rng: random.Random
+    kind: str = "full-disk"
+    broker_id: int | None = None
+
+    def apply(self, cluster: FaultCluster) -> str:
+        running = [b for b in cluster.broker_ids if cluster.broker_running(b)]
+        candidates = [b for b in running if cluster.has_disk(b)]
+        if not candidates:
+            raise FaultClusterError("no running broker has a tmpfs log directory")
+        self.broker_id = self.rng.choice(candidates)
+        cluster.active_faults.append(self)
+        ballast = cluster.fill_disk(self.broker_id)
+        return f"broker {self.broker_id} ({ballast >> 20} MiB ballast)"
+
+    def heal(self, cluster: FaultCluster) -> None:
+        _untrack(cluster, self)
+        if self.broker_id is not None:
+            cluster.free_disk(self.broker_id)
+            if not cluster.broker_running(self.broker_id):
+                cluster.restart_broker(self.broker_id)
+
+
+@dataclass(eq=False)
+class ClockSkew:
+    """One broker restarted under libfaketime, its wall clock ``skew_s`` off (either way);
+    heal restarts it with the true clock."""
+
+    rng: random.Random
+    skew_s: float = DEFAULT_SKEW_S
+    kind: str = "clock-skew"
+    broker_id: int | None = None
+    applied_skew_s: float = 0.0
+
+    def apply(self, cluster: FaultCluster) -> str:
+        self.broker_id = pick_broker(self.rng, cluster)
+        self.applied_skew_s = self.rng.choice((-1.0, 1.0)) * self.skew_s
+        cluster.active_faults.append(self)
+        cluster.skew_clock(self.broker_id, self.applied_skew_s)
+        return f"broker {self.broker_id} ({self.applied_skew_s:+.0f} s)"
+
+    def heal(self, cluster: FaultCluster) -> None:
+        _untrack(cluster, self)
+        if self.broker_id is not None and self.broker_id in cluster.skewed_brokers():
+            cluster.unskew_clock(self.broker_id)
+
+
 # --- choice ----------------------------------------------------------------------------------
 
 
@@ -218,6 +366,16 @@ def make_fault(kind: str, rng: random.Random, options: FaultOptions | None = Non
         return PausePastSession(rng, options.session_wait_s)
     if kind == "kill-zookeeper":
         return KillZooKeeper(rng)
+    if kind == "partition-one":
+        return PartitionOne(rng)
+    if kind == "leader-cut-from-followers":
+        return LeaderCutFromFollowers(rng)
+    if kind == "broker-cut-from-zookeeper":
+        return BrokerCutFromZooKeeper(rng)
+    if kind == "full-disk":
+        return FullDisk(rng)
+    if kind == "clock-skew":
+        return ClockSkew(rng, options.skew_s)
     if kind in FAULT_KINDS:
         raise ValueError(f"fault kind {kind!r} is not available on this cluster")
     raise ValueError(f"unknown fault kind {kind!r} (known: {', '.join(FAULT_KINDS)})")
@@ -232,8 +390,22 @@ def available_faults(cluster: FaultCluster) -> dict[str, str | None]:
             available[kind] = "needs at least 2 brokers (a survivor to take over)"
     if cluster.zookeeper_count < 3:
         available["kill-zookeeper"] = "needs a ZooKeeper ensemble of at least 3 nodes"
-    for kind in (*NETWORK_KINDS, "full-disk", "clock-skew", "slow-disk"):
-        available[kind] = "not built yet"
+    unavailable = cluster.unavailable if cluster.isolation != "not started" else {}
+    if "network" in unavailable or cluster.isolation.startswith("loopback"):
+        reason = f"needs network namespaces ({unavailable.get('network', cluster.isolation)})"
+        for kind in NETWORK_KINDS:
+            available[kind] = reason
+    elif "nftables" in unavailable:
+        for kind in ("leader-cut-from-followers", "broker-cut-from-zookeeper"):
+            available[kind] = f"needs nftables ({unavailable['nftables']})"
+    if cluster.disk_bytes is None:
+        available["full-disk"] = "no tmpfs log directories (disk_bytes=None)"
+    elif "disk" in unavailable:
+        available["full-disk"] = f"needs a tmpfs ({unavailable['disk']})"
+    if "faketime" in unavailable:
+        available["clock-skew"] = unavailable["faketime"]
+    if cluster.isolation == "not started" or "slow-disk" in unavailable:
+        available["slow-disk"] = unavailable.get("slow-disk", "not probed (cluster not started)")
     return available
 
 
@@ -246,11 +418,17 @@ def _untrack(cluster: FaultCluster, fault: object) -> None:
 
 __all__ = [
     "FAULT_KINDS",
+    "BrokerCutFromZooKeeper",
+    "ClockSkew",
     "Fault",
     "FaultOptions",
+    "FullDisk",
     "KillBroker",
     "KillZooKeeper",
+    "LeaderCutFromFollowers",
+    "PartitionOne",
     "PausePastSession",
     "available_faults",
     "make_fault",
+    "settle",
 ]
