@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import logging
 import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
@@ -61,6 +62,8 @@ from odradek.records.batch import (
 )
 from odradek.records.crc import crc32c
 from odradek.storage.open_files import OpenFiles
+
+logger = logging.getLogger(__name__)
 
 #: What an accepted fast-path append reports: (last_offset_delta, max_timestamp,
 #: records_count) of the batch written.
@@ -228,6 +231,17 @@ def _write_all(fd: int, view: memoryview) -> None:
         written += os.write(fd, view[written : written + WRITE_PIECE_BYTES])
 
 
+def _cut_back(fd: int, size: int) -> None:
+    """Undoes the part of a failed append that reached the file (a full disk takes the
+    first pieces of a batch and refuses the rest): with the torn batch left in place, the
+    next append would land after it, and the log would serve a batch that fails its CRC
+    in the middle of good ones. The caller re-raises the write's error."""
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        logger.exception("could not cut a log file back to %d bytes after a failed append", size)
+
+
 def _writev_all(fd: int, views: list[memoryview]) -> None:
     """Writes the concatenation of ``views``, with ``writev`` calls of at most
     ``WRITE_PIECE_BYTES`` each."""
@@ -322,7 +336,11 @@ class FileRecords:
         self.recently_used = True
         position = self._size
         with memoryview(data) as view:
-            _write_all(handle.fd, view)
+            try:
+                _write_all(handle.fd, view)
+            except OSError:
+                _cut_back(handle.fd, position)
+                raise
             self._size = position + len(view)
         return position
 
@@ -333,7 +351,11 @@ class FileRecords:
         self.recently_used = True
         position = self._size
         views = [memoryview(part) for part in parts]
-        _writev_all(handle.fd, views)
+        try:
+            _writev_all(handle.fd, views)
+        except OSError:
+            _cut_back(handle.fd, position)
+            raise
         self._size = position + sum(len(view) for view in views)
         return position
 
@@ -354,15 +376,19 @@ class FileRecords:
         handle = self._handle or self._open()
         self.recently_used = True
         room = max_file_bytes - self._size
-        fields = append_batch_impl(
-            handle.fd,
-            data,
-            base_offset,
-            leader_epoch,
-            room if room < max_batch_bytes else max_batch_bytes,
-            max_timestamp,
-            max_last_offset_delta,
-        )
+        try:
+            fields = append_batch_impl(
+                handle.fd,
+                data,
+                base_offset,
+                leader_epoch,
+                room if room < max_batch_bytes else max_batch_bytes,
+                max_timestamp,
+                max_last_offset_delta,
+            )
+        except OSError:
+            _cut_back(handle.fd, self._size)
+            raise
         if fields is not None:
             self._size += len(data)
         return fields
