@@ -25,12 +25,13 @@ import json
 import logging
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import click
@@ -86,6 +87,8 @@ class ChaosResult:
     problems: tuple[str, ...] = ()
     faults_by_kind: dict[str, int] = field(default_factory=dict)
     duration_s: float = 0.0
+    #: Producer clients that failed fatally and were replaced (not a violation by itself).
+    producer_fatal_errors: int = 0
 
     @property
     def exit_status(self) -> int:
@@ -130,29 +133,39 @@ def run_chaos(options: ChaosOptions, out: Callable[[str], None] = print) -> Chao
             _wait_for_acks(workload, 50, options.healthy_timeout_s)
             for number in range(1, options.faults + 1):
                 problem = _one_fault(rng, cluster, timeline, options, workload, number, out)
-                if problem:
-                    problems.append(problem)
-                    out(f"chaos: {problem}")
-            cluster.heal_all()
-            cluster.wait_healthy(options.healthy_timeout_s)
-            try:
-                _wait_for_acks(workload, 50, options.healthy_timeout_s)
-            except TimeoutError:
-                problems.append("no acknowledgements after the cluster healed")
+                if problem is None:
+                    continue
+                problems.append(problem)
+                out(f"chaos: {problem}")
+                if not _healthy_again(cluster, options):
+                    problems.append(f"the cluster did not heal; faults stopped after {number}")
+                    out(f"chaos: {problems[-1]}")
+                    break
+            if _healthy_again(cluster, options):
+                try:
+                    _wait_for_acks(workload, 50, options.healthy_timeout_s)
+                except TimeoutError:
+                    problems.append("no acknowledgements after the cluster healed")
         finally:
             workload.stop()
+        stats = workload.statistics()
+        if stats.fatal_errors:
+            out(f"chaos: {stats.fatal_errors} producer clients failed fatally and were replaced")
         out(f"chaos: workload stopped ({_progress(workload)}); reading every replica")
-        cluster.wait_healthy(options.healthy_timeout_s)
-        layouts = partition_layouts(cluster.bootstrap_servers, TOPIC)
-        replicas = read_replicas(layouts, TOPIC, cluster.log_dir, options.healthy_timeout_s)
         events = history.events()
         _save(options.base_dir / "history.jsonl", events)
-        report = check(
-            events,
-            replicas,
-            fault_windows(timeline.events),
-            leaders={layout.partition: layout.leader for layout in layouts},
-        )
+        windows = fault_windows(timeline.events)
+        try:
+            cluster.wait_healthy(options.healthy_timeout_s)
+            layouts = partition_layouts(cluster.bootstrap_servers, TOPIC)
+            replicas = read_replicas(layouts, TOPIC, cluster.log_dir, options.healthy_timeout_s)
+        except Exception as error:
+            problems.append(f"the replicas could not be read: {error}")
+            # What the history alone shows (order, offsets); nothing about the logs.
+            report = replace(check(events, [], windows), lost=(), unstable_reads=(), divergent=())
+        else:
+            leaders = {layout.partition: layout.leader for layout in layouts}
+            report = check(events, replicas, windows, leaders=leaders)
         isolation = cluster.isolation
     kinds = Counter(e.kind for e in timeline.events if e.action == "apply")
     return ChaosResult(
@@ -163,6 +176,7 @@ def run_chaos(options: ChaosOptions, out: Callable[[str], None] = print) -> Chao
         tuple(problems),
         dict(sorted(kinds.items())),
         time.monotonic() - started,
+        workload.statistics().fatal_errors,
     )
 
 
@@ -180,7 +194,6 @@ def _one_fault(
     try:
         applied = timeline.apply(fault, cluster)
     except Exception as error:
-        cluster.heal_all()
         return f"fault {number} ({fault.kind}) could not be applied: {error}"
     # The schedule holds the fault for a drawn time: this sleep is the fault, not a wait.
     time.sleep(hold_s)
@@ -188,13 +201,22 @@ def _one_fault(
         timeline.heal(fault, cluster)
         cluster.wait_healthy(options.healthy_timeout_s)
     except Exception as error:
-        cluster.heal_all()
         return f"fault {number} ({fault.kind} {applied.target}) did not heal: {error}"
     out(
         f"[{number}/{options.faults}] {fault.kind:<26} {applied.target:<24} "
         f"held {hold_s:4.1f}s  {_progress(workload)}"
     )
     return None
+
+
+def _healthy_again(cluster: FaultCluster, options: ChaosOptions) -> bool:
+    """Heals whatever is still applied and waits for a healthy cluster once more."""
+    try:
+        cluster.heal_all()
+        cluster.wait_healthy(options.healthy_timeout_s)
+    except Exception:
+        return False
+    return True
 
 
 def _wait_for_acks(workload: Workload, count: int, timeout_s: float) -> None:
@@ -262,6 +284,7 @@ def render_result(result: ChaosResult) -> str:
         ("consumed", report.consumed),
         ("offset commits", report.commits),
         ("duplicates without idempotence (allowed)", report.duplicates_without_idempotence),
+        ("producer clients failed fatally (replaced)", result.producer_fatal_errors),
         ("lost acknowledged records", len(report.lost)),
         ("unstable reads", len(report.unstable_reads)),
         ("duplicates under idempotence", len(report.duplicates)),
@@ -290,6 +313,10 @@ def render_result(result: ChaosResult) -> str:
     else:
         lines.append(f"chaos: clean (replay with: {result.options.replay_command()})")
     return "\n".join(lines)
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _hold(text: str) -> tuple[float, float]:
@@ -340,6 +367,9 @@ def main(
     else:
         # Brokers going away is the point here: kazoo's complaints of it are noise.
         logging.getLogger("odradek.controller.zookeeper").setLevel(logging.ERROR)
+    # A SIGTERM (a CI timeout) unwinds like an exception: the cluster's processes,
+    # namespaces and mounts are torn down on the way out.
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     if seed is None:
         seed = random.SystemRandom().randrange(2**31)
     directory = base_dir or Path(tempfile.mkdtemp(prefix=f"chaos-{seed}-"))

@@ -6,7 +6,9 @@ recording everything they do and hear into a ``History``.
   ``sequence % partitions`` at ``rate_per_producer`` records a second, at most
   ``max_outstanding`` unacknowledged at a time, and records a ``Send`` per value, then an
   ``Ack`` (partition, offset) or a ``Failure`` from its delivery report. Values still
-  unresolved when the workload stops are recorded as failures ("unresolved at stop").
+  unresolved when the workload stops are recorded as failures ("unresolved at stop"). A
+  producer client that fails fatally (librdkafka's idempotence gives up) is counted, its
+  pending values recorded as failures, and replaced by a new client (a new producer id).
 - **Consumers** (``consumers`` members of group ``group_id``, offsets committed by hand):
   each records a ``Consume`` per record and, every ``commit_interval_s``, commits its
   position synchronously and records a ``Commit`` per partition the coordinator accepted.
@@ -73,6 +75,8 @@ class WorkloadStatistics:
     failed: int
     consumed: int
     commits: int
+    #: Producer clients that failed fatally and were replaced.
+    fatal_errors: int = 0
 
 
 class Workload:
@@ -86,7 +90,9 @@ class Workload:
         self.history = history
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._counts = {"sent": 0, "acknowledged": 0, "failed": 0, "consumed": 0, "commits": 0}
+        self._counts = dict.fromkeys(
+            ("sent", "acknowledged", "failed", "consumed", "commits", "fatal_errors"), 0
+        )
         self._counts_lock = threading.Lock()
         self._errors: list[BaseException] = []
 
@@ -134,11 +140,26 @@ class Workload:
             self._counts[name] += amount
 
     def _produce(self, bootstrap_servers: str, name: str, idempotent: bool) -> None:
+        """Producer ``name`` until the workload stops: a client that hits a fatal error
+        (librdkafka's idempotence gives up on inconsistent answers) is replaced by a new one
+        (a new producer id), recorded under ``<name>#<incarnation>``."""
+        sequence = 0
+        incarnation = 0
+        while not self._stop.is_set():
+            label = name if incarnation == 0 else f"{name}#{incarnation}"
+            sequence = self._produce_with(bootstrap_servers, name, label, idempotent, sequence)
+            incarnation += 1
+
+    def _produce_with(
+        self, bootstrap_servers: str, name: str, label: str, idempotent: bool, sequence: int
+    ) -> int:
+        """One producer client: sends from ``sequence`` until the workload stops or the
+        client fails fatally; returns the next sequence number."""
         config = self.config
         producer = Producer(
             {
                 "bootstrap.servers": bootstrap_servers,
-                "client.id": name,
+                "client.id": label,
                 "acks": "all",
                 "enable.idempotence": idempotent,
                 "linger.ms": 5,
@@ -159,38 +180,53 @@ class Workload:
             if error is None:
                 offset = message.offset()
                 assert offset is not None
-                history.record(Ack(history.now_s(), name, partition, offset, value))
+                history.record(Ack(history.now_s(), label, partition, offset, value))
                 self._count("acknowledged")
             else:
-                history.record(Failure(history.now_s(), name, partition, value, error.str()))
+                history.record(Failure(history.now_s(), label, partition, value, error.str()))
                 self._count("failed")
 
         interval_s = 1.0 / config.rate_per_producer
         next_send_s = history.now_s()
-        sequence = 0
-        while not self._stop.is_set():
+        fatal: KafkaException | None = None
+        while fatal is None and not self._stop.is_set():
             now_s = history.now_s()
-            if now_s >= next_send_s and len(outstanding) < config.max_outstanding:
-                value = f"{name}-{sequence}".encode()
-                partition = sequence % config.partitions
-                outstanding[value] = partition
-                history.record(Send(now_s, name, idempotent, partition, value))
-                self._count("sent")
-                try:
-                    producer.produce(
-                        config.topic, value, partition=partition, on_delivery=delivered
-                    )
-                except (BufferError, KafkaException) as error:
-                    outstanding.pop(value, None)
-                    history.record(Failure(history.now_s(), name, partition, value, str(error)))
-                    self._count("failed")
-                sequence += 1
-                next_send_s = max(next_send_s + interval_s, now_s - 1.0)
-            producer.poll(max(0.0, min(_POLL_S, next_send_s - history.now_s())))
-        producer.flush(config.flush_timeout_s)
+            try:
+                if now_s >= next_send_s and len(outstanding) < config.max_outstanding:
+                    value = f"{name}-{sequence}".encode()
+                    partition = sequence % config.partitions
+                    sequence += 1
+                    next_send_s = max(next_send_s + interval_s, now_s - 1.0)
+                    outstanding[value] = partition
+                    history.record(Send(now_s, label, idempotent, partition, value))
+                    self._count("sent")
+                    try:
+                        producer.produce(
+                            config.topic, value, partition=partition, on_delivery=delivered
+                        )
+                    except BufferError as error:
+                        outstanding.pop(value, None)
+                        history.record(
+                            Failure(history.now_s(), label, partition, value, str(error))
+                        )
+                        self._count("failed")
+                producer.poll(max(0.0, min(_POLL_S, next_send_s - history.now_s())))
+            except KafkaException as error:
+                if not _is_fatal(error):
+                    raise
+                fatal = error
+        if fatal is None:
+            producer.flush(config.flush_timeout_s)
+            reason = "unresolved at stop"
+        else:
+            logger.warning("producer %s failed fatally, replacing it: %s", label, fatal)
+            self._count("fatal_errors")
+            reason = f"producer failed fatally: {fatal}"
         for value, partition in list(outstanding.items()):
-            history.record(Failure(history.now_s(), name, partition, value, "unresolved at stop"))
+            history.record(Failure(history.now_s(), label, partition, value, reason))
             self._count("failed")
+        outstanding.clear()
+        return sequence
 
     def _consume(self, bootstrap_servers: str, name: str) -> None:
         config = self.config
@@ -276,6 +312,11 @@ class Workload:
                         history.record(CommittedRead(sent_at_s, at_s, tp.partition, tp.offset))
         finally:
             reader.close()
+
+
+def _is_fatal(error: KafkaException) -> bool:
+    cause = error.args[0] if error.args else None
+    return isinstance(cause, KafkaError) and cause.fatal()
 
 
 def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
