@@ -292,6 +292,9 @@ def render_result(result: ChaosResult) -> str:
         ("divergent replicas", len(report.divergent)),
         ("committed offsets backwards", len(report.offsets_backwards)),
     ]
+    by_source = Counter(b.later_source for b in report.offsets_backwards)
+    if by_source:
+        rows.append(("  of which read by OffsetFetch", by_source["fetch"]))
     lines += [f"{name:<44}{value:>10}" for name, value in rows]
     lines.append(f"{'run time s':<44}{result.duration_s:>10.0f}")
     examples: list[object] = [

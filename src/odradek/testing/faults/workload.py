@@ -11,7 +11,8 @@ recording everything they do and hear into a ``History``.
   pending values recorded as failures, and replaced by a new client (a new producer id).
 - **Consumers** (``consumers`` members of group ``group_id``, offsets committed by hand):
   each records a ``Consume`` per record and, every ``commit_interval_s``, commits its
-  position synchronously and records a ``Commit`` per partition the coordinator accepted.
+  position (asynchronously, one commit in flight) and records a ``Commit`` per partition
+  the coordinator accepted when its answer arrives.
 - **A committed-offset reader** (same group id, never joins it) asks the coordinator for the
   group's committed offsets every ``commit_interval_s`` and records ``CommittedRead``s.
 
@@ -110,8 +111,9 @@ class Workload:
     def stop(self) -> None:
         """Stops every thread: producers flush what they have in flight first."""
         self._stop.set()
+        deadline = time.monotonic() + self.config.flush_timeout_s + 60.0
         for thread in self._threads:
-            thread.join(self.config.flush_timeout_s + 60.0)
+            thread.join(max(deadline - time.monotonic(), 0.1))
             if thread.is_alive():
                 logger.error("workload thread %s did not stop", thread.name)
         if self._errors:
@@ -229,7 +231,24 @@ class Workload:
         return sequence
 
     def _consume(self, bootstrap_servers: str, name: str) -> None:
+        """A group member: polls, records, commits its position asynchronously (one commit
+        in flight at a time, so a coordinator that never answers cannot hang the thread)
+        and records each commit the coordinator accepted when its answer arrives."""
         config = self.config
+        history = self.history
+        in_flight: list[float] = []  # when the commit in flight left (at most one)
+
+        def committed(error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+            sent_at_s = in_flight.pop() if in_flight else history.now_s()
+            if error is not None:
+                logger.debug("%s: commit failed: %s", name, error)
+                return
+            at_s = history.now_s()
+            for tp in partitions:
+                if tp.error is None and tp.offset >= 0:
+                    history.record(Commit(sent_at_s, at_s, name, tp.partition, tp.offset))
+                    self._count("commits")
+
         consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap_servers,
@@ -241,10 +260,10 @@ class Workload:
                 "heartbeat.interval.ms": max(config.session_timeout_ms // 5, 100),
                 "topic.metadata.refresh.interval.ms": 1000,
                 "reconnect.backoff.max.ms": 1000,
+                "on_commit": committed,
                 "logger": client_logger,
             }
         )
-        history = self.history
         try:
             consumer.subscribe([config.topic])
             next_commit_s = history.now_s() + config.commit_interval_s
@@ -260,28 +279,27 @@ class Workload:
                     )
                     self._count("consumed")
                     uncommitted = True
-                if uncommitted and history.now_s() >= next_commit_s:
-                    self._commit(consumer, name)
-                    uncommitted = False
+                if uncommitted and not in_flight and history.now_s() >= next_commit_s:
+                    uncommitted = not self._commit(consumer, name, in_flight)
                     next_commit_s = history.now_s() + config.commit_interval_s
-            if uncommitted:
-                self._commit(consumer, name)
+            if uncommitted and not in_flight:
+                self._commit(consumer, name, in_flight)
+            deadline_s = history.now_s() + 10.0
+            while in_flight and history.now_s() < deadline_s:
+                consumer.poll(_POLL_S)
         finally:
             consumer.close()
 
-    def _commit(self, consumer: Consumer, name: str) -> None:
-        history = self.history
-        sent_at_s = history.now_s()
+    def _commit(self, consumer: Consumer, name: str, in_flight: list[float]) -> bool:
+        """Sends an asynchronous commit of the consumer's position; False if it could not."""
+        in_flight.append(self.history.now_s())
         try:
-            committed = consumer.commit(asynchronous=False)
+            consumer.commit(asynchronous=True)
         except KafkaException as error:
-            logger.debug("%s: commit failed: %s", name, error)
-            return
-        at_s = history.now_s()
-        for tp in committed:
-            if tp.error is None and tp.offset >= 0:
-                history.record(Commit(sent_at_s, at_s, name, tp.partition, tp.offset))
-                self._count("commits")
+            in_flight.clear()
+            logger.debug("%s: commit not sent: %s", name, error)
+            return False
+        return True
 
     def _read_committed(self, bootstrap_servers: str) -> None:
         config = self.config
