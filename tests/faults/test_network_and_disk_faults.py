@@ -177,7 +177,12 @@ def test_stop_leaves_no_namespace_interface_or_mount(tmp_path: Path) -> None:
     network = cluster.network
     assert network is not None
     assert network.leftovers()
+    cluster.create_topic("kept", 1, 1)
+    cluster.stop_brokers()
+    assert not cluster.broker_running(0)
+    assert (cluster.log_dir(0) / "kept-0").is_dir()  # readable until stop
     cluster.stop()
+    assert not cluster.log_dir(0).exists()
     assert network.leftovers() == []
     with open("/proc/self/mounts", encoding="utf-8") as mounts:
         assert str(tmp_path) not in mounts.read()

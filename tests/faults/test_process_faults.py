@@ -10,7 +10,12 @@ from collections.abc import Iterator
 import pytest
 
 from odradek.testing.faults.cluster import FaultCluster
-from odradek.testing.faults.injectors import KillBroker, KillZooKeeper, PausePastSession
+from odradek.testing.faults.injectors import (
+    KillBroker,
+    KillZooKeeper,
+    PausePastSession,
+    available_faults,
+)
 from odradek.testing.zookeeper import zookeeper_installed
 
 pytestmark = [
@@ -46,6 +51,12 @@ def test_loopback_cluster_says_so_and_serves(healthy: FaultCluster) -> None:
         assert healthy.leader_of(TOPIC, partition) in healthy.broker_ids
         assert sorted(healthy.isr_of(TOPIC, partition)) == healthy.broker_ids
     healthy.wait_healthy(timeout_s=30)
+    available = available_faults(healthy)
+    for kind in ("partition-one", "leader-cut-from-followers", "broker-cut-from-zookeeper"):
+        assert available[kind] == "needs network namespaces (network namespaces not requested)"
+    for kind in ("kill-leader", "kill-follower", "kill-controller", "pause-past-session"):
+        assert available[kind] is None
+    assert available["kill-zookeeper"] is None
 
 
 def test_kill_leader_moves_leadership_and_heals(healthy: FaultCluster) -> None:

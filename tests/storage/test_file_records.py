@@ -552,8 +552,8 @@ resource.setrlimit(resource.RLIMIT_FSIZE, (records.size + 150_000, hard))
 try:
     append(records, batch(300_000), 1)
     failed = None
-except OSError as error:
-    failed = error.errno
+except Exception as error:  # the storage error the broker answers, caused by the OSError
+    failed = getattr(error.__cause__, "errno", getattr(error, "errno", None))
 resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
 append(records, small, 2)
 data = open(path, "rb").read()

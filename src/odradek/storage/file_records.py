@@ -18,6 +18,12 @@ Both take the same arguments, write the same bytes and answer the same; either d
 (returns None, having written nothing) whatever it does not handle, and the caller then takes
 the general path, which validates again and raises the precise error.
 
+A write that fails (``ENOSPC`` on a full disk, ``EIO``) may have put part of the data in the
+file; as the file is ``O_APPEND``, the next append would land after those bytes while ``size``
+still names the old end, and every later position would be wrong. So every append that fails
+cuts the file back to ``size`` and raises ``KafkaStorageError``: nothing was appended, and the
+log appends again once the disk has room.
+
 Writes go out in pieces of at most ``WRITE_PIECE_BYTES`` (64 KiB) per system call. Linux (6.x,
 ext4 and others with large folios) sizes the page-cache folios it allocates for a write by the
 write's length, and a large folio comes from a large block of free memory; on a VM whose host
@@ -40,7 +46,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import logging
 import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
@@ -49,7 +54,7 @@ from typing import TypeAlias
 
 from odradek._compiled import compiled_attr
 from odradek._types import ReadableBuffer
-from odradek.errors import CorruptRecordError, UnsupportedForMessageFormatError
+from odradek.errors import CorruptRecordError, KafkaStorageError, UnsupportedForMessageFormatError
 from odradek.records.batch import (
     ATTRIBUTES_OFFSET,
     HEADER_SIZE,
@@ -62,8 +67,6 @@ from odradek.records.batch import (
 )
 from odradek.records.crc import crc32c
 from odradek.storage.open_files import OpenFiles
-
-logger = logging.getLogger(__name__)
 
 #: What an accepted fast-path append reports: (last_offset_delta, max_timestamp,
 #: records_count) of the batch written.
@@ -231,17 +234,6 @@ def _write_all(fd: int, view: memoryview) -> None:
         written += os.write(fd, view[written : written + WRITE_PIECE_BYTES])
 
 
-def _cut_back(fd: int, size: int) -> None:
-    """Undoes the part of a failed append that reached the file (a full disk takes the
-    first pieces of a batch and refuses the rest): with the torn batch left in place, the
-    next append would land after it, and the log would serve a batch that fails its CRC
-    in the middle of good ones. The caller re-raises the write's error."""
-    try:
-        os.ftruncate(fd, size)
-    except OSError:
-        logger.exception("could not cut a log file back to %d bytes after a failed append", size)
-
-
 def _writev_all(fd: int, views: list[memoryview]) -> None:
     """Writes the concatenation of ``views``, with ``writev`` calls of at most
     ``WRITE_PIECE_BYTES`` each."""
@@ -338,9 +330,8 @@ class FileRecords:
         with memoryview(data) as view:
             try:
                 _write_all(handle.fd, view)
-            except OSError:
-                _cut_back(handle.fd, position)
-                raise
+            except OSError as error:
+                raise self._undo_append(handle, error) from error
             self._size = position + len(view)
         return position
 
@@ -353,9 +344,8 @@ class FileRecords:
         views = [memoryview(part) for part in parts]
         try:
             _writev_all(handle.fd, views)
-        except OSError:
-            _cut_back(handle.fd, position)
-            raise
+        except OSError as error:
+            raise self._undo_append(handle, error) from error
         self._size = position + sum(len(view) for view in views)
         return position
 
@@ -386,12 +376,22 @@ class FileRecords:
                 max_timestamp,
                 max_last_offset_delta,
             )
-        except OSError:
-            _cut_back(handle.fd, self._size)
-            raise
+        except OSError as error:
+            raise self._undo_append(handle, error) from error
         if fields is not None:
             self._size += len(data)
         return fields
+
+    def _undo_append(self, handle: FileHandle, error: OSError) -> KafkaStorageError:
+        """Cuts off what a failed write left past ``size``; returns the error to raise."""
+        try:
+            os.ftruncate(handle.fd, self._size)
+        except OSError as cut:
+            return KafkaStorageError(
+                f"{self._path}: append failed ({error}) and the partial write could not be "
+                f"cut off ({cut})"
+            )
+        return KafkaStorageError(f"{self._path}: append failed: {error}")
 
     def slice(self, position: int, length: int) -> FileSlice:
         """A slice of ``length`` bytes at ``position``, clipped to ``size``."""

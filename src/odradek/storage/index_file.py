@@ -25,7 +25,11 @@ Lifecycle
 - **Active** (the segment being appended to): the file is *preallocated* to
   ``max_index_size_bytes`` rounded down to a multiple of ``entry_size`` (a sparse file: the
   length is set with ``ftruncate``, the disk blocks come as entries are written). Appends are
-  written into the memory map — no system call per entry (but the one that maps it).
+  written into the memory map — no system call per entry (but the one that maps it). A store
+  through the map into a hole of a full file system (a full tmpfs, say) is a SIGBUS that kills
+  the process, so the owner calls ``reserve_entries`` before it writes the data an entry will
+  point at: it gives the next page its blocks (``posix_fallocate``) when the entries reach it,
+  and raises ``KafkaStorageError`` — nothing written yet — when the disk has no room.
 - **Trimmed** (``trim()``, on roll and on ``close()``): the file is cut to
   ``entries * entry_size`` bytes, so it holds nothing but entries and is full.
 - **Opened again**: an existing file is taken as it is: ``entries = file size // entry_size``
@@ -66,6 +70,7 @@ from itertools import islice
 from types import TracebackType
 from typing import ClassVar, Self, TypeAlias
 
+from odradek.errors import KafkaStorageError
 from odradek.storage.index_errors import CorruptIndexError, IndexFullError
 from odradek.storage.open_files import OpenFiles
 
@@ -113,6 +118,7 @@ class IndexFile(abc.ABC):
         "_mmap",
         "_open_files",
         "_path",
+        "_reserved_bytes",
         "_zero_tail",
         "recently_used",
     )
@@ -175,6 +181,9 @@ class IndexFile(abc.ABC):
         finally:
             os.close(fd)
         self._columns = self._load_columns(data)
+        #: The bytes at the start of the file known to have disk blocks: the pages entries
+        #: were written to, and those ``reserve_entries`` reserved.
+        self._reserved_bytes = -(-len(data) // mmap.PAGESIZE) * mmap.PAGESIZE
 
     # -- properties ------------------------------------------------------------------------
 
@@ -404,6 +413,28 @@ class IndexFile(abc.ABC):
     def _corrupt(self, slot: int, what: str) -> CorruptIndexError:
         return CorruptIndexError(f"{self._path}: entry {slot} of {self.entries}: {what}")
 
+    def reserve_entries(self, count: int = 1) -> None:
+        """Gives the file's next ``count`` entries disk blocks if they lack them (a page at a
+        time), so that appending them cannot fault; a no-op past the file's length. Called
+        by the owner before it writes the data the entries will index.
+
+        Raises:
+            KafkaStorageError: the file system has no room.
+        """
+        end = (len(self._columns[0]) + count) * self.entry_size
+        reserved = self._reserved_bytes
+        if end <= reserved or reserved >= self._length:
+            return
+        length = min(-(-(end - reserved) // mmap.PAGESIZE) * mmap.PAGESIZE, self._length - reserved)
+        fd = os.open(self._path, os.O_RDWR)
+        try:
+            os.posix_fallocate(fd, reserved, length)
+        except OSError as error:
+            raise KafkaStorageError(f"{self._path}: no room for index entries: {error}") from None
+        finally:
+            os.close(fd)
+        self._reserved_bytes = reserved + length
+
     # -- for subclasses --------------------------------------------------------------------
 
     def _append_locked(self, key: int, value: int) -> None:
@@ -545,6 +576,8 @@ class IndexFile(abc.ABC):
         try:
             os.ftruncate(fd, new_length)
             self._length = new_length
+            # Cut shorter, the blocks past the end went; grown again, that range is a hole.
+            self._reserved_bytes = min(self._reserved_bytes, new_length)
         finally:
             os.close(fd)
         _log.debug("resized index %s from %d to %d bytes", self._path, old_length, new_length)

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
 
 from odradek._types import ReadableBuffer
-from odradek.errors import CorruptRecordError
+from odradek.errors import CorruptRecordError, KafkaStorageError
 from odradek.records.batch import BatchHeader, TimestampType, parse_header
 from odradek.records.codec import decode_batch_records
 from odradek.storage.config import LogConfig
@@ -269,6 +269,10 @@ class LogSegment:
         Adds index entries every ``index.interval.bytes``. Returns the file position where
         ``data`` starts. The caller checked ``should_roll`` and offset order.
         """
+        # Index pages first (see IndexFile.reserve_entries): a full disk then refuses the
+        # append before anything is written.
+        self.offset_index.reserve_entries(len(batches))
+        self.time_index.reserve_entries(len(batches))
         start = self.log.append_parts(data) if isinstance(data, tuple) else self.log.append(data)
         for batch in batches:
             header = batch.header
@@ -304,6 +308,10 @@ class LogSegment:
             or self.time_index.is_full
         ):
             return None
+        if self._bytes_since_last_index_entry > self._index_interval_bytes:
+            # Index pages first (see IndexFile.reserve_entries).
+            self.offset_index.reserve_entries()
+            self.time_index.reserve_entries()
         fields = self.log.append_batch(
             data,
             base_offset,
@@ -705,9 +713,16 @@ class LogSegment:
             if index.entries >= index.max_entries:
                 # A trimmed index (loaded from a clean shutdown) has no free slot: make one.
                 index.resize((index.entries + 1) * TIME_INDEX_ENTRY_BYTES)
-            index.maybe_append(
-                self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True
-            )
+            try:
+                index.reserve_entries()
+            except KafkaStorageError as error:
+                # A full disk: the final entry only makes time lookups in the segment's tail
+                # faster (they scan from the last entry); better without it than a SIGBUS.
+                logger.warning("%s: final time-index entry skipped: %s", self.directory, error)
+            else:
+                index.maybe_append(
+                    self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True
+                )
         self.offset_index.trim()
         index.trim()
 

@@ -247,6 +247,15 @@ class FaultCluster:
         if errors:
             raise FaultClusterError(f"teardown incomplete: {errors[0]}") from errors[0]
 
+    def stop_brokers(self) -> None:
+        """Stops every broker cleanly (SIGCONT, SIGTERM; SIGKILL after a grace period) and
+        keeps everything else — log directories, ZooKeeper, namespaces — for reading the
+        replicas' logs; ``stop`` still tears down the rest."""
+        self._paused.clear()
+        for broker_id in self.broker_ids:
+            if self.broker_running(broker_id):
+                self.brokers.terminate(broker_id)
+
     def __enter__(self) -> FaultCluster:
         return self.start()
 
@@ -289,6 +298,8 @@ class FaultCluster:
         return self.brokers.brokers[broker_id].address
 
     def log_dir(self, broker_id: int) -> Path:
+        """The broker's ``log.dirs``. On a tmpfs (``disk_bytes``) it vanishes with ``stop``:
+        read it after ``stop_brokers`` and before ``stop``."""
         return self.brokers.brokers[broker_id].log_dir
 
     def stderr_path(self, broker_id: int) -> Path:
