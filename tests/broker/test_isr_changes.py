@@ -141,3 +141,45 @@ def test_without_a_sender_the_replica_manager_commits_a_change_at_once() -> None
     assert partition.isr == [1, 2]
     assert partition.partition_epoch == 1
     assert partition.pending_isr is None
+
+
+class SwallowingController(Controller):
+    """A controller whose AlterPartition never answers; the first send loses the
+    cancellation it gets, as Python 3.11's ``asyncio.wait_for`` may (gh-86296)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sending = asyncio.Event()
+        self.swallowed = 0
+
+    async def send(self, updates: Sequence[IsrUpdate]) -> list[IsrUpdateResult]:
+        self.requests.append(list(updates))
+        self.sending.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            if self.swallowed:
+                raise
+            self.swallowed += 1  # lost: the caller goes on as if the request had failed
+        return [IsrUpdateResult(u.topic_partition, ErrorCode.NOT_CONTROLLER) for u in updates]
+
+
+def test_a_broker_whose_session_expired_stops_its_isr_sender_despite_a_swallowed_cancel() -> None:
+    """Found by the fault suite (pause-past-session): a resumed broker logged that its
+    ZooKeeper session expired and that it stops, but its stop waited forever for the
+    AlterPartition loop, so the zombie kept serving as group coordinator for minutes."""
+
+    async def scenario() -> tuple[bool, int]:
+        controller = SwallowingController()
+        _, manager = await _shrink(controller)
+        await asyncio.wait_for(controller.sending.wait(), DEADLINE_S)
+        stopping = asyncio.ensure_future(manager.stop())
+        done, _ = await asyncio.wait({stopping}, timeout=DEADLINE_S)
+        while not stopping.done():  # a stop that hung: end it for the next tests
+            stopping.cancel()
+            await asyncio.wait({stopping}, timeout=0.1)
+        return stopping in done, controller.swallowed
+
+    stopped, swallowed = asyncio.run(scenario())
+    assert swallowed == 1
+    assert stopped, "IsrChangeManager.stop did not return"

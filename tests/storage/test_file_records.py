@@ -4,10 +4,13 @@ batches, random damage and random limits; ``FileRecords.append_batch`` accounts 
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import socket
 import struct
+import subprocess
+import sys
 import tempfile
 import threading
 from array import array
@@ -507,3 +510,80 @@ def test_short_writes_are_finished(
     with scratch_file() as fd:
         assert py_append_batch(fd, BUFFER_KINDS[kind](raw), 5, None, BIG, BIG, BIG) is not None
         assert file_bytes(fd) == PREFIX + patched(raw, 5, None)
+
+
+# ---- a full disk ----
+
+#: Run in a child process: a file-size limit (RLIMIT_FSIZE, with SIGXFSZ ignored) makes the
+#: kernel take the first pieces of a large append and refuse the rest with EFBIG, as a full
+#: disk does with ENOSPC — without limiting the test process's own files.
+_FULL_DISK_CHILD = """
+import os, resource, signal, sys
+from odradek.records.batch import iter_batches
+from odradek.records.codec import build_batch
+from odradek.records.record import SimpleRecord
+from odradek.storage import file_records
+from odradek.storage.file_records import FileRecords, compiled_append_batch, py_append_batch
+
+path, how = sys.argv[1], sys.argv[2]
+if how == "append_batch-compiled":
+    file_records.append_batch_impl = compiled_append_batch()
+elif how == "append_batch-python":
+    file_records.append_batch_impl = py_append_batch
+
+def batch(value_bytes):
+    return build_batch([SimpleRecord(1_700_000_000_000, None, b"v" * value_bytes)])
+
+def append(records, raw, base_offset):
+    if how == "append":
+        records.append(raw)
+    elif how == "append_parts":
+        records.append_parts([raw[:61], memoryview(raw)[61:]])
+    else:
+        fields = records.append_batch(raw, base_offset, None, 2**40, 2**40, 2**62, 2**31)
+        assert fields is not None
+
+records = FileRecords(path)
+small = batch(100)
+append(records, small, 0)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (records.size + 150_000, hard))
+try:
+    append(records, batch(300_000), 1)
+    failed = None
+except Exception as error:  # the storage error the broker answers, caused by the OSError
+    failed = getattr(error.__cause__, "errno", getattr(error, "errno", None))
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+append(records, small, 2)
+data = open(path, "rb").read()
+print(failed, records.size, len(data), [h.base_offset for _, h in iter_batches(data)])
+"""
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "append",
+        "append_parts",
+        "append_batch-python",
+        pytest.param("append_batch-compiled", marks=needs_compiled),
+    ],
+)
+def test_an_append_cut_short_by_a_full_disk_leaves_no_torn_batch(how: str, tmp_path: Path) -> None:
+    """Found by the fault suite (full-disk): the torn start of a refused batch stayed in the
+    leader's segment, the next batch went after it, and followers were served a batch that
+    failed its CRC, forever. Now the failed append is undone before its error is raised."""
+    path = tmp_path / "0.log"
+    child = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK_CHILD, str(path), how],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr
+    failed, size, file_size, base_offsets = child.stdout.split(" ", 3)
+    assert failed == str(errno.EFBIG)
+    assert size == file_size  # nothing past what the log counts
+    assert base_offsets.strip() == ("[0, 2]" if how.startswith("append_batch") else "[0, 0]")

@@ -16,7 +16,6 @@ Thread safety: the broker's event loop only.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -27,6 +26,9 @@ from odradek.controller.cluster import IsrUpdate, IsrUpdateResult
 from odradek.errors import KafkaError
 
 logger = logging.getLogger(__name__)
+
+#: How often ``stop`` repeats its cancellation while a loop has not ended.
+_STOP_RETRY_S = 0.1
 
 #: Sends one AlterPartition request; raises ``KafkaError`` (NOT_CONTROLLER, ...) when the
 #: request as a whole failed.
@@ -58,6 +60,7 @@ class IsrChangeManager:
         self._queue: dict[TopicPartition, IsrChange] = {}
         self._wakeup = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._stopped = False
         #: AlterPartition requests sent, and the ISR changes they carried (figures).
         self.requests_sent = 0
         self.changes_sent = 0
@@ -69,11 +72,16 @@ class IsrChangeManager:
         ]
 
     async def stop(self) -> None:
+        """Ends both loops. They also end at their next turn by a flag, and the cancellation
+        is repeated until they do: a send in flight may swallow it (Python 3.11's
+        ``asyncio.wait_for`` can, gh-86296), and the send loop would then wait for work
+        forever — the stop of a broker whose ZooKeeper session expired hung that way."""
+        self._stopped = True
+        self._wakeup.set()
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            while not task.done():
+                task.cancel()
+                await asyncio.wait({task}, timeout=_STOP_RETRY_S)
         self._tasks = []
 
     def submit(self, change: IsrChange) -> None:
@@ -83,7 +91,7 @@ class IsrChangeManager:
 
     async def _check_loop(self) -> None:
         interval_s = self._lag_ms / 2 / 1000
-        while True:
+        while not self._stopped:
             await asyncio.sleep(interval_s)
             try:
                 self._replicas.shrink_isrs(self._lag_ms)
@@ -91,10 +99,10 @@ class IsrChangeManager:
                 logger.exception("the ISR shrink check failed")
 
     async def _send_loop(self) -> None:
-        while True:
+        while not self._stopped:
             await self._wakeup.wait()
             self._wakeup.clear()
-            if not self._queue:
+            if self._stopped or not self._queue:
                 continue
             batch = list(self._queue.values())
             self._queue.clear()
