@@ -84,7 +84,7 @@ class FakePartition:
     high_watermark: int = 0
     leader_epoch: int = 0
     committed: bool = True
-    fail_with: KafkaError | None = None
+    fail_with: Exception | None = None
     #: False: a follower (in a cluster another broker leads it).
     is_leader: bool = True
     isr: list[int] = field(default_factory=lambda: [1])

@@ -6,6 +6,7 @@ a truncation rebuilds it below the truncation point."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -207,4 +208,30 @@ def test_idle_producers_expire_by_the_brokers_clock(tmp_path: Path) -> None:
     partition.append_as_leader(batch(2, pid=43))  # the check runs again
     assert partition.producer_state.get(PID) is None
     assert refused(partition, batch(4)) is ErrorCode.UNKNOWN_PRODUCER_ID
+    log.close()
+
+
+def test_a_full_disk_at_a_new_epochs_checkpoint_keeps_the_append_and_dedups_its_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the fault suite (full-disk on a leader): the batch was written, then the
+    # leader-epoch checkpoint of the new epoch failed with ENOSPC; the error reached the
+    # producer, whose retry was appended a second time (the state never saw the first).
+    log = open_log(tmp_path)
+    partition = partition_over(log)
+    partition.append_as_leader(batch(0))
+    partition.make_leader(2, [1], None, 0, 0)
+
+    def disk_full(path: str, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("odradek.storage.leader_epoch_cache.atomic_write", disk_full)
+    first = partition.append_as_leader(batch(2))
+    again = partition.append_as_leader(batch(2))
+    assert (first.first_offset, again.first_offset) == (2, 2)
+    assert sequences_in(log) == [0, 2]
+    monkeypatch.undo()
+    partition.append_as_leader(batch(4))  # the epoch's entry is written at its next append
+    epochs = (tmp_path / "t-0" / "leader-epoch-checkpoint").read_text().split("\n")
+    assert "2 2" in epochs
     log.close()

@@ -36,7 +36,7 @@ from odradek.errors import OffsetOutOfRangeError
 from odradek.storage.config import LogConfig
 from odradek.storage.file_records import FileSlice
 from odradek.storage.loader import LogLoader, load_leader_epochs
-from odradek.storage.log_maintenance import LogMaintenance
+from odradek.storage.log_maintenance import LogMaintenance, logger
 from odradek.storage.log_validator import (
     AppendData,
     batch_totals,
@@ -179,7 +179,7 @@ class Log(LogMaintenance):
                             leader_epoch is not None
                             and leader_epoch != self._leader_epochs.settled_epoch
                         ):
-                            self._leader_epochs.assign(leader_epoch, base_offset)
+                            self._assign_epoch_after_write(leader_epoch, base_offset)
                         self._unflushed_messages += records
                         flush_now = self._unflushed_messages >= self._config.flush_messages
             if fields is not None:
@@ -277,7 +277,26 @@ class Log(LogMaintenance):
         for _, header in batches:
             epoch = header.partition_leader_epoch
             if epoch >= 0 and epoch != cache.settled_epoch:
-                cache.assign(epoch, header.base_offset)
+                self._assign_epoch_after_write(epoch, header.base_offset)
+
+    def _assign_epoch_after_write(self, epoch: int, start_offset: int) -> None:
+        """Records a new leader epoch once its first batch is written. The batch stays
+        appended whatever happens to the checkpoint file: when writing it fails (a full
+        disk), the entry is kept in memory and the write is tried again at the epoch's next
+        append (the cache's settled epoch stays behind), and a crash before then rebuilds
+        the entry from the batches, which carry their epoch. Raising here instead would
+        answer an error for a batch that is in the log — a producer's retry would then be
+        appended twice (found by the fault suite's full-disk fault)."""
+        try:
+            self._leader_epochs.assign(epoch, start_offset)
+        except OSError as error:
+            logger.warning(
+                "%s: leader epoch %d at offset %d not checkpointed yet: %s",
+                self.topic_partition,
+                epoch,
+                start_offset,
+                error,
+            )
 
     # ----------------------------------------------------------------- reads
 

@@ -121,6 +121,21 @@ def test_partitions_fail_alone() -> None:
     assert purgatory.notified == [TP]  # only the append that happened wakes anyone
 
 
+def test_a_disk_error_under_the_log_is_a_storage_error_of_that_partition_only() -> None:
+    # Found by the fault suite (full disk): an OSError the storage layer did not map reached
+    # the server, which closed the connection with every other partition's answer.
+    failing = FakePartition(TP, fail_with=OSError(28, "No space left on device"))
+    good = FakePartition(TopicPartition("t", 1))
+    ctx = context(failing, good)
+
+    result = answers(
+        produce.handle(ctx, produce_request(1, {("t", 0): batch(), ("t", 1): batch()}))
+    )
+
+    assert result[("t", 0)][0] == ErrorCode.KAFKA_STORAGE_ERROR
+    assert result[("t", 1)] == (ErrorCode.NONE, 0)
+
+
 @pytest.mark.parametrize(
     ("records", "code"),
     [

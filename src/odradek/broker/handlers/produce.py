@@ -17,6 +17,7 @@ hand-written encoder (hot path).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable
 
 from odradek._types import TopicPartition
@@ -39,6 +40,8 @@ from odradek.protocol import (
 from odradek.protocol.requests import ProduceRequestBody, duration_ms, produce_body
 from odradek.records.batch import read_prefix
 from odradek.records.legacy import is_legacy_message_set, upconvert_message_set
+
+logger = logging.getLogger(__name__)
 
 API_KEY = ApiKey.PRODUCE
 #: Produce v3 (KIP-98) is the first version that carries v2 record batches only.
@@ -166,6 +169,12 @@ def _append(
         return PartitionProduceResponse(index, ErrorCode.INVALID_RECORD), None
     except KafkaError as error:
         return PartitionProduceResponse(index, error.error_code), None
+    except OSError as error:
+        # A disk that failed under the log (the storage layer maps the append's own write
+        # errors; this is whatever else a full or failing disk raises): the partition
+        # answers KAFKA_STORAGE_ERROR, the connection and the other partitions go on.
+        logger.warning("%s: produce failed on storage: %s", topic_partition, error)
+        return PartitionProduceResponse(index, ErrorCode.KAFKA_STORAGE_ERROR), None
     # Wakes fetches waiting for the log end offset (followers); consumers, who read up to the
     # high watermark, are woken by the replica manager's high-watermark listener.
     ctx.purgatory.notify_appended(topic_partition)
