@@ -149,3 +149,40 @@ def test_with_required_acks_1_the_commit_answers_after_the_append(
 
     assert result.partitions == {TopicPartition("t", 0): ErrorCode.NONE}
     assert behind  # answered although not replicated
+
+
+def test_a_new_coordinator_replays_to_its_log_end_once_the_high_watermark_gets_there(
+    loop: asyncio.AbstractEventLoop, tmp_path: Path
+) -> None:
+    # Found by the fault suite: a broker that became leader of an offsets partition replayed
+    # it only up to its high watermark, which lags behind commits its old leader had
+    # acknowledged; OffsetFetch then answered an offset older than an acknowledged commit.
+    app = start(loop, tmp_path, **{"offsets.commit.required.acks": "1"})
+
+    async def scenario() -> tuple[ErrorCode, OffsetFetchResult]:
+        assert app.groups is not None
+        partition = lagging_offsets_partition(app)
+        await asyncio.wait_for(commit(app, 3), DEADLINE_S)  # appended above the HW
+        app.groups.release_partition(0)
+        app.groups.take_partition(0)  # a new leadership of the partition
+        await turns()
+        with pytest.raises(KafkaError) as loading:
+            await fetch(app)
+        partition.advance_high_watermark(partition.log_end_offset)
+        deadline = loop.time() + DEADLINE_S
+        while True:
+            try:
+                return loading.value.error_code, await fetch(app)
+            except KafkaError as error:
+                still_loading = error.error_code is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+                if not still_loading or loop.time() > deadline:
+                    raise
+                await asyncio.sleep(0.01)
+
+    try:
+        code, read = loop.run_until_complete(scenario())
+    finally:
+        loop.run_until_complete(app.stop())
+
+    assert code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    assert read.partitions[TopicPartition("t", 0)].committed_offset == 3

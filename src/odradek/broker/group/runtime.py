@@ -110,6 +110,11 @@ def read_coordinator_records(log: Log, end_offset: int) -> list[_KeyValue]:
     return records
 
 
+#: How often a loading coordinator looks whether the high watermark reached the log end offset
+#: it must replay to (a few fetch rounds of its followers after a leader change).
+_HIGH_WATERMARK_POLL_S = 0.01
+
+
 @dataclass(eq=False)
 class _Shard:
     """One ``__consumer_offsets`` partition led here and its coordinator."""
@@ -238,20 +243,31 @@ class GroupCoordinatorRuntime:
     def _become_leader(self, index: int, partition: Partition) -> None:
         shard = _Shard(index, partition, GroupCoordinator(self._group_config))
         self._shards[index] = shard
-        if partition.high_watermark <= partition.log_start_offset:
+        if partition.log_end_offset <= partition.log_start_offset:
             self._finish_load(shard, [])  # nothing to replay: ready at once
         else:
             shard.load_task = asyncio.get_running_loop().create_task(self._load(shard))
 
     async def _load(self, shard: _Shard) -> None:
+        """Replays the partition up to the log end offset it had when this broker became its
+        leader, once the high watermark has reached it (COORDINATOR_LOAD_IN_PROGRESS until
+        then). A new leader's high watermark lags: it is what it knew as a follower, and
+        commits its old leader acknowledged may lie above it; replaying only up to it answered
+        OffsetFetch with offsets older than acknowledged commits (found by the fault suite).
+        Every record below that end offset was written before this leadership, and the new
+        leader's log is the one its followers converge to."""
         loop = asyncio.get_running_loop()
         started_ms = self._clock.monotonic_ms()
+        partition = shard.partition
+        target = partition.log_end_offset
+        while partition.high_watermark < target:
+            await asyncio.sleep(_HIGH_WATERMARK_POLL_S)  # cancelled when the shard is released
         try:
             records = await loop.run_in_executor(
                 None,
                 read_coordinator_records,
-                shard.partition.log,
-                shard.partition.high_watermark,
+                partition.log,
+                target,
             )
             self._finish_load(shard, records)
         except asyncio.CancelledError:
