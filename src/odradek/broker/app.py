@@ -236,8 +236,16 @@ class BrokerApp:
         clustered = config.zookeeper_connect is not None
         # In a cluster the controller's LeaderAndIsr requests say which partitions to serve.
         topics.startup(serve=not clustered)
+        store = self.store
         self.groups = GroupCoordinatorRuntime(
-            config, topics, replicas, self.clock, purgatory=purgatory
+            config,
+            topics,
+            replicas,
+            self.clock,
+            purgatory=purgatory,
+            in_touch=(lambda: store.connected)
+            if isinstance(store, ZooKeeperMetadataStore)
+            else None,
         )
         self.groups.start()
         router = Router.from_modules(HANDLER_MODULES)

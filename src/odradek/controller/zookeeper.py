@@ -314,6 +314,12 @@ class ZooKeeperMetadataStore:
         return self._closed
 
     @property
+    def connected(self) -> bool:
+        """Whether the session's connection is up now (false while kazoo reconnects, a
+        state in which the session may already have expired on the ensemble's side)."""
+        return self._connected.is_set() and not self._closed
+
+    @property
     def session_id(self) -> int | None:
         """ZooKeeper's id of this store's session (``None`` once closed)."""
         client_id = self._client.client_id

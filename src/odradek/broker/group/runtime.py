@@ -141,6 +141,8 @@ class GroupCoordinatorRuntime:
         clock: the time coordinators see.
         purgatory: woken after each append, for fetchers of ``__consumer_offsets``.
         group_config: the coordinators' settings (default: from ``config``).
+        in_touch: whether this broker's ZooKeeper connection is up (a cluster); while it is
+            not, every group answers NOT_COORDINATOR.
 
     Legal call order: ``start`` once on the loop, then requests, then ``stop``.
     """
@@ -154,8 +156,10 @@ class GroupCoordinatorRuntime:
         *,
         purgatory: FetchPurgatory | None = None,
         group_config: GroupConfig | None = None,
+        in_touch: Callable[[], bool] | None = None,
     ) -> None:
         self._config = config
+        self._in_touch = in_touch
         self._topics = topics
         self._replicas = replicas
         self._clock = clock
@@ -315,6 +319,14 @@ class GroupCoordinatorRuntime:
         """
         if self._stopped:
             raise KafkaError("the broker is stopping", code=ErrorCode.NOT_COORDINATOR)
+        if self._in_touch is not None and not self._in_touch():
+            # Cut off from ZooKeeper, this broker may have lost the partition's leadership
+            # already; answering from memory would hand out offsets older than the new
+            # coordinator's (found by the fault suite). Clients look the coordinator up again.
+            raise KafkaError(
+                "this broker lost touch with ZooKeeper; the group may have moved",
+                code=ErrorCode.NOT_COORDINATOR,
+            )
         if not self._topics.exists(OFFSETS_TOPIC):
             raise KafkaError(
                 f"{OFFSETS_TOPIC} does not exist", code=ErrorCode.COORDINATOR_NOT_AVAILABLE
