@@ -160,14 +160,8 @@ class PausePastSession:
             return
         cluster.resume_broker(broker_id)
         # Resumed, it finds its session expired and exits; a broker that somehow stays up
-        # without a registration is a defect the wait below reports.
-        cluster.wait_until(
-            lambda: not cluster.broker_running(broker_id) or broker_id in cluster.registered(),
-            self.session_wait_s,
-            f"resumed broker {broker_id} to exit (its session expired)",
-        )
-        if not cluster.broker_running(broker_id):
-            cluster.restart_broker(broker_id)
+        # without a registration is a defect the wait reports.
+        settle(cluster, broker_id, self.session_wait_s)
 
 
 @dataclass(eq=False)
