@@ -153,3 +153,19 @@ def test_sessionless_fetch_answers_every_partition(wire: Wire) -> None:
         assert body["session_id"] == 0
         assert body["error_code"] == 0
         assert sorted(answered(body)) == list(range(PARTITIONS))
+
+
+def test_zero_cache_slots_keep_every_fetch_sessionless() -> None:
+    config = {
+        "auto.create.topics.enable": "false",
+        "max.incremental.fetch.session.cache.slots": "0",
+    }
+    with Broker(config=config) as running:
+        connection = Wire(running.port)
+        try:
+            assert connection.create_topics({TOPIC: 1}) == {TOPIC: 0}
+            body = fetch(connection, 0, 0, {0: 0})
+            assert (body["error_code"], body["session_id"]) == (0, 0)
+            assert sorted(answered(body)) == [0]
+        finally:
+            connection.close()
