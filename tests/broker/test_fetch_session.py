@@ -103,8 +103,8 @@ def test_incremental_fetch_adds_updates_and_forgets() -> None:
         TopicPartition("a", 1): 25,
         TopicPartition("c", 2): 0,
     }
-    cached = context.cached("c", 2)
-    assert cached is not None
+    assert context.session is not None
+    cached = context.session.partitions[TopicPartition("c", 2)]
     assert cached.current_leader_epoch == 7
     assert context.session is not None
     assert context.session.epoch == 2
@@ -157,8 +157,8 @@ def test_full_or_final_fetch_naming_a_session_closes_it() -> None:
 def test_news_is_what_changed_since_last_sent() -> None:
     cache = FetchSessionCache(rng=random.Random(1))
     context = full(cache)
-    cached = context.cached("a", 0)
-    assert cached is not None
+    assert context.session is not None
+    cached = context.session.partitions[TopicPartition("a", 0)]
     assert cached.has_news(0, 100, 0, 0)  # nothing sent yet
     assert not cached.has_news(0, 100, 0, 0)
     assert cached.has_news(0, 101, 0, 0)  # high watermark moved

@@ -148,15 +148,12 @@ class FetchContext:
     topics: Sequence[tuple[str, Sequence[FetchPartitionRequest]]]
     session: FetchSession | None = None
     incremental: bool = False
+    #: With a session: the session's entry of each partition of ``topics``, in their order.
+    cached: Sequence[Sequence[CachedPartition]] = ()
 
     @property
     def session_id(self) -> int:
         return 0 if self.session is None else self.session.session_id
-
-    def cached(self, topic: str, partition: int) -> CachedPartition | None:
-        if self.session is None:
-            return None
-        return self.session.partitions.get(TopicPartition(topic, partition))
 
 
 @dataclass
@@ -210,7 +207,14 @@ class FetchSessionCache:
             if session_epoch < INITIAL_EPOCH:
                 return FetchContext(requested)
             session = self._create(requested, privileged, now_ms)
-            return FetchContext(requested, session)
+            if session is None:
+                return FetchContext(requested)
+            entries = session.partitions
+            in_order = [
+                [entries[TopicPartition(topic, request.partition)] for request in partitions]
+                for topic, partitions in requested
+            ]
+            return FetchContext(requested, session, cached=in_order)
         session = self._sessions.get(session_id)
         if session is None:
             return SessionError(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
@@ -235,13 +239,15 @@ class FetchSessionCache:
             return SessionError(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
         session.epoch = next_epoch(session_epoch)
         self._touch(session, now_ms)
-        grouped: dict[str, list[FetchPartitionRequest]] = {}
+        grouped: dict[str, list[CachedPartition]] = {}
         for tp, entry in cached.items():
             group = grouped.get(tp.topic)
             if group is None:
                 group = grouped[tp.topic] = []
             group.append(entry)
-        return FetchContext(list(grouped.items()), session, incremental=True)
+        return FetchContext(
+            list(grouped.items()), session, incremental=True, cached=list(grouped.values())
+        )
 
     def remove(self, session_id: int) -> bool:
         session = self._sessions.pop(session_id, None)

@@ -121,13 +121,12 @@ def _session_answer(
     """What the session's client is told: remembered per partition; an incremental fetch
     keeps only the partitions with news."""
     answer: list[FetchableTopicResponse[FileRegion]] = []
-    for topic, partitions in responses:
+    incremental = context.incremental
+    # ``_read`` answers each partition of the context once, in its order.
+    for (topic, partitions), entries in zip(responses, context.cached, strict=True):
         kept: list[FetchPartitionData[FileRegion]] = []
-        for data in partitions:
-            cached = context.cached(topic, data.partition_index)
-            if cached is None:
-                kept.append(data)
-            elif not context.incremental:
+        for data, cached in zip(partitions, entries, strict=True):
+            if not incremental:
                 cached.remember(data.high_watermark, data.log_start_offset)
                 kept.append(data)
             elif cached.has_news(

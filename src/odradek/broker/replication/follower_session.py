@@ -24,13 +24,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from odradek._types import TopicPartition
 from odradek.broker.fetch_session import INITIAL_EPOCH, next_epoch
 from odradek.protocol.replica_fetch import ReplicaFetchPartition
 
 __all__ = ["FetchPlan", "FollowerFetchSession"]
-
-_Key = tuple[int, int, int]  # fetch_offset, current_leader_epoch, partition_max_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,15 +39,11 @@ class FetchPlan:
     partitions: Sequence[ReplicaFetchPartition]
     forgotten: Sequence[tuple[str, Sequence[int]]]
     #: Every partition wanted (what the leader's session holds once this is answered).
-    wanted: dict[TopicPartition, _Key]
+    wanted: frozenset[ReplicaFetchPartition]
 
     @property
     def full(self) -> bool:
         return self.session_epoch == INITIAL_EPOCH
-
-
-def _key(p: ReplicaFetchPartition) -> _Key:
-    return (p.fetch_offset, p.current_leader_epoch, p.partition_max_bytes)
 
 
 class FollowerFetchSession:
@@ -61,7 +54,9 @@ class FollowerFetchSession:
         #: The epoch of the next incremental fetch (0: the next fetch is full).
         self.epoch = INITIAL_EPOCH
         #: What the leader's session holds for each partition.
-        self._leader_has: dict[TopicPartition, _Key] = {}
+        #: What the leader's session holds (the partitions as last named: fetch offset,
+        #: leader epoch and max bytes included, so an unchanged one is found by equality).
+        self._leader_has: frozenset[ReplicaFetchPartition] = frozenset()
         #: A session to close with the next full fetch.
         self._stale_id = 0
         self.full_fetches = 0
@@ -77,18 +72,21 @@ class FollowerFetchSession:
         }
 
     def plan(self, partitions: Sequence[ReplicaFetchPartition]) -> FetchPlan:
-        wanted = {TopicPartition(p.topic, p.partition): _key(p) for p in partitions}
+        # Once per fetch over every partition followed from this leader: set operations on
+        # the NamedTuples (hashed in C), no per-partition key objects.
+        wanted = frozenset(partitions)
         if self.session_id == 0:
             self.full_fetches += 1
             return FetchPlan(self._stale_id, INITIAL_EPOCH, partitions, (), wanted)
         leader_has = self._leader_has
-        changed = [
-            p for p in partitions if leader_has.get(TopicPartition(p.topic, p.partition)) != _key(p)
-        ]
+        changed = [p for p in partitions if p not in leader_has]
         forgotten: dict[str, list[int]] = {}
-        for tp in leader_has:
-            if tp not in wanted:
-                forgotten.setdefault(tp.topic, []).append(tp.partition)
+        stale = leader_has - wanted  # forgotten, or named again with new values
+        if stale:
+            renamed = {(p.topic, p.partition) for p in changed}
+            for p in stale:
+                if (p.topic, p.partition) not in renamed:
+                    forgotten.setdefault(p.topic, []).append(p.partition)
         self.incremental_fetches += 1
         return FetchPlan(self.session_id, self.epoch, changed, list(forgotten.items()), wanted)
 
@@ -120,4 +118,4 @@ class FollowerFetchSession:
             self._stale_id = self.session_id
         self.session_id = 0
         self.epoch = INITIAL_EPOCH
-        self._leader_has = {}
+        self._leader_has = frozenset()
