@@ -26,6 +26,7 @@ from odradek.protocol.replica_fetch import (
     ReplicaFetchPartition,
     decode_replica_fetch_response,
     encode_replica_fetch_request,
+    response_session_id,
 )
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
@@ -38,7 +39,12 @@ request_partitions = st.lists(
 
 
 def generic_request(
-    correlation_id: int, client_id: str, fixed: tuple[int, int, int, int], partitions: list[Any]
+    correlation_id: int,
+    client_id: str,
+    fixed: tuple[int, int, int, int],
+    partitions: list[Any],
+    session: tuple[int, int] = (0, -1),
+    forgotten: tuple[tuple[str, tuple[int, ...]], ...] = (),
 ) -> bytes:
     """The same request through the generic client codec."""
     topics: dict[str, list[dict[str, Any]]] = {}
@@ -59,10 +65,10 @@ def generic_request(
         "min_bytes": min_bytes,
         "max_bytes": max_bytes,
         "isolation_level": 0,
-        "session_id": 0,
-        "session_epoch": -1,
+        "session_id": session[0],
+        "session_epoch": session[1],
         "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
-        "forgotten_topics_data": [],
+        "forgotten_topics_data": [{"topic": t, "partitions": list(p)} for t, p in forgotten],
         "rack_id": "",
     }
     return encode_request(ApiKey.FETCH, REPLICA_FETCH_VERSION, correlation_id, client_id, fields)
@@ -89,6 +95,42 @@ def test_the_request_equals_the_generic_encoding(
         partitions=partitions,
     )
     assert ours == generic_request(correlation_id, client_id, fixed, partitions)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    request_partitions,
+    st.tuples(INT32, INT32),
+    st.lists(st.tuples(TOPICS, st.lists(INT32, max_size=4).map(tuple)), max_size=3).map(tuple),
+)
+def test_a_session_request_equals_the_generic_encoding(
+    partitions: list[Any],
+    session: tuple[int, int],
+    forgotten: tuple[tuple[str, tuple[int, ...]], ...],
+) -> None:
+    fixed = (1, 500, 1, 1 << 20)
+    ours = encode_replica_fetch_request(
+        7,
+        "f",
+        replica_id=1,
+        max_wait_ms=500,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        partitions=partitions,
+        session_id=session[0],
+        session_epoch=session[1],
+        forgotten=forgotten,
+    )
+    assert ours == generic_request(7, "f", fixed, partitions, session, forgotten)
+
+
+@given(INT32, INT32)
+def test_the_response_session_id_is_read_back(correlation_id: int, session_id: int) -> None:
+    frame = encode_fetch_response(REPLICA_FETCH_VERSION, correlation_id, [], session_id=session_id)
+    data = b"".join(part for part in frame.parts if isinstance(part, bytes))[4:]
+    assert response_session_id(data) == session_id
+    with pytest.raises(ProtocolError):
+        response_session_id(data[:12])
 
 
 response_partitions = st.lists(

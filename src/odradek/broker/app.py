@@ -27,6 +27,7 @@ from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek.broker.cluster_member import ClusterMember
 from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
+from odradek.broker.fetch_session import FetchSessionCache
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
     alter_configs,
@@ -264,6 +265,7 @@ class BrokerApp:
             supported_versions=router.supported_versions,
             groups=self.groups,
             producer_ids=ProducerIdManager(self.store, config.broker_id),
+            fetch_sessions=FetchSessionCache(config.max_incremental_fetch_session_cache_slots),
         )
         self.server = BrokerServer(
             self.ctx,

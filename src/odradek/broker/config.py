@@ -247,6 +247,8 @@ class BrokerConfig:
     replica_high_watermark_checkpoint_interval_ms: int = 5_000
     #: How long a partition keeps an idle idempotent producer's state (KIP-98).
     producer_id_expiration_ms: int = 86_400_000
+    #: How many incremental fetch sessions (KIP-227) the broker keeps (0: none).
+    max_incremental_fetch_session_cache_slots: int = 1000
     #: ``num.replica.fetchers`` and ``replica.fetch.*`` (the follower fetchers).
     replica_fetchers: FetcherSettings = field(default_factory=FetcherSettings)
     #: How the group coordinator's appends to ``__consumer_offsets`` are acknowledged
@@ -360,6 +362,9 @@ class BrokerConfig:
                 "replica.high.watermark.checkpoint.interval.ms"
             ),
             producer_id_expiration_ms=get("producer.id.expiration.ms"),
+            max_incremental_fetch_session_cache_slots=get(
+                "max.incremental.fetch.session.cache.slots"
+            ),
             replica_fetchers=FetcherSettings(
                 num_replica_fetchers=get("num.replica.fetchers"),
                 replica_fetch_max_bytes=get("replica.fetch.max.bytes"),
@@ -597,6 +602,7 @@ _SETTINGS: dict[str, _Setting] = {
     "replica.lag.time.max.ms": _int_setting(30_000, 1, _MAX_LONG),
     "replica.high.watermark.checkpoint.interval.ms": _int_setting(5_000, 1, _MAX_LONG),
     "producer.id.expiration.ms": _int_setting(86_400_000, 1, _MAX_INT),
+    "max.incremental.fetch.session.cache.slots": _int_setting(1000, 0, _MAX_INT),
     # Kafka's 3, capped by the brokers alive when the topic is created (1 on a lone broker).
     "offsets.topic.replication.factor": _int_setting(3, 1, _MAX_SHORT),
     "offsets.commit.required.acks": _int_setting(-1, -1, 1),

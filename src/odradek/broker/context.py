@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from odradek._clock import Clock
+from odradek.broker.fetch_session import FetchSessionCache
 from odradek.broker.ports import (
     ClusterPort,
     GroupsPort,
@@ -44,6 +45,8 @@ class BrokerContext:
     cluster: ClusterPort | None = None
     #: Where InitProducerId's producer ids come from (None: a process-local counter).
     producer_ids: ProducerIdsPort | None = None
+    #: Incremental fetch sessions (KIP-227) served by this broker's Fetch handler.
+    fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
 
 
 #: The address of the client whose request is being handled (``/127.0.0.1`` as Kafka

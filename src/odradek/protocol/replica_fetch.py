@@ -16,7 +16,11 @@ Request (Fetch v11, request header v1; none of v4-v11 is flexible)::
     topics: array of (topic string, partitions: array of (partition int32,
         current_leader_epoch int32, fetch_offset int64, log_start_offset int64,
         partition_max_bytes int32))
-    forgotten_topics_data: array (always empty here), rack_id string
+    forgotten_topics_data: array of (topic string, partitions: array of int32), rack_id string
+
+The follower keeps an incremental fetch session (KIP-227) with its leader:
+``session_id`` / ``session_epoch`` and ``forgotten`` come from
+``broker.replication.follower_session``; ``response_session_id`` reads the session id back.
 
 Response (response header v0: the correlation id; layout in ``fetch_response``): each
 partition's ``aborted_transactions`` are skipped (a follower copies batches as they are) and
@@ -42,6 +46,7 @@ __all__ = [
     "ReplicaFetchPartition",
     "decode_replica_fetch_response",
     "encode_replica_fetch_request",
+    "response_session_id",
 ]
 
 #: The Fetch version this module speaks (KIP-392's v11: current_leader_epoch, rack_id).
@@ -56,7 +61,8 @@ _RESPONSE_PREFIX = struct.Struct(">iihii")  # correlation, throttle, error, sess
 _PARTITION_RESPONSE = struct.Struct(">ihqqqi")  # ... log_start_offset, aborted count
 _ABORTED_BYTES = 16  # producer_id int64, first_offset int64
 _TAIL = struct.Struct(">ii")  # preferred_read_replica, records length
-_EMPTY_FORGOTTEN = _INT32.pack(0)
+_SESSION_ID = struct.Struct(">i")
+_SESSION_ID_OFFSET = 10  # after correlation_id int32, throttle_time_ms int32, error_code int16
 
 
 class ReplicaFetchPartition(NamedTuple):
@@ -95,10 +101,13 @@ def encode_replica_fetch_request(
     min_bytes: int,
     max_bytes: int,
     partitions: Sequence[ReplicaFetchPartition],
+    session_id: int = 0,
+    session_epoch: int = -1,
+    forgotten: Sequence[tuple[str, Sequence[int]]] = (),
 ) -> bytes:
-    """A whole Fetch v11 request frame (size prefix included) with no fetch session, no
-    forgotten topics and an empty rack id. Partitions of one topic are grouped under it, in
-    the order the topics first appear.
+    """A whole Fetch v11 request frame (size prefix included) with an empty rack id; by
+    default with no fetch session (epoch -1) and no forgotten topics. Partitions of one topic
+    are grouped under it, in the order the topics first appear.
 
     Raises:
         struct.error: a number does not fit its field.
@@ -114,14 +123,20 @@ def encode_replica_fetch_request(
         )
     parts = [
         b"",  # the header, once the size is known
-        _BODY_FIXED.pack(replica_id, max_wait_ms, min_bytes, max_bytes, 0, 0, -1),
+        _BODY_FIXED.pack(
+            replica_id, max_wait_ms, min_bytes, max_bytes, 0, session_id, session_epoch
+        ),
         _INT32.pack(len(by_topic)),
     ]
     for topic, entries in by_topic.items():
         parts.append(_string(topic))
         parts.append(_INT32.pack(len(entries)))
         parts.extend(entries)
-    parts.append(_EMPTY_FORGOTTEN)
+    parts.append(_INT32.pack(len(forgotten)))
+    for topic, indexes in forgotten:
+        parts.append(_string(topic))
+        parts.append(_INT32.pack(len(indexes)))
+        parts.extend(_INT32.pack(index) for index in indexes)
     parts.append(_INT16.pack(0))  # rack_id ""
     client = client_id.encode()
     size = _HEADER.size - 4 + len(client) + sum(len(part) for part in parts)
@@ -185,6 +200,19 @@ def decode_replica_fetch_response(
     except (struct.error, ValueError) as error:  # UnicodeDecodeError is a ValueError
         raise ProtocolError(f"malformed Fetch v{REPLICA_FETCH_VERSION} response: {error}") from None
     return correlation_id, error_code, result
+
+
+def response_session_id(frame: bytes | bytearray | memoryview) -> int:
+    """The ``session_id`` of a Fetch v11 response frame (without its size prefix).
+
+    Raises:
+        ProtocolError: the frame is too short to hold it.
+    """
+    try:
+        (session_id,) = _SESSION_ID.unpack_from(frame, _SESSION_ID_OFFSET)
+    except struct.error as error:
+        raise ProtocolError(f"malformed Fetch v{REPLICA_FETCH_VERSION} response: {error}") from None
+    return int(session_id)
 
 
 def _check_count(count: int, min_item_bytes: int, offset: int, end: int) -> None:

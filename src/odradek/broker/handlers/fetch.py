@@ -15,6 +15,13 @@ the server sends with ``os.sendfile``; records are empty, never null.
 Leader epochs (KIP-320, v9+): a partition's ``current_leader_epoch`` (≥ 0) older than this
 broker's answers FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (the fetcher's
 metadata is stale, or this broker's is), before leadership is checked, as Kafka does.
+
+Fetch sessions (KIP-227, v7+; ``broker.fetch_session``): the request's ``session_id`` and
+``session_epoch`` pick what is read — the request's partitions, or every partition of an
+incremental fetch's session — and an incremental fetch's answer keeps only the partitions with
+news. A session error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) is the
+response's top-level error, with no partitions. The session is resolved once per request, before
+any long poll.
 """
 
 from __future__ import annotations
@@ -23,6 +30,11 @@ from collections.abc import Awaitable
 
 from odradek._types import TopicPartition
 from odradek.broker.context import BrokerContext
+from odradek.broker.fetch_session import (
+    FINAL_EPOCH,
+    FetchContext,
+    SessionError,
+)
 from odradek.broker.handlers._leader_epochs import check_leader_epoch, current_leader_epoch
 from odradek.broker.ports import PartitionPort
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
@@ -45,35 +57,85 @@ def handle(
     ctx: BrokerContext, request: Request
 ) -> FetchResponseFrame[FileRegion] | Awaitable[FetchResponseFrame[FileRegion]]:
     body = fetch_body(request)
-    responses, total = _read(ctx, request)
+    context = _context(ctx, request)
+    if isinstance(context, SessionError):
+        return encode_fetch_response(
+            request.api_version, request.correlation_id, [], error_code=context.error_code
+        )
+    responses, total = _read(ctx, request, context)
     max_wait_ms = duration_ms(body.max_wait)
     if total >= body.min_bytes or max_wait_ms <= 0 or _has_errors(responses):
-        return _frame(request, responses)
-    return _long_poll(ctx, request, max_wait_ms)
+        return _frame(request, context, responses)
+    return _long_poll(ctx, request, context, max_wait_ms)
+
+
+def _context(ctx: BrokerContext, request: Request) -> FetchContext | SessionError:
+    body = fetch_body(request)
+    topics = [(str(topic.topic), topic.partitions) for topic in body.topics]
+    session_epoch = int(getattr(body, "session_epoch", FINAL_EPOCH))
+    session_id = int(getattr(body, "session_id", 0))
+    if session_epoch == FINAL_EPOCH and session_id == 0:
+        return FetchContext(topics)  # sessionless: the common consumer's fetch
+    forgotten = [
+        (str(topic.topic), topic.partitions) for topic in getattr(body, "forgotten_topics_data", ())
+    ]
+    return ctx.fetch_sessions.new_context(
+        session_id,
+        session_epoch,
+        topics,
+        forgotten,
+        privileged=body.replica_id >= 0,
+        now_ms=ctx.clock.monotonic_ms(),
+    )
 
 
 async def _long_poll(
-    ctx: BrokerContext, request: Request, max_wait_ms: int
+    ctx: BrokerContext, request: Request, context: FetchContext, max_wait_ms: int
 ) -> FetchResponseFrame[FileRegion]:
     deadline = ctx.clock.monotonic_ms() + max_wait_ms
     body = fetch_body(request)
     partitions = [
-        TopicPartition(str(topic.topic), p.partition)
-        for topic in body.topics
-        for p in topic.partitions
+        TopicPartition(topic, p.partition) for topic, requests in context.topics for p in requests
     ]
     while True:
         remaining = deadline - ctx.clock.monotonic_ms()
         woken = await ctx.purgatory.wait(partitions, remaining, replica=body.replica_id >= 0)
-        responses, total = _read(ctx, request)
+        responses, total = _read(ctx, request, context)
         if not woken or total >= body.min_bytes or _has_errors(responses):
-            return _frame(request, responses)
+            return _frame(request, context, responses)
 
 
 def _frame(
-    request: Request, responses: list[FetchableTopicResponse[FileRegion]]
+    request: Request, context: FetchContext, responses: list[FetchableTopicResponse[FileRegion]]
 ) -> FetchResponseFrame[FileRegion]:
-    return encode_fetch_response(request.api_version, request.correlation_id, responses)
+    if context.session is not None:
+        responses = _session_answer(context, responses)
+    return encode_fetch_response(
+        request.api_version, request.correlation_id, responses, session_id=context.session_id
+    )
+
+
+def _session_answer(
+    context: FetchContext, responses: list[FetchableTopicResponse[FileRegion]]
+) -> list[FetchableTopicResponse[FileRegion]]:
+    """What the session's client is told: remembered per partition; an incremental fetch
+    keeps only the partitions with news."""
+    answer: list[FetchableTopicResponse[FileRegion]] = []
+    incremental = context.incremental
+    # ``_read`` answers each partition of the context once, in its order.
+    for (topic, partitions), entries in zip(responses, context.cached, strict=True):
+        kept: list[FetchPartitionData[FileRegion]] = []
+        for data, cached in zip(partitions, entries, strict=True):
+            if not incremental:
+                cached.remember(data.high_watermark, data.log_start_offset)
+                kept.append(data)
+            elif cached.has_news(
+                data.error_code, data.high_watermark, data.log_start_offset, data.records_size
+            ):
+                kept.append(data)
+        if kept:
+            answer.append(FetchableTopicResponse(topic, kept))
+    return answer
 
 
 def _has_errors(responses: list[FetchableTopicResponse[FileRegion]]) -> bool:
@@ -81,23 +143,23 @@ def _has_errors(responses: list[FetchableTopicResponse[FileRegion]]) -> bool:
 
 
 def _read(
-    ctx: BrokerContext, request: Request
+    ctx: BrokerContext, request: Request, context: FetchContext
 ) -> tuple[list[FetchableTopicResponse[FileRegion]], int]:
     body = fetch_body(request)
     remaining = body.max_bytes
     replica_id = body.replica_id
     from_replica = replica_id >= 0
-    # Once per request: a follower's fetch names every partition it follows from here, idle
-    # ones included (no fetch sessions), and each costs this loop's body.
+    # Once per request: a follower's fetch reads every partition it follows from here, idle
+    # ones included (a session's unchanged partitions are read, not decoded), and each costs
+    # this loop's body: an idle one the caught-up branch only.
     now_ms = ctx.clock.monotonic_ms() if from_replica else 0
     replicas = ctx.replicas
     aborted = () if body.isolation_level == READ_COMMITTED else None
     total = 0
     responses: list[FetchableTopicResponse[FileRegion]] = []
-    for topic in body.topics:
-        name = str(topic.topic)
+    for name, requests in context.topics:
         partitions: list[FetchPartitionData[FileRegion]] = []
-        for fetch_partition in topic.partitions:
+        for fetch_partition in requests:
             index = fetch_partition.partition
             partition = replicas.get(TopicPartition(name, index))
             if partition is None:

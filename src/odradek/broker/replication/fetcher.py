@@ -17,6 +17,11 @@ Each partition goes through two states:
    follower's high watermark becomes min(leader HW, own LEO), and its log start offset
    follows the leader's.
 
+Fetches go in an incremental fetch session (KIP-227, ``follower_session``): after a full
+fetch, a request names only the partitions whose fetch offset (or leader epoch) changed and
+the leader answers only the partitions with news; a session error, a lost connection or an
+unreadable answer makes the next fetch a full one.
+
 Errors: a lost connection or an unreadable answer backs the whole fetcher off for
 ``replica.fetch.backoff.ms`` and reconnects; a partition answering NOT_LEADER_OR_FOLLOWER,
 FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH (or any other error) is left out of fetches for
@@ -41,6 +46,7 @@ from odradek._clock import Clock
 from odradek._types import TopicPartition
 from odradek.broker.broker_connection import BrokerConnection, BrokerUnavailableError
 from odradek.broker.config import FetcherSettings
+from odradek.broker.replication.follower_session import FollowerFetchSession
 from odradek.broker.replication.partition import Partition
 from odradek.broker.replication.truncation import (
     Truncation,
@@ -55,6 +61,7 @@ from odradek.protocol.replica_fetch import (
     ReplicaFetchPartition,
     decode_replica_fetch_response,
     encode_replica_fetch_request,
+    response_session_id,
 )
 from odradek.records.batch import LOG_OVERHEAD, read_prefix
 
@@ -145,6 +152,7 @@ class ReplicaFetcher:
             self.name,
             max_response_bytes=settings.replica_fetch_response_max_bytes + (16 << 20),
         )
+        self.session = FollowerFetchSession()
         self.fetches = 0
         self.bytes_appended = 0
         self.truncations = 0
@@ -180,6 +188,7 @@ class ReplicaFetcher:
             "bytes_appended": self.bytes_appended,
             "truncations": self.truncations,
             "failures": self.failures,
+            **self.session.statistics(),
         }
 
     # ------------------------------------------------------------------ lifecycle
@@ -355,24 +364,34 @@ class ReplicaFetcher:
                 )
             )
         wait_ms = settings.replica_fetch_wait_max_ms
-        answer = await self._connection.exchange(
-            *endpoint,
-            lambda correlation_id: encode_replica_fetch_request(
-                correlation_id,
-                self.name,
-                replica_id=self.broker_id,
-                max_wait_ms=wait_ms,
-                min_bytes=settings.replica_fetch_min_bytes,
-                max_bytes=settings.replica_fetch_response_max_bytes,
-                partitions=requested,
-            ),
-            wait_ms=wait_ms,
-        )
+        session = self.session
+        plan = session.plan(requested)
         try:
-            _, _, fetched = decode_replica_fetch_response(answer)
+            answer = await self._connection.exchange(
+                *endpoint,
+                lambda correlation_id: encode_replica_fetch_request(
+                    correlation_id,
+                    self.name,
+                    replica_id=self.broker_id,
+                    max_wait_ms=wait_ms,
+                    min_bytes=settings.replica_fetch_min_bytes,
+                    max_bytes=settings.replica_fetch_response_max_bytes,
+                    partitions=plan.partitions,
+                    session_id=plan.session_id,
+                    session_epoch=plan.session_epoch,
+                    forgotten=plan.forgotten,
+                ),
+                wait_ms=wait_ms,
+            )
+            _, error_code, fetched = decode_replica_fetch_response(answer)
+            session.answered(plan, error_code, response_session_id(answer))
         except ProtocolError as error:
+            session.failed()
             self._connection.close()
             raise BrokerUnavailableError(f"{self.name}: {error}") from None
+        except BaseException:
+            session.failed()
+            raise
         self.fetches += 1
         for data in fetched:
             tp = TopicPartition(data.topic, data.partition)
