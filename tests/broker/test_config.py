@@ -160,13 +160,31 @@ def test_unknown_override_fails() -> None:
     ],
 )
 def test_a_kafka_setting_odradek_does_not_implement_is_accepted_and_named(name: str) -> None:
-    config = BrokerConfig.from_mapping({name: "x", "num.partitions": "2"})
-    assert config.unimplemented == ((name, "x"),)
+    config = BrokerConfig.from_mapping({name: "8", "num.partitions": "2"})
+    assert config.unimplemented == ((name, "8"),)
     assert config.num_partitions == 2
     [warning] = config.unimplemented_warnings()
     assert f"'{name}'" in warning
     assert "no effect" in warning
-    assert config.describe()[name].value == "x"
+    assert config.describe()[name].value == "8"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("num.io.threads", "x", "invalid value 'x' for num.io.threads"),
+        ("log.cleaner.io.buffer.load.factor", "high", "expected a number"),
+        ("authorizer.class.name", "y", None),
+    ],
+)
+def test_an_unimplemented_settings_value_must_still_be_of_its_kafka_type(
+    name: str, value: str, message: str | None
+) -> None:
+    if message is None:  # a free-form type: anything goes
+        assert BrokerConfig.from_mapping({name: value}).unimplemented == ((name, value),)
+        return
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        BrokerConfig.from_mapping({name: value})
 
 
 @pytest.mark.parametrize(

@@ -299,7 +299,8 @@ class BrokerConfig:
             text = (str(value).lower() if isinstance(value, bool) else str(value)).strip()
             if name in _SETTINGS:
                 raw[name] = text
-            elif kafka_setting_base(name) is not None:
+            elif (kafka := kafka_setting_base(name)) is not None:
+                _check_kafka_type(name, text, kafka.type)
                 unimplemented[name] = text
             else:
                 raise ConfigError(f"unknown setting {name!r}")
@@ -434,6 +435,24 @@ def topic_config_fallbacks(
     """The broker settings (from ``BrokerConfig.describe()``) a topic config takes its value
     from when the topic does not override it, in Kafka's order of precedence."""
     return [described[name] for name in broker_synonyms(topic_config)]
+
+
+def _check_kafka_type(name: str, raw: str, kafka_type: str) -> None:
+    """A value of a setting odradek does not implement must still be one of its Kafka type
+    (a typo in a value must not pass either); strings, lists, classes and passwords are free.
+
+    Raises:
+        ConfigError: not an integer / a number / true or false, as the type asks.
+    """
+    if kafka_type in ("INT", "SHORT", "LONG"):
+        _integer(-_MAX_LONG - 1, _MAX_LONG)(name, raw)
+    elif kafka_type == "DOUBLE":
+        try:
+            float(raw)
+        except ValueError:
+            raise _invalid(name, raw, "expected a number") from None
+    elif kafka_type == "BOOLEAN":
+        _boolean(name, raw)
 
 
 #: DescribeConfigs' documentation of a Kafka setting odradek accepts without effect.
