@@ -15,7 +15,7 @@ import pytest
 from odradek._clock import MockClock
 from odradek._types import TopicPartition
 from odradek.broker.replication.partition import Partition
-from odradek.errors import ErrorCode, KafkaError
+from odradek.errors import ErrorCode, KafkaError, KafkaStorageError
 from odradek.records.batch import iter_batches
 from odradek.records.codec import SimpleRecord, build_batch
 from odradek.storage.config import LogConfig
@@ -234,4 +234,31 @@ def test_a_full_disk_at_a_new_epochs_checkpoint_keeps_the_append_and_dedups_its_
     partition.append_as_leader(batch(4))  # the epoch's entry is written at its next append
     epochs = (tmp_path / "t-0" / "leader-epoch-checkpoint").read_text().split("\n")
     assert "2 2" in epochs
+    log.close()
+
+
+def test_a_batch_pipelined_after_one_the_disk_refused_is_a_storage_error_not_out_of_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by the fault suite (full disk on a leader): the disk refused batch 2; batch 4,
+    # already in flight, was answered OUT_OF_ORDER_SEQUENCE_NUMBER, which makes librdkafka
+    # bump its epoch and resend its queue under new sequences — duplicating records an
+    # earlier, unanswered request had written. Kafka answers it KAFKA_STORAGE_ERROR.
+    log = open_log(tmp_path)
+    partition = partition_over(log)
+    partition.append_as_leader(batch(0))
+
+    def disk_full(*_args: object, **_kwargs: object) -> None:
+        raise KafkaStorageError("append failed: [Errno 28] No space left on device")
+
+    monkeypatch.setattr(log, "append", disk_full)
+    assert refused(partition, batch(2)) is ErrorCode.KAFKA_STORAGE_ERROR
+    assert refused(partition, batch(4)) is ErrorCode.KAFKA_STORAGE_ERROR
+    monkeypatch.undo()
+    # The client retries in order once the disk has room: both go in, then a real gap is
+    # OUT_OF_ORDER_SEQUENCE_NUMBER again.
+    assert partition.append_as_leader(batch(2)).first_offset == 2
+    assert partition.append_as_leader(batch(4)).first_offset == 4
+    assert refused(partition, batch(9)) is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert sequences_in(log) == [0, 2, 4]
     log.close()

@@ -49,7 +49,7 @@ from odradek.broker.replication.isr import (
     out_of_sync_replicas,
     reset_follower,
 )
-from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from odradek.errors import ErrorCode, KafkaError, KafkaStorageError, OffsetOutOfRangeError
 from odradek.records.batch import HEADER_SIZE, parse_header, validate_batch
 from odradek.storage.leader_epoch_cache import EpochEndOffset
 from odradek.storage.log import AppendInfo, Log, LogReadInfo
@@ -116,6 +116,8 @@ class Partition:
             producer_id_expiration_ms, DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
         )
         self._snapshot_segment = -1
+        #: Whether the leader's last append failed on storage (see ``_leader_append``).
+        self._storage_failed = False
         self.broker_id = broker_id
         self.replicas = list(replicas)
         #: The committed ISR (the controller's); ``pending_isr`` is a change in flight.
@@ -180,8 +182,20 @@ class Partition:
         """
         if len(data) >= HEADER_SIZE and _PRODUCER_ID.unpack_from(data, _PRODUCER_ID_OFFSET)[0] >= 0:
             return self._append_idempotent(data)
-        info = self.log.append(data, leader_epoch=self.leader_epoch)
+        info = self._leader_append(data)
         self._maybe_advance_high_watermark()
+        return info
+
+    def _leader_append(self, data: bytes | bytearray) -> AppendInfo:
+        """``Log.append`` for the leader, remembering whether the last one failed on storage
+        (``_storage_failed``: a full or failing disk; cleared by the next append that
+        succeeds)."""
+        try:
+            info = self.log.append(data, leader_epoch=self.leader_epoch)
+        except (KafkaStorageError, OSError):
+            self._storage_failed = True
+            raise
+        self._storage_failed = False
         return info
 
     def _append_idempotent(self, data: bytes | bytearray) -> AppendInfo:
@@ -194,11 +208,21 @@ class Partition:
         state = self.producer_state
         try:
             duplicate = state.check(header)
-        except KafkaError:
+        except KafkaError as error:
             # Kafka validates before it looks at sequences: a corrupt batch is
             # CORRUPT_MESSAGE (retriable), whatever its damaged header says. The in-order
             # case needs no extra pass: the append validates it.
             validate_batch(data)
+            if self._storage_failed and error.error_code is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
+                # The gap is the batch the disk just refused (a pipelined request sent
+                # after it). Kafka would have taken the log dir offline and answered this
+                # one KAFKA_STORAGE_ERROR too; OUT_OF_ORDER makes librdkafka bump the epoch
+                # and resend its queue under new sequence numbers, duplicating whatever an
+                # earlier, unanswered request had written (found by the fault suite).
+                raise KafkaStorageError(
+                    f"{self.topic_partition}: a write before this batch failed on storage; "
+                    "retry in order"
+                ) from None
             raise
         if duplicate is not None:
             validate_batch(data)  # a damaged retry is not answered as a success
@@ -221,7 +245,7 @@ class Partition:
                 len(data),
                 self.log.log_start_offset,
             )
-        info = self.log.append(data, leader_epoch=self.leader_epoch)
+        info = self._leader_append(data)
         now_ms = self._clock.now_ms()
         state.update(header, info.first_offset, info.max_timestamp, now_ms)
         self._after_producer_append(now_ms)
