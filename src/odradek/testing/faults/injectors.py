@@ -254,10 +254,7 @@ class LeaderCutFromFollowers:
         return f"broker {leader} (leader of {topic}-{partition}) cut from {names}"
 
     def heal(self, cluster: FaultCluster) -> None:
-        _untrack(cluster, self)
-        if self.broker_id is not None and self.handle is not None:
-            cluster.restore_traffic(self.broker_id, self.handle)
-            settle(cluster, self.broker_id)
+        _restore_traffic(cluster, self, self.broker_id, self.handle)
 
 
 @dataclass(eq=False)
@@ -277,10 +274,7 @@ class BrokerCutFromZooKeeper:
         return f"broker {self.broker_id}"
 
     def heal(self, cluster: FaultCluster) -> None:
-        _untrack(cluster, self)
-        if self.broker_id is not None and self.handle is not None:
-            cluster.restore_traffic(self.broker_id, self.handle)
-            settle(cluster, self.broker_id)
+        _restore_traffic(cluster, self, self.broker_id, self.handle)
 
 
 # --- disk and clock faults -------------------------------------------------------------------
@@ -401,6 +395,17 @@ def available_faults(cluster: FaultCluster) -> dict[str, str | None]:
     if cluster.isolation == "not started" or "slow-disk" in unavailable:
         available["slow-disk"] = unavailable.get("slow-disk", "not probed (cluster not started)")
     return available
+
+
+def _restore_traffic(
+    cluster: FaultCluster, fault: object, broker_id: int | None, handle: str | None
+) -> None:
+    """Heals a traffic-dropping fault: its rules lifted, then the broker settled (its
+    session may have expired meanwhile)."""
+    _untrack(cluster, fault)
+    if broker_id is not None and handle is not None:
+        cluster.restore_traffic(broker_id, handle)
+        settle(cluster, broker_id)
 
 
 def _untrack(cluster: FaultCluster, fault: object) -> None:
