@@ -179,7 +179,8 @@ class BrokerApp:
     async def wait_fatal(self) -> str:
         """Returns (the reason) once the broker cannot go on: its ZooKeeper session expired,
         so its registration and ephemeral nodes are gone and other brokers may have taken
-        over its roles. Its owner stops it (``odradek serve`` exits 1)."""
+        over its roles. Its owner stops it (``odradek serve`` then starts it again: a new
+        session, a new registration)."""
         await self._fatal.wait()
         assert self.fatal_error is not None
         return self.fatal_error
@@ -187,7 +188,7 @@ class BrokerApp:
     def _on_session_lost(self) -> None:
         self.fatal_error = (
             f"the ZooKeeper session of broker {self.config.broker_id} expired: its "
-            "registration is gone, so it stops (start it again to rejoin the cluster)"
+            "registration is gone, so it stops serving (odradek serve then rejoins the cluster)"
         )
         logger.error("%s", self.fatal_error)
         self._fatal.set()
