@@ -1,0 +1,97 @@
+// odradek console: live throughput charts and delete confirmations. No library: the page is
+// server-rendered; this script only polls /api/offsets once a second and draws an SVG line.
+// Everything written into the page is a number, or text set with textContent.
+"use strict";
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+const POLL_MS = 1000;
+const POINTS = 60;
+
+function svgElement(name, attributes) {
+  const element = document.createElementNS(SVG_NS, name);
+  for (const [key, value] of Object.entries(attributes)) {
+    element.setAttribute(key, String(value));
+  }
+  return element;
+}
+
+function drawChart(svg, rates) {
+  const width = 600;
+  const height = 120;
+  const top = 14;
+  const max = Math.max(1, ...rates);
+  while (svg.firstChild) {
+    svg.removeChild(svg.firstChild);
+  }
+  svg.appendChild(svgElement("line", { x1: 0, y1: height - 1, x2: width, y2: height - 1, class: "axis" }));
+  const step = width / (POINTS - 1);
+  const offset = (POINTS - rates.length) * step;
+  const points = rates.map((rate, index) => {
+    const x = offset + index * step;
+    const y = height - 1 - (rate / max) * (height - top - 2);
+    return `${x.toFixed(1)},${y.toFixed(1)}`;
+  });
+  if (points.length > 1) {
+    svg.appendChild(svgElement("polyline", { points: points.join(" "), class: "series" }));
+  }
+  const label = svgElement("text", { x: 4, y: 11, class: "scale" });
+  label.textContent = `max ${Math.round(max).toLocaleString()} records/s (last ${POINTS} s)`;
+  svg.appendChild(label);
+}
+
+function startChart(svg) {
+  const url = svg.dataset.offsetsUrl;
+  const box = svg.closest(".chart-box");
+  const rateValue = box ? box.querySelector(".rate-value") : null;
+  const rates = [];
+  let previous = null;
+
+  async function poll() {
+    try {
+      const response = await fetch(url, { headers: { Accept: "application/json" } });
+      const answer = await response.json();
+      if (!response.ok) {
+        throw new Error(answer.error || `HTTP ${response.status}`);
+      }
+      if (previous !== null && answer.now_ms > previous.now_ms) {
+        const seconds = (answer.now_ms - previous.now_ms) / 1000;
+        const rate = Math.max(0, answer.total - previous.total) / seconds;
+        rates.push(rate);
+        if (rates.length > POINTS) {
+          rates.shift();
+        }
+        if (rateValue) {
+          rateValue.textContent = rate.toFixed(1);
+          rateValue.dataset.samples = String(rates.length);
+        }
+        drawChart(svg, rates);
+      }
+      previous = answer;
+      svg.dataset.total = String(answer.total);
+    } catch (error) {
+      if (rateValue) {
+        rateValue.textContent = `unavailable (${error.message})`;
+      }
+    }
+    window.setTimeout(poll, POLL_MS);
+  }
+  drawChart(svg, rates);
+  poll();
+}
+
+function confirmForms() {
+  for (const form of document.querySelectorAll("form[data-confirm]")) {
+    form.addEventListener("submit", (event) => {
+      if (!window.confirm(form.dataset.confirm)) {
+        event.preventDefault();
+      }
+    });
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const svg of document.querySelectorAll("svg.throughput[data-offsets-url]")) {
+    startChart(svg);
+  }
+  confirmForms();
+});
