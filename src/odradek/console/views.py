@@ -2,7 +2,9 @@
 clock (``now_ms`` is passed in), no HTML — the templates lay these values out and escape them.
 
 Kafka's vocabulary throughout: ``log_start_offset``, ``log_end_offset``, ``isr``; a partition is
-under-replicated when its ISR is smaller than its replica set and offline when it has no leader.
+offline when it has no leader, and under-replicated when it has one and its ISR is smaller than
+its replica set (as Kafka's metrics count them: an offline partition is not also
+under-replicated).
 """
 
 from __future__ import annotations
@@ -133,7 +135,11 @@ def topic_rows(
                 len(tps),
                 records,
                 sum(known) if known else None,
-                sum(1 for p in topic.partitions if len(p.isr) < len(p.replicas)),
+                sum(
+                    1
+                    for p in topic.partitions
+                    if p.leader is not None and len(p.isr) < len(p.replicas)
+                ),
                 sum(1 for p in topic.partitions if p.leader is None),
             )
         )
@@ -152,7 +158,7 @@ class PartitionRow:
 
     @property
     def under_replicated(self) -> bool:
-        return len(self.isr) < len(self.replicas)
+        return self.leader is not None and len(self.isr) < len(self.replicas)
 
     @property
     def offline(self) -> bool:
