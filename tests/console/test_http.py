@@ -7,6 +7,8 @@ inputs a browser would not send.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import urllib.parse
 
 from tests.console.conftest import Stack, request
@@ -113,3 +115,19 @@ def test_a_form_posted_from_another_site_is_refused(stack: Stack) -> None:
     assert status == 403
     with AdminClient({"bootstrap.servers": stack.bootstrap}) as admin:
         assert "http-csrf" not in admin.list_topics()
+
+
+def test_a_second_console_on_a_port_in_use_is_one_line_and_exit_1(stack: Stack) -> None:
+    port = urllib.parse.urlsplit(stack.url).port
+    command = [sys.executable, "-m", "odradek.cli.main", "console"]
+    command += ["--bootstrap-server", stack.bootstrap, "--port", str(port)]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"odradek: cannot listen on 127.0.0.1:{port}: ")
+    assert len(done.stderr.strip().splitlines()) == 1

@@ -14,6 +14,10 @@ from __future__ import annotations
 import click
 
 from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.client.admin import AdminClient
+
+#: How long the check that the broker answers may take at the start.
+START_CHECK_TIMEOUT_MS = 10_000
 
 
 @click.command()
@@ -46,10 +50,16 @@ def console(bootstrap_server: str, host: str, port: int, log_level: str) -> None
         raise click.ClickException(
             f"the console needs the console extra (pip install 'odradek[console]'): {error}"
         ) from None
-    service = ConsoleService(bootstrap_server, timeout_ms=10_000)
+    with (
+        broker_errors(),
+        AdminClient(
+            {"bootstrap.servers": bootstrap_server, "client.id": "odradek-console"},
+            bootstrap_fail_fast=True,
+        ) as admin,
+    ):
+        admin.describe_cluster(timeout_ms=START_CHECK_TIMEOUT_MS)
+    service = ConsoleService(bootstrap_server)
     try:
-        with broker_errors():
-            service.cluster()
         try:
             server = ConsoleServer(service, host, port, log_level=log_level)
         except OSError as error:
