@@ -13,7 +13,7 @@ import urllib.parse
 
 from tests.console.conftest import Stack, request
 
-from odradek.client import AdminClient, NewTopic
+from odradek.client import AdminClient, NewTopic, TopicPartition
 from odradek.client.producer import Producer
 
 
@@ -131,3 +131,29 @@ def test_a_second_console_on_a_port_in_use_is_one_line_and_exit_1(stack: Stack) 
     assert done.returncode == 1
     assert done.stderr.startswith(f"odradek: cannot listen on 127.0.0.1:{port}: ")
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_live_lag_answer_is_json_with_its_text(stack: Stack) -> None:
+    with AdminClient({"bootstrap.servers": stack.bootstrap}) as admin:
+        admin.create_topics([NewTopic("http-lag", 1, 1)]).all()
+        with Producer({"bootstrap.servers": stack.bootstrap}) as producer:
+            for _ in range(5):
+                producer.send("http-lag", b"v", timestamp_ms=1_000)  # long ago
+            producer.flush()
+        admin.alter_group_offsets("http-lag-group", {TopicPartition("http-lag", 0): 2}).all()
+    status, body = stack.get("/api/group?id=http-lag-group")
+    answer = json.loads(body)
+    assert status == 200
+    assert (answer["state"], answer["lag"], answer["lag_text"]) == ("Empty", 3, "3")
+    assert answer["lag_ms"] > 1_700_000_000_000  # the next record is from 1970
+    assert answer["lag_time_text"].endswith(" h")
+    [row] = answer["partitions"]
+    assert (row["key"], row["committed"], row["log_end_offset"], row["lag"]) == (
+        "http-lag/0",
+        "2",
+        "5",
+        "3",
+    )
+    assert row["next_timestamp"] == "1970-01-01T00:00:01.000Z"
+    status, body = stack.get("/api/group?id=nobody")
+    assert (status, json.loads(body)) == (404, {"error": "no consumer group 'nobody'"})

@@ -6,7 +6,8 @@ one; ``/topics/{topic}`` partitions, offsets, sizes, configs, forms to alter a c
 the topic; ``/topics/{topic}/messages`` the message browser; ``/groups`` the consumer groups;
 ``/group?id=G`` a group's members and lag, and a form to reset its offsets (a dry run unless
 asked otherwise). ``/api/offsets[?topic=T]`` answers log end offsets as JSON for the live
-throughput charts (``static/console.js`` polls it every second).
+throughput charts, ``/api/group?id=G`` a group's lag for its page's live table
+(``static/console.js`` polls the first every second, the second every two).
 
 The rules kept:
 
@@ -190,11 +191,17 @@ class _Pages:
         )
 
     async def offsets(self, request: Request) -> Response:
+        return await self.json(
+            self.service.log_end_offsets, request.query_params.get("topic") or None
+        )
+
+    async def group_lag(self, request: Request) -> Response:
+        return await self.json(_lag_json, self.service, request.query_params.get("id", ""))
+
+    async def json(self, function: Callable[..., Any], *args: Any) -> Response:
         try:
-            answer = await self.call(
-                self.service.log_end_offsets, request.query_params.get("topic") or None
-            )
-        except Exception as error:  # the chart shows the line; the page stays up
+            answer = await self.call(function, *args)
+        except Exception as error:  # the script shows the line; the page stays up
             status, message = _status_and_message(error)
             return JSONResponse({"error": message}, status_code=status)
         return JSONResponse(answer)
@@ -216,6 +223,29 @@ class _Pages:
         return self.render(
             request, "error.html", status_code=status, status=status, message=message
         )
+
+
+def _lag_json(service: ConsoleService, group_id: str) -> dict[str, Any]:
+    """A group's lag for the live table: totals and rows, figures and their text."""
+    view = service.group(group_id)
+    return {
+        "state": view.state,
+        "lag": view.lag,
+        "lag_text": f"{view.lag:,}",
+        "lag_ms": view.lag_ms,
+        "lag_time_text": format_duration_ms(view.lag_ms),
+        "partitions": [
+            {
+                "key": f"{row.topic}/{row.partition}",
+                "committed": "-" if row.committed is None else str(row.committed),
+                "log_end_offset": str(row.log_end_offset),
+                "lag": "-" if row.lag is None else str(row.lag),
+                "lag_time": format_duration_ms(row.lag_ms),
+                "next_timestamp": row.next_timestamp,
+            }
+            for row in view.lags
+        ],
+    }
 
 
 def _status_and_message(error: BaseException) -> tuple[int, str]:
@@ -287,6 +317,7 @@ def create_app(service: ConsoleService) -> Starlette:
         Route("/group", pages.group),
         Route("/group/reset", pages.reset_offsets, methods=["POST"]),
         Route("/api/offsets", pages.offsets),
+        Route("/api/group", pages.group_lag),
         Route("/static/{name}", pages.static),
     ]
     return Starlette(

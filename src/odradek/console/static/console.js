@@ -1,6 +1,7 @@
-// odradek console: live throughput charts and delete confirmations. No library: the page is
-// server-rendered; this script only polls /api/offsets once a second and draws an SVG line.
-// Everything written into the page is a number, or text set with textContent.
+// odradek console: live throughput charts, a group's live lag and delete confirmations. No
+// library: the page is server-rendered; this script polls /api/offsets once a second (and draws
+// an SVG line) and /api/group every two seconds. Everything it writes into the page is set with
+// textContent or as an attribute, never as HTML.
 "use strict";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -79,6 +80,49 @@ function startChart(svg) {
   poll();
 }
 
+const LAG_POLL_MS = 2000;
+
+function startLiveLag(box) {
+  const url = box.dataset.lagUrl;
+  const total = document.getElementById("total-lag");
+  const totalTime = document.getElementById("total-lag-time");
+  const state = document.getElementById("group-state");
+  const rows = new Map();
+  for (const row of document.querySelectorAll("#lag tbody tr[data-key]")) {
+    rows.set(row.dataset.key, row);
+  }
+
+  async function poll() {
+    try {
+      const response = await fetch(url, { headers: { Accept: "application/json" } });
+      const answer = await response.json();
+      if (response.ok) {
+        total.textContent = answer.lag_text;
+        total.dataset.lag = String(answer.lag);
+        totalTime.textContent = answer.lag_time_text;
+        totalTime.dataset.lagMs = answer.lag_ms === null ? "-" : String(answer.lag_ms);
+        if (state) {
+          state.textContent = answer.state;
+        }
+        for (const partition of answer.partitions) {
+          const row = rows.get(partition.key);
+          if (!row) {
+            continue;
+          }
+          for (const cell of row.querySelectorAll("[data-field]")) {
+            cell.textContent = partition[cell.dataset.field];
+          }
+        }
+        box.dataset.updates = String(Number(box.dataset.updates || "0") + 1);
+      }
+    } catch (error) {
+      // The server-rendered figures stay; the next poll tries again.
+    }
+    window.setTimeout(poll, LAG_POLL_MS);
+  }
+  window.setTimeout(poll, LAG_POLL_MS);
+}
+
 function confirmForms() {
   for (const form of document.querySelectorAll("form[data-confirm]")) {
     form.addEventListener("submit", (event) => {
@@ -92,6 +136,9 @@ function confirmForms() {
 document.addEventListener("DOMContentLoaded", () => {
   for (const svg of document.querySelectorAll("svg.throughput[data-offsets-url]")) {
     startChart(svg);
+  }
+  for (const box of document.querySelectorAll("[data-lag-url]")) {
+    startLiveLag(box);
   }
   confirmForms();
 });
