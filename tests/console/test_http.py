@@ -137,8 +137,8 @@ def test_the_live_lag_answer_is_json_with_its_text(stack: Stack) -> None:
     with AdminClient({"bootstrap.servers": stack.bootstrap}) as admin:
         admin.create_topics([NewTopic("http-lag", 1, 1)]).all()
         with Producer({"bootstrap.servers": stack.bootstrap}) as producer:
-            for _ in range(5):
-                producer.send("http-lag", b"v", timestamp_ms=1_000)  # long ago
+            for index in range(5):  # offset n stamped n+1 s after the epoch
+                producer.send("http-lag", b"v", timestamp_ms=(index + 1) * 1_000)
             producer.flush()
         admin.alter_group_offsets("http-lag-group", {TopicPartition("http-lag", 0): 2}).all()
     status, body = stack.get("/api/group?id=http-lag-group")
@@ -154,6 +154,7 @@ def test_the_live_lag_answer_is_json_with_its_text(stack: Stack) -> None:
         "5",
         "3",
     )
-    assert row["next_timestamp"] == "1970-01-01T00:00:01.000Z"
+    # The next unconsumed record is the one at the committed offset, 2.
+    assert row["next_timestamp"] == "1970-01-01T00:00:03.000Z"
     status, body = stack.get("/api/group?id=nobody")
     assert (status, json.loads(body)) == (404, {"error": "no consumer group 'nobody'"})
