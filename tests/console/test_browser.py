@@ -8,7 +8,7 @@ offset reset is a dry run first. Screenshots are kept under ``test-artifacts/con
 by git; ``ODRADEK_TEST_ARTIFACTS`` moves it).
 
 Chromium comes from scripts/system-packages.txt (never from Playwright's own download): the
-module is skipped, saying why, when ``/usr/bin/chromium`` is missing.
+tests fail, saying so, when ``/usr/bin/chromium`` is missing — never a silent skip.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import playwright.sync_api as playwright_api
 import pytest
 from tests.console.conftest import Stack
 
 from odradek.client import AdminClient, NewTopic, TopicPartition
 from odradek.client.consumer import Consumer
 from odradek.client.producer import Producer
-
-playwright_api = pytest.importorskip("playwright.sync_api")
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = (
@@ -39,15 +38,11 @@ ARTIFACTS = (
 )
 WAIT_S = 20.0
 
-if not CHROMIUM.exists():
-    pytest.skip(
-        "Debian's chromium is not installed (scripts/bootstrap installs it)",
-        allow_module_level=True,
-    )
-
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[playwright_api.Browser]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: scripts/bootstrap installs Debian's chromium")
     with playwright_api.sync_playwright() as driver:
         launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         try:
