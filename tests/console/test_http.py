@@ -158,3 +158,12 @@ def test_the_live_lag_answer_is_json_with_its_text(stack: Stack) -> None:
     assert row["next_timestamp"] == "1970-01-01T00:00:03.000Z"
     status, body = stack.get("/api/group?id=nobody")
     assert (status, json.loads(body)) == (404, {"error": "no consumer group 'nobody'"})
+
+
+def test_a_request_for_another_host_name_is_refused(stack: Stack) -> None:
+    """A page whose name was re-pointed at 127.0.0.1 (DNS rebinding) sends its own name."""
+    port = urllib.parse.urlsplit(stack.url).port
+    status, body = request(stack.url + "topics", headers={"Host": f"attacker.example:{port}"})
+    assert (status, body) == (400, "Invalid host header")
+    status, _ = request(stack.url + "topics", headers={"Host": f"localhost:{port}"})
+    assert status == 200

@@ -1,6 +1,7 @@
 """``odradek console``: the web console (``odradek.console``) in the foreground.
 
     odradek console --bootstrap-server HOST:PORT [--host 127.0.0.1] [--port 8080]
+                    [--allowed-host NAME ...]
 
 Prints one line when it serves — ``odradek console: serving http://HOST:PORT/ (bootstrap
 HOST:PORT)`` — and serves until SIGINT or SIGTERM (exit 0). ``--port 0`` takes a free port.
@@ -39,7 +40,17 @@ START_CHECK_TIMEOUT_MS = 10_000
     show_default=True,
     help="The web server's log level (on stderr).",
 )
-def console(bootstrap_server: str, host: str, port: int, log_level: str) -> None:
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests for this host name (repeatable); the loopback names and "
+    "--host are always answered, any name when --host is 0.0.0.0 or :: and none is given.",
+)
+def console(
+    bootstrap_server: str, host: str, port: int, log_level: str, allowed_hosts: tuple[str, ...]
+) -> None:
     """Serve the web console: brokers, topics, messages, consumer groups, throughput."""
     try:
         # Imported here: the web stack is the optional ``console`` extra; every other command
@@ -61,7 +72,9 @@ def console(bootstrap_server: str, host: str, port: int, log_level: str) -> None
     service = ConsoleService(bootstrap_server)
     try:
         try:
-            server = ConsoleServer(service, host, port, log_level=log_level)
+            server = ConsoleServer(
+                service, host, port, allowed_hosts=allowed_hosts, log_level=log_level
+            )
         except OSError as error:
             raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from None
         click.echo(f"odradek console: serving {server.url} (bootstrap {bootstrap_server})")

@@ -18,6 +18,8 @@ The rules kept:
   naming the exception type — never a traceback.
 - A form post from another site is refused (403): the ``Origin`` header, when sent, must be
   this console's own, and ``Sec-Fetch-Site`` must not be ``cross-site``.
+- A request whose ``Host`` is not one of ``allowed_hosts`` is refused (400): a page of another
+  site whose name was re-pointed at this address (DNS rebinding) cannot read or post here.
 - Broker calls block, so each runs on a worker thread (``run_in_threadpool``).
 """
 
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from typing import Any, Final, TypeVar
 
@@ -33,6 +35,8 @@ import jinja2
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -302,8 +306,10 @@ def _redirect(url: str, notice: str) -> RedirectResponse:
     return RedirectResponse(f"{url}?notice={_segment(notice)}", status_code=303)
 
 
-def create_app(service: ConsoleService) -> Starlette:
-    """The console's ASGI application over ``service`` (which the caller closes)."""
+def create_app(service: ConsoleService, allowed_hosts: Sequence[str] = ("*",)) -> Starlette:
+    """The console's ASGI application over ``service`` (which the caller closes), answering
+    requests whose ``Host`` is one of ``allowed_hosts`` (names or addresses without the port;
+    ``*``: any)."""
     pages = _Pages(service)
     routes = [
         Route("/", pages.cluster),
@@ -322,6 +328,9 @@ def create_app(service: ConsoleService) -> Starlette:
     ]
     return Starlette(
         routes=routes,
+        middleware=[
+            Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts), www_redirect=False)
+        ],
         # OdradekError and HTTPException are answered by Starlette's exception middleware (no
         # traceback logged); anything else reaches the server-error one as a 500.
         exception_handlers={

@@ -5,12 +5,17 @@ once (``url``).
 Two ways to run: ``serve_forever`` in the foreground (``odradek console``; SIGINT and SIGTERM
 stop it, uvicorn's handlers), or ``start`` on a thread of its own and ``stop`` (the demo). The
 caller owns the ``ConsoleService`` and closes it after the server stopped.
+
+Which ``Host`` headers are answered (``allowed_hosts_for``): on a loopback or named address,
+the loopback names, that address and any names given; on a wildcard address (``0.0.0.0``,
+``::``) any host unless names are given.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Sequence
 from typing import Final
 
 import uvicorn
@@ -18,10 +23,20 @@ import uvicorn
 from odradek.console.app import create_app
 from odradek.console.service import ConsoleService
 
-__all__ = ["ConsoleServer"]
+__all__ = ["ConsoleServer", "allowed_hosts_for"]
 
 #: How long ``stop`` waits for the server thread.
 STOP_TIMEOUT_S: Final = 10.0
+LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "::1")
+WILDCARD_ADDRESSES: Final = ("0.0.0.0", "::", "")  # noqa: S104 — names to recognise, not bind
+
+
+def allowed_hosts_for(host: str, extra: Sequence[str] = ()) -> list[str]:
+    """The ``Host`` names a console listening on ``host`` answers (see the module docstring)."""
+    if host in WILDCARD_ADDRESSES and not extra:
+        return ["*"]
+    names = [*LOOPBACK_NAMES, *([] if host in WILDCARD_ADDRESSES else [host]), *extra]
+    return list(dict.fromkeys(name.lower() for name in names))
 
 
 class ConsoleServer:
@@ -37,6 +52,7 @@ class ConsoleServer:
         host: str = "127.0.0.1",
         port: int = 0,
         *,
+        allowed_hosts: Sequence[str] = (),
         log_level: str = "warning",
     ) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -51,7 +67,10 @@ class ConsoleServer:
         self.host = host
         self.port: int = self._socket.getsockname()[1]
         config = uvicorn.Config(
-            create_app(service), log_level=log_level, access_log=False, lifespan="off"
+            create_app(service, allowed_hosts_for(host, allowed_hosts)),
+            log_level=log_level,
+            access_log=False,
+            lifespan="off",
         )
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
