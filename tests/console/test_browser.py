@@ -254,3 +254,35 @@ def test_the_throughput_chart_shows_a_rate(stack: Stack, page: playwright_api.Pa
     wait_for(lambda: re.fullmatch(r"[1-9]\d*\.\d", rate.inner_text()) is not None, "a rate > 0")
     assert page.locator("svg.throughput polyline").count() == 1
     shot(page, "throughput")
+
+
+def test_topic_forms_create_alter_and_delete_with_a_confirmation(
+    stack: Stack, page: playwright_api.Page
+) -> None:
+    page.goto(stack.url + "topics")
+    page.fill("#create-topic input[name=name]", "browser-forms")
+    page.fill("#create-topic input[name=partitions]", "2")
+    submit(page, "#create-topic button[type=submit]")
+    assert page.inner_text(".notice") == "topic browser-forms created"
+    assert page.locator("#partitions tbody tr").count() == 2
+
+    page.fill("#alter-config input[name=name]", "retention.ms")
+    page.fill("#alter-config input[name=value]", "3600000")
+    submit(page, "#alter-config button[value=set]")
+    assert page.inner_text(".notice") == "retention.ms set"
+    row = page.locator("#configs tr").filter(
+        has=page.get_by_role("cell", name="retention.ms", exact=True)
+    )
+    assert row.locator("td.value").inner_text() == "3600000"
+    assert "DYNAMIC_TOPIC_CONFIG" in row.inner_text()
+
+    # Dismissing the confirmation keeps the topic; accepting it deletes the topic.
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    page.click("#delete-topic button")
+    assert page.inner_text("#topic-name") == "browser-forms"
+    page.once("dialog", lambda dialog: dialog.accept())
+    submit(page, "#delete-topic button")
+    assert page.inner_text(".notice") == "topic browser-forms deleted"
+    shot(page, "topic-deleted")
+    with AdminClient({"bootstrap.servers": stack.bootstrap}) as admin:
+        assert "browser-forms" not in admin.list_topics()
