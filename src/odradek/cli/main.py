@@ -11,6 +11,7 @@ import click
 
 from odradek._version import __version__
 from odradek.cli.cluster import cluster
+from odradek.cli.console import console
 from odradek.cli.consume import consume
 from odradek.cli.demo import demo
 from odradek.cli.dump_log import dump_log
@@ -30,6 +31,7 @@ def cli() -> None:
 
 
 cli.add_command(cluster)
+cli.add_command(console)
 cli.add_command(consume)
 cli.add_command(demo)
 cli.add_command(dump_log)
