@@ -29,7 +29,9 @@ from aiokafka import TopicPartition as AioTopicPartition
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from odradek import Broker
+from odradek import Broker, SimpleConsumer
+from odradek import Consumer as OdradekConsumer
+from odradek import TopicPartition as OdradekTopicPartition
 
 from .conftest import wait_until
 
@@ -198,6 +200,42 @@ async def read_with_aiokafka(bs: str, topic: str) -> list[bytes]:
         await consumer.stop()
 
 
+def read_with_odradek(bs: str, topic: str) -> list[bytes]:
+    with SimpleConsumer({"bootstrap.servers": bs, "isolation.level": "read_committed"}) as client:
+        end = client.latest_offset(topic, 0)  # the last stable offset
+    consumer = OdradekConsumer({"bootstrap.servers": bs, "isolation.level": "read_committed"})
+    try:
+        tp = OdradekTopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        got: list[bytes] = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while consumer.position(tp) < end:
+            assert time.monotonic() < deadline, f"read {len(got)} records, position below {end}"
+            got.extend(record.value for record in consumer.poll(timeout_ms=200))
+        return got
+    finally:
+        consumer.close()
+
+
+def read_with_odradek_simple(bs: str, topic: str) -> list[bytes]:
+    client = SimpleConsumer({"bootstrap.servers": bs, "isolation.level": "read_committed"})
+    try:
+        end = client.latest_offset(topic, 0)
+        got: list[bytes] = []
+        offset = 0
+        while offset < end:
+            messages = client.fetch(topic, 0, offset)
+            if not messages:  # only markers or aborted batches were left in that read
+                offset += 1
+                continue
+            got.extend(m.value for m in messages if m.value is not None)
+            offset = messages[-1].offset + 1
+        return got
+    finally:
+        client.close()
+
+
 # --- tests ----------------------------------------------------------------------------------
 
 
@@ -210,6 +248,8 @@ def test_transactional_producers_commit_and_abort_for_every_reader(broker: Broke
     assert read_with_confluent(bs, TOPIC) == expected
     assert read_with_kafka_python(bs, TOPIC) == expected
     assert asyncio.run(read_with_aiokafka(bs, TOPIC)) == expected
+    assert read_with_odradek(bs, TOPIC) == expected
+    assert read_with_odradek_simple(bs, TOPIC) == expected
     everything = read_with_confluent(bs, TOPIC, committed=False)
     for prefix in ("ck", "kp", "aio"):
         aborted = values(f"{prefix}-a", 0, 5)
