@@ -153,3 +153,19 @@ def test_truncation_forgets_the_markers_it_cut(tmp_path: Path) -> None:
     assert partition.aborted_transactions(0, 100) == []
     assert partition.last_stable_offset == 0  # open again: its marker is gone
     log.close()
+
+
+def test_a_producer_fenced_by_an_abort_marker_is_refused(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    partition = leader(log)
+    partition.append_as_leader(txn_batch(7, 0, epoch=0))
+    # The coordinator aborted the transaction under a bumped epoch (a new producer took over).
+    partition.append_marker(7, 1, False, coordinator_epoch=0)
+    with pytest.raises(KafkaError) as refused:
+        partition.append_as_leader(txn_batch(7, 2, epoch=0))  # the zombie's next batch
+    assert refused.value.error_code is ErrorCode.INVALID_PRODUCER_EPOCH
+    # The new producer's epoch starts at sequence 0 and goes on.
+    partition.append_as_leader(txn_batch(7, 0, epoch=2))
+    partition.append_as_leader(txn_batch(7, 2, epoch=2))
+    assert partition.log_end_offset == 7
+    log.close()
