@@ -31,7 +31,10 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from odradek import Broker, SimpleConsumer
 from odradek import Consumer as OdradekConsumer
+from odradek import Producer as OdradekProducer
 from odradek import TopicPartition as OdradekTopicPartition
+from odradek.errors import ErrorCode
+from odradek.errors import KafkaError as OdradekKafkaError
 
 from .conftest import wait_until
 
@@ -129,6 +132,25 @@ async def produce_with_aiokafka(bs: str, prefix: str) -> None:
                 await producer.abort_transaction()
     finally:
         await producer.stop()
+
+
+def produce_with_odradek(bs: str, prefix: str) -> None:
+    with OdradekProducer(
+        {"bootstrap.servers": bs, "transactional.id": f"{prefix}-tid"}
+    ) as producer:
+        producer.init_transactions()
+        for batch, commit in (
+            (values(f"{prefix}-c", 0, 5), True),
+            (values(f"{prefix}-a", 0, 5), False),
+            (values(f"{prefix}-c", 5, 10), True),
+        ):
+            producer.begin_transaction()
+            for value in batch:
+                producer.send(TOPIC, value, partition=0)
+            if commit:
+                producer.commit_transaction()
+            else:
+                producer.abort_transaction()
 
 
 # --- readers --------------------------------------------------------------------------------
@@ -244,14 +266,16 @@ def test_transactional_producers_commit_and_abort_for_every_reader(broker: Broke
     produce_with_confluent(bs, "ck")
     produce_with_kafka_python(bs, "kp")
     asyncio.run(produce_with_aiokafka(bs, "aio"))
-    expected = [value for prefix in ("ck", "kp", "aio") for value in values(f"{prefix}-c", 0, 10)]
+    produce_with_odradek(bs, "od")
+    prefixes = ("ck", "kp", "aio", "od")
+    expected = [value for prefix in prefixes for value in values(f"{prefix}-c", 0, 10)]
     assert read_with_confluent(bs, TOPIC) == expected
     assert read_with_kafka_python(bs, TOPIC) == expected
     assert asyncio.run(read_with_aiokafka(bs, TOPIC)) == expected
     assert read_with_odradek(bs, TOPIC) == expected
     assert read_with_odradek_simple(bs, TOPIC) == expected
     everything = read_with_confluent(bs, TOPIC, committed=False)
-    for prefix in ("ck", "kp", "aio"):
+    for prefix in prefixes:
         aborted = values(f"{prefix}-a", 0, 5)
         assert [value for value in everything if value in aborted] == aborted
 
@@ -273,6 +297,28 @@ def test_a_fenced_producer_cannot_commit(broker: Broker) -> None:
         old.commit_transaction(TIMEOUT_S)
     error = refused.value.args[0]
     assert error.fatal() or "fenced" in error.str().lower(), error
+    assert read_with_confluent(bs, topic) == [b"live"]
+
+
+def test_an_odradek_producer_fenced_by_a_newer_one_cannot_commit(broker: Broker) -> None:
+    bs = bootstrap(broker)
+    topic = "txn-fenced-odradek"
+    config = {"bootstrap.servers": bs, "transactional.id": "fence-odradek"}
+    with OdradekProducer(config) as old, OdradekProducer(config) as new:
+        old.init_transactions()
+        old.begin_transaction()
+        old.send(topic, b"zombie", partition=0)
+        old.flush()
+        new.init_transactions()
+        new.begin_transaction()
+        new.send(topic, b"live", partition=0)
+        new.commit_transaction()
+        with pytest.raises(OdradekKafkaError) as refused:
+            old.commit_transaction()
+        assert refused.value.error_code in (
+            ErrorCode.PRODUCER_FENCED,
+            ErrorCode.INVALID_PRODUCER_EPOCH,
+        )
     assert read_with_confluent(bs, topic) == [b"live"]
 
 
