@@ -325,18 +325,9 @@ def test_an_odradek_producer_fenced_by_a_newer_one_cannot_commit(broker: Broker)
 class Pipeline:
     """``txn_pipeline.py`` as a subprocess, its output lines collected as they come."""
 
-    def __init__(self, bs: str, *extra: str) -> None:
+    def __init__(self, bs: str, names: list[str], *extra: str) -> None:
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                str(PIPELINE),
-                bs,
-                "ctp-in",
-                "ctp-out",
-                "ctp-group",
-                "ctp-tid",
-                *extra,
-            ],
+            [sys.executable, str(PIPELINE), bs, *names, *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -360,22 +351,27 @@ class Pipeline:
         self.process.stdout.close()
 
 
-def test_a_killed_consume_transform_produce_loop_yields_each_input_once(broker: Broker) -> None:
+@pytest.mark.parametrize("client", ["confluent-kafka", "odradek"])
+def test_a_killed_consume_transform_produce_loop_yields_each_input_once(
+    broker: Broker, client: str
+) -> None:
     bs = bootstrap(broker)
+    names = [f"ctp-{client}-{what}" for what in ("in", "out", "group", "tid")]
     inputs = [f"in-{i}".encode() for i in range(60)]
     producer = Producer({"bootstrap.servers": bs})
     for value in inputs:
-        producer.produce("ctp-in", value=value, partition=0)
+        producer.produce(names[0], value=value, partition=0)
     assert producer.flush(TIMEOUT_S) == 0
-    first = Pipeline(bs, "--pause-after", "3")
+    extra = ("--odradek",) if client == "odradek" else ()
+    first = Pipeline(bs, names, *extra, "--pause-after", "3")
     try:
         wait_until(lambda: "PAUSED" in first.lines, TIMEOUT_S, "the pipeline to pause")
     finally:
         first.kill()  # in the middle of its fourth transaction
     assert sum(line.startswith("COMMITTED") for line in first.lines) == 3
-    second = Pipeline(bs)
+    second = Pipeline(bs, names, *extra)
     try:
         wait_until(lambda: "DONE" in second.lines, 60, "the restarted pipeline to finish")
     finally:
         second.kill()
-    assert read_with_confluent(bs, "ctp-out") == [b"out-" + value for value in inputs]
+    assert read_with_confluent(bs, names[1]) == [b"out-" + value for value in inputs]

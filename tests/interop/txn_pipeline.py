@@ -8,7 +8,11 @@ Prints ``READY`` once its producer is initialised, ``COMMITTED <n>`` after each 
 records and offsets sent but not committed (it then waits to be killed), and ``DONE`` when it
 has consumed up to the end of ``in_topic``.
 
-Usage: python txn_pipeline.py BOOTSTRAP IN_TOPIC OUT_TOPIC GROUP TRANSACTIONAL_ID [--pause-after N]
+With ``--odradek`` (first option) the loop uses odradek's own ``Consumer`` and transactional
+``Producer`` instead of confluent-kafka's.
+
+Usage: python txn_pipeline.py BOOTSTRAP IN_TOPIC OUT_TOPIC GROUP TRANSACTIONAL_ID
+       [--odradek] [--pause-after N]
 """
 
 from __future__ import annotations
@@ -18,10 +22,20 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from odradek import Consumer as OdradekConsumer
+from odradek import Producer as OdradekProducer
+from odradek import SimpleConsumer
+from odradek import TopicPartition as OdradekTopicPartition
+
 
 def main(argv: list[str]) -> int:
     bootstrap, in_topic, out_topic, group, transactional_id = argv[:5]
-    pause_after = int(argv[6]) if len(argv) > 6 and argv[5] == "--pause-after" else -1
+    options = argv[5:]
+    pause_after = (
+        int(options[options.index("--pause-after") + 1]) if "--pause-after" in options else -1
+    )
+    if "--odradek" in options:
+        return with_odradek(bootstrap, in_topic, out_topic, group, transactional_id, pause_after)
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -67,6 +81,56 @@ def main(argv: list[str]) -> int:
             print("PAUSED", flush=True)
             time.sleep(3600)
         producer.commit_transaction(30)
+        committed += 1
+        print(f"COMMITTED {committed}", flush=True)
+
+
+def with_odradek(
+    bootstrap: str,
+    in_topic: str,
+    out_topic: str,
+    group: str,
+    transactional_id: str,
+    pause_after: int,
+) -> int:
+    consumer = OdradekConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+        }
+    )
+    producer = OdradekProducer(
+        {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "linger.ms": 5}
+    )
+    producer.init_transactions()
+    print("READY", flush=True)
+    with SimpleConsumer({"bootstrap.servers": bootstrap}) as offsets:
+        end = offsets.latest_offset(in_topic, 0)
+    consumer.subscribe([in_topic])
+    committed = 0
+    while True:
+        records = consumer.poll(timeout_ms=500, max_records=7)
+        if not records:
+            tp = OdradekTopicPartition(in_topic, 0)
+            if tp in consumer.assignment() and consumer.position(tp) >= end:
+                print("DONE", flush=True)
+                time.sleep(3600)
+            continue
+        producer.begin_transaction()
+        for record in records:
+            producer.send(out_topic, b"out-" + (record.value or b""), partition=0)
+        positions = {tp: consumer.position(tp) for tp in consumer.assignment()}
+        producer.send_offsets_to_transaction(positions, group)
+        if committed == pause_after:
+            producer.flush()
+            print("PAUSED", flush=True)
+            time.sleep(3600)
+        producer.commit_transaction()
         committed += 1
         print(f"COMMITTED {committed}", flush=True)
 
