@@ -169,3 +169,23 @@ def test_a_producer_fenced_by_an_abort_marker_is_refused(tmp_path: Path) -> None
     partition.append_as_leader(txn_batch(7, 2, epoch=2))
     assert partition.log_end_offset == 7
     log.close()
+
+
+def test_a_marker_from_an_older_coordinator_epoch_is_fenced(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    partition = leader(log)
+    partition.append_as_leader(txn_batch(7, 0))
+    partition.append_marker(7, 0, True, coordinator_epoch=3)
+    partition.append_as_leader(txn_batch(7, 2))
+    with pytest.raises(KafkaError) as refused:
+        partition.append_marker(7, 0, False, coordinator_epoch=2)  # a deposed coordinator
+    assert refused.value.error_code is ErrorCode.TRANSACTION_COORDINATOR_FENCED
+    assert partition.last_stable_offset == 3  # still open
+    # The epoch survives a rebuild from the log.
+    log.close()
+    reopened = leader(open_log(tmp_path))
+    with pytest.raises(KafkaError):
+        reopened.append_marker(7, 0, False, coordinator_epoch=2)
+    reopened.append_marker(7, 0, False, coordinator_epoch=3)
+    assert reopened.last_stable_offset == reopened.high_watermark
+    reopened.log.close()

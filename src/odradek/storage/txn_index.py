@@ -14,7 +14,9 @@ stable offset when the marker was written). Rules kept:
   [start, end): its first offset is below ``end`` and its marker at or after ``start``
   (a read_committed reader drops that producer's batches from the first offset until the
   marker);
-- a marker for a producer with no open transaction changes nothing (a retried marker).
+- a marker for a producer with no open transaction changes nothing (a retried marker);
+- each producer's last coordinator epoch is kept, so a marker from an older coordinator
+  (a deposed leader of its ``__transaction_state`` partition) can be refused.
 
 ``.txnindex`` file layout (Kafka's ``TransactionIndex``; one file per segment, named after
 the segment's base offset, holding the aborted transactions whose marker is in that
@@ -46,7 +48,7 @@ from typing import NamedTuple
 
 from odradek.errors import CorruptRecordError
 from odradek.records.batch import BatchHeader
-from odradek.records.control import ControlType, control_type
+from odradek.records.control import ControlType, control_type, marker_coordinator_epoch
 from odradek.storage.log import Log
 
 __all__ = [
@@ -77,13 +79,15 @@ class AbortedTxn(NamedTuple):
 class TransactionIndex:
     """Open and aborted transactions of one partition (see the module docstring)."""
 
-    __slots__ = ("_aborted", "_aborted_last", "_open")
+    __slots__ = ("_aborted", "_aborted_last", "_coordinator_epochs", "_open")
 
     def __init__(self) -> None:
         #: producer id → first offset of its open transaction (insertion = offset order).
         self._open: dict[int, int] = {}
         self._aborted: list[AbortedTxn] = []
         self._aborted_last: list[int] = []  # last offsets, for bisect
+        #: producer id → the coordinator epoch of its last marker (fences old coordinators).
+        self._coordinator_epochs: dict[int, int] = {}
 
     @property
     def open_transactions(self) -> dict[int, int]:
@@ -107,9 +111,17 @@ class TransactionIndex:
         """A transactional data batch of ``producer_id`` was appended at ``base_offset``."""
         self._open.setdefault(producer_id, base_offset)
 
-    def on_marker(self, producer_id: int, marker_offset: int, commit: bool) -> AbortedTxn | None:
+    def coordinator_epoch(self, producer_id: int) -> int:
+        """The coordinator epoch of the producer's last marker (-1: none)."""
+        return self._coordinator_epochs.get(producer_id, -1)
+
+    def on_marker(
+        self, producer_id: int, marker_offset: int, commit: bool, coordinator_epoch: int = -1
+    ) -> AbortedTxn | None:
         """A marker of ``producer_id`` was appended at ``marker_offset``; returns the aborted
         transaction it recorded (None for a commit or a marker with nothing open)."""
+        if coordinator_epoch > self._coordinator_epochs.get(producer_id, -1):
+            self._coordinator_epochs[producer_id] = coordinator_epoch
         first = self._open.pop(producer_id, None)
         if first is None or commit:
             return None
@@ -222,7 +234,12 @@ def load_transaction_index(log: Log, high_watermark: int) -> TransactionIndex:
             continue
         if kind not in (ControlType.ABORT, ControlType.COMMIT):
             continue
-        entry = index.on_marker(header.producer_id, header.base_offset, kind == ControlType.COMMIT)
+        entry = index.on_marker(
+            header.producer_id,
+            header.base_offset,
+            kind == ControlType.COMMIT,
+            marker_coordinator_epoch(body, header),
+        )
         if entry is not None:
             by_segment.setdefault(segment_base, []).append(entry)
     try:

@@ -16,7 +16,7 @@ import logging
 from odradek._types import ReadableBuffer
 from odradek.errors import CorruptRecordError
 from odradek.records.batch import BatchHeader
-from odradek.records.control import ControlType, control_type
+from odradek.records.control import ControlType, control_type, marker_coordinator_epoch
 from odradek.storage.log import Log
 from odradek.storage.txn_index import (
     AbortedTxn,
@@ -65,10 +65,18 @@ class PartitionTransactions:
         self.index(high_watermark).on_data(header.producer_id, base_offset)
 
     def on_marker(
-        self, producer_id: int, marker_offset: int, commit: bool, high_watermark: int
+        self,
+        producer_id: int,
+        marker_offset: int,
+        commit: bool,
+        high_watermark: int,
+        coordinator_epoch: int = -1,
     ) -> AbortedTxn | None:
         """A marker was appended at ``marker_offset`` (leader or follower)."""
-        entry = self.index(high_watermark).on_marker(producer_id, marker_offset, commit)
+        index = self.index(high_watermark)
+        entry = index.on_marker(producer_id, marker_offset, commit, coordinator_epoch)
+        if entry is not None:
+            index.forget_before(self._log.log_start_offset)
         if entry is not None:
             try:
                 append_aborted(self._log.directory, self._log.segments()[-1].base_offset, entry)
@@ -96,5 +104,9 @@ class PartitionTransactions:
             return
         if kind in (ControlType.ABORT, ControlType.COMMIT):
             self.on_marker(
-                header.producer_id, header.base_offset, kind == ControlType.COMMIT, high_watermark
+                header.producer_id,
+                header.base_offset,
+                kind == ControlType.COMMIT,
+                high_watermark,
+                marker_coordinator_epoch(data, header, position),
             )

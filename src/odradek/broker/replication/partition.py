@@ -305,7 +305,8 @@ class Partition:
 
         Raises:
             KafkaError: INVALID_PRODUCER_EPOCH (the producer has a newer epoch here than the
-                marker's), NOT_LEADER_OR_FOLLOWER, or the log's append errors.
+                marker's), TRANSACTION_COORDINATOR_FENCED (a marker of this producer came from
+                a newer coordinator epoch), NOT_LEADER_OR_FOLLOWER, or the log's append errors.
         """
         if not self.is_leader:
             raise KafkaError(
@@ -318,7 +319,13 @@ class Partition:
                 f"{producer_epoch}, older than its epoch {entry.producer_epoch} here",
                 code=ErrorCode.INVALID_PRODUCER_EPOCH,
             )
-        self.transactions.index(self.high_watermark)  # loaded before the append
+        index = self.transactions.index(self.high_watermark)  # loaded before the append
+        if coordinator_epoch < index.coordinator_epoch(producer_id):
+            raise KafkaError(
+                f"{self.topic_partition}: marker of producer {producer_id} from coordinator "
+                f"epoch {coordinator_epoch}, older than {index.coordinator_epoch(producer_id)}",
+                code=ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+            )
         now_ms = self._clock.now_ms()
         batch = build_marker_batch(
             producer_id,
@@ -329,7 +336,9 @@ class Partition:
         )
         info = self._leader_append(batch)
         self.producer_state.update(parse_header(batch), info.first_offset, now_ms, now_ms)
-        self.transactions.on_marker(producer_id, info.first_offset, commit, self.high_watermark)
+        self.transactions.on_marker(
+            producer_id, info.first_offset, commit, self.high_watermark, coordinator_epoch
+        )
         self._maybe_advance_high_watermark()
         return info
 
