@@ -50,6 +50,10 @@ class PartitionTransactions:
             index = self._index = load_transaction_index(self._log, high_watermark)
         return index
 
+    @property
+    def loaded(self) -> bool:
+        return self._index is not None
+
     def reset(self) -> None:
         """The log was truncated: the index is rebuilt from it at next use."""
         self._index = None

@@ -74,6 +74,8 @@ _PROPOSE_AGAIN = frozenset(
 #: A batch's producer id (int64 at byte 43 of its header): -1 for a non-idempotent producer.
 _PRODUCER_ID = struct.Struct(">q")
 _PRODUCER_ID_OFFSET = 43
+_INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
 #: Kafka's ``producer.id.expiration.ms`` and ``producer.id.expiration.check.interval.ms``.
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
@@ -609,7 +611,7 @@ class Partition:
             KafkaError: CORRUPT_MESSAGE, or INVALID_RECORD for offsets that go backwards.
         """
         state = self.producer_state  # loaded (if it must be) before this append
-        if _has_transactional_batch(data):
+        if not self.transactions.loaded and _has_transactional_batch(data):
             self.transactions.index(self.high_watermark)  # also loaded before it
         info = self.log.append(data, assign_offsets=False)
         # Producer state without checks: the leader checked (the headers were validated by
@@ -709,12 +711,14 @@ class Partition:
 
 
 def _has_transactional_batch(data: bytes | bytearray | memoryview) -> bool:
-    """Whether fetched ``data`` (whole batches) holds a transactional batch or marker."""
+    """Whether fetched ``data`` (whole batches) holds a transactional batch or marker (read
+    from the length and attributes fields only: this runs for every follower append)."""
     position = 0
     end = len(data)
     while position + HEADER_SIZE <= end:
-        header = parse_header(data, position)
-        if header.is_transactional:
+        (length,) = _INT32.unpack_from(data, position + 8)
+        (attributes,) = _INT16.unpack_from(data, position + 21)
+        if attributes & 0x10:
             return True
-        position += header.size
+        position += 12 + length
     return False
