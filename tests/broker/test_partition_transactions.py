@@ -189,3 +189,22 @@ def test_a_marker_from_an_older_coordinator_epoch_is_fenced(tmp_path: Path) -> N
     reopened.append_marker(7, 0, False, coordinator_epoch=3)
     assert reopened.last_stable_offset == reopened.high_watermark
     reopened.log.close()
+
+
+def test_the_scan_reads_batches_across_chunk_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = open_log(tmp_path)
+    partition = leader(log)
+    partition.append_as_leader(plain(5))
+    partition.append_as_leader(txn_batch(7, 0, count=40))  # larger than a chunk below
+    partition.append_as_leader(txn_batch(8, 0))
+    partition.append_marker(7, 0, False, coordinator_epoch=0)
+    expected = partition.aborted_transactions(0, 1 << 40)
+    assert expected
+    log.close()
+    monkeypatch.setattr("odradek.storage.txn_index._CHUNK_BYTES", 100)
+    reopened = leader(open_log(tmp_path))
+    assert reopened.aborted_transactions(0, 1 << 40) == expected
+    assert reopened.last_stable_offset == 45  # producer 8's transaction is open
+    reopened.log.close()
