@@ -154,7 +154,7 @@ def test_unknown_override_fails() -> None:
     "name",
     [
         "num.io.threads",
-        "transaction.state.log.min.isr",
+        "background.threads",
         "listener.name.internal.ssl.keystore.location",
         "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config",
     ],

@@ -35,7 +35,7 @@ WIRE_NOTES_FLOOR = {
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 3),
     ApiKey.DELETE_TOPICS: (1, 1),
-    ApiKey.INIT_PRODUCER_ID: (0, 0),
+    ApiKey.INIT_PRODUCER_ID: (0, 5),  # past the floor: transactional ids (broker/txn)
 }
 
 
@@ -170,6 +170,17 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         ("ALTER_PARTITION_REASSIGNMENTS", 1),
         ("LIST_PARTITION_REASSIGNMENTS", 0),
         ("OFFSET_FOR_LEADER_EPOCH", 4),
+        # Transactions (broker/txn).
+        *(("INIT_PRODUCER_ID", v) for v in range(2, 6)),
+        *(("ADD_PARTITIONS_TO_TXN", v) for v in range(3, 6)),
+        *(("ADD_OFFSETS_TO_TXN", v) for v in range(3, 5)),
+        *(("END_TXN", v) for v in range(3, 6)),
+        ("WRITE_TXN_MARKERS", 1),
+        *(("TXN_OFFSET_COMMIT", v) for v in range(3, 6)),
+        ("DESCRIBE_PRODUCERS", 0),
+        ("DESCRIBE_TRANSACTIONS", 0),
+        ("LIST_TRANSACTIONS", 0),
+        ("LIST_TRANSACTIONS", 1),
     }
 
 

@@ -24,12 +24,15 @@ import asyncio
 import logging
 
 from odradek._clock import SYSTEM_CLOCK, Clock
+from odradek._types import TopicPartition
 from odradek.broker.cluster_member import ClusterMember
 from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.fetch_session import FetchSessionCache
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
@@ -45,8 +48,11 @@ from odradek.broker.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_topic_partitions,
+    describe_transactions,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -58,6 +64,7 @@ from odradek.broker.handlers import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -66,7 +73,9 @@ from odradek.broker.handlers import (
     produce,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
+    write_txn_markers,
 )
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import FetchPurgatory
@@ -76,6 +85,8 @@ from odradek.broker.replication.isr_changes import IsrChangeManager
 from odradek.broker.router import Router
 from odradek.broker.server import BrokerServer
 from odradek.broker.topic_manager import TopicManager
+from odradek.broker.txn.markers import MarkerWriter
+from odradek.broker.txn.runtime import TransactionCoordinatorRuntime
 from odradek.controller.admission import PartitionLimits
 from odradek.controller.brokers import LiveBrokers
 from odradek.controller.cluster import ClusterController, ControllerSettings
@@ -130,6 +141,14 @@ HANDLER_MODULES = (
     alter_partition_reassignments,
     list_partition_reassignments,
     offset_for_leader_epoch,
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
+    write_txn_markers,
+    txn_offset_commit,
+    describe_transactions,
+    list_transactions,
+    describe_producers,
 )
 
 
@@ -149,6 +168,7 @@ class BrokerApp:
         self.ctx: BrokerContext | None = None
         self.topics: TopicManager | None = None
         self.groups: GroupCoordinatorRuntime | None = None
+        self.transactions: TransactionCoordinatorRuntime | None = None
         self.cluster: ClusterMember | None = None
         self.live_brokers: LiveBrokers | None = None
         self.isr_changes: IsrChangeManager | None = None
@@ -250,6 +270,21 @@ class BrokerApp:
             else None,
         )
         self.groups.start()
+        producer_ids = ProducerIdManager(self.store, config.broker_id)
+        self.transactions = TransactionCoordinatorRuntime(
+            config.broker_id,
+            config.transaction_config,
+            topics,
+            replicas,
+            self.clock,
+            MarkerWriter(config.broker_id, replicas, self._partition_leader, offsets=self.groups),
+            producer_ids=producer_ids,
+            live_brokers=lambda: len(topics.metadata.registered_brokers()) or 1,
+            in_touch=(lambda: store.connected)
+            if isinstance(store, ZooKeeperMetadataStore)
+            else None,
+        )
+        self.transactions.start()
         router = Router.from_modules(HANDLER_MODULES)
         listener = config.listeners[0]
         advertised = config.advertised_listeners[0]
@@ -265,7 +300,8 @@ class BrokerApp:
             port=advertised.port,
             supported_versions=router.supported_versions,
             groups=self.groups,
-            producer_ids=ProducerIdManager(self.store, config.broker_id),
+            producer_ids=producer_ids,
+            transactions=self.transactions,
             fetch_sessions=FetchSessionCache(config.max_incremental_fetch_session_cache_slots),
         )
         self.server = BrokerServer(
@@ -366,6 +402,7 @@ class BrokerApp:
             ),
         )
         self.cluster.groups = self.groups
+        self.cluster.transactions = self.transactions
         self.ctx.cluster = self.cluster
         self.isr_changes = IsrChangeManager(
             replicas,
@@ -378,6 +415,18 @@ class BrokerApp:
         self.live_brokers = live
         live.start()
         controller.start()
+
+    def _partition_leader(self, tp: TopicPartition) -> tuple[int, str, int] | None:
+        """Where a partition's leader is, for transaction markers: this broker when it leads
+        it (or holds it, without a cluster), else the metadata cache's leader."""
+        assert self.topics is not None
+        partition = self.topics.replicas.get(tp)
+        if self.cluster is None:
+            return None if partition is None else (self.config.broker_id, "", 0)
+        if partition is not None and partition.is_leader:
+            return (self.config.broker_id, "", 0)
+        leader = self.cluster.cache.leader(tp)
+        return None if leader is None else (leader.broker_id, leader.host, leader.port)
 
     def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         broker = None if self.cluster is None else self.cluster.cache.broker(broker_id)
@@ -395,6 +444,8 @@ class BrokerApp:
             await self.isr_changes.stop()
         if self.controller is not None:
             await asyncio.to_thread(self.controller.stop)
+        if self.transactions is not None:
+            await self.transactions.stop()
         if self.groups is not None:
             await self.groups.stop()  # answers requests waiting in JoinGroup/SyncGroup
         if self.topics is not None:

@@ -36,6 +36,7 @@ from typing import Any
 from odradek.broker.group.config import GroupConfig
 from odradek.broker.kafka_settings import KAFKA_BROKER_SETTINGS, kafka_setting_base
 from odradek.broker.limits import BrokerLimits, parse_overrides, render_overrides
+from odradek.broker.txn.config import TXN_SETTINGS, TransactionConfig
 from odradek.errors import ConfigError
 from odradek.storage.cleaner.config import BROKER_NAMES as CLEANER_BROKER_NAMES
 from odradek.storage.cleaner.config import CleanerConfig
@@ -256,6 +257,7 @@ class BrokerConfig:
     #: it waits for the replication before answering COORDINATOR_NOT_AVAILABLE.
     offsets_commit_required_acks: int = -1
     offsets_commit_timeout_ms: int = 5_000
+    transaction_config: TransactionConfig = field(default_factory=TransactionConfig)
     #: The Kafka settings given that odradek does not implement (accepted, no effect), by
     #: name, as given.
     unimplemented: tuple[tuple[str, str], ...] = ()
@@ -376,6 +378,7 @@ class BrokerConfig:
             ),
             offsets_commit_required_acks=get("offsets.commit.required.acks"),
             offsets_commit_timeout_ms=get("offsets.commit.timeout.ms"),
+            transaction_config=TransactionConfig.from_settings(get),
             unimplemented=tuple(sorted(unimplemented.items())),
         )
 
@@ -675,6 +678,7 @@ _LIMIT_SETTINGS: dict[str, _Setting] = {
     "controller.quota.window.size.seconds": _int_setting(1, 1),
 }
 _SETTINGS.update(_LIMIT_SETTINGS)
+_SETTINGS.update({name: _int_setting(d, low) for name, d, low in TXN_SETTINGS})
 
 
 # --- log.* settings: parsed here for the message, validated by LogConfig --------------------

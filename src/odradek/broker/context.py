@@ -17,6 +17,7 @@ from odradek.broker.ports import (
     PurgatoryPort,
     ReplicasPort,
     TopicsPort,
+    TransactionsPort,
 )
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class BrokerContext:
     cluster: ClusterPort | None = None
     #: Where InitProducerId's producer ids come from (None: a process-local counter).
     producer_ids: ProducerIdsPort | None = None
+    #: The transaction coordinator (None: this broker runs none).
+    transactions: TransactionsPort | None = None
     #: Incremental fetch sessions (KIP-227) served by this broker's Fetch handler.
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
 

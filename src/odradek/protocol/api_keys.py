@@ -182,7 +182,7 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.CREATE_TOPICS: VersionRange(2, 3),
         ApiKey.DELETE_TOPICS: VersionRange(1, 1),
         ApiKey.DELETE_RECORDS: VersionRange(0, 2),
-        ApiKey.INIT_PRODUCER_ID: VersionRange(0, 0),
+        ApiKey.INIT_PRODUCER_ID: VersionRange(0, 5),
         ApiKey.DESCRIBE_CONFIGS: VersionRange(1, 4),
         ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
         ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
@@ -208,6 +208,15 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
         # Replication (KIP-101/279/320): kio models v2-v4; followers send v3+ with replica_id.
         ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4),
+        # Transactions (KIP-98, KIP-664; broker/txn): every version kio models.
+        ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 5),
+        ApiKey.ADD_OFFSETS_TO_TXN: VersionRange(0, 4),
+        ApiKey.END_TXN: VersionRange(0, 5),
+        ApiKey.WRITE_TXN_MARKERS: VersionRange(1, 1),
+        ApiKey.TXN_OFFSET_COMMIT: VersionRange(0, 5),
+        ApiKey.DESCRIBE_PRODUCERS: VersionRange(0, 0),
+        ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),
+        ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),
     }
 )
 

@@ -38,6 +38,7 @@ from odradek.broker.group.records import (
     CoordinatorRecord,
     GroupMetadataKey,
     GroupMetadataValue,
+    OffsetCommitKey,
     OffsetCommitValue,
     decode_record,
 )
@@ -191,6 +192,26 @@ class GroupCoordinator(GroupMembership):
         if group.offsets or group_id in self._groups:  # a refused first commit makes no group
             self._groups[group_id] = group
         return Outcome(tuple(records), OffsetCommitResult(errors))
+
+    def apply_offset_records(
+        self, records: Iterable[tuple[_Buffer | None, _Buffer | None]], now_ms: int
+    ) -> None:
+        """A committed transaction's offsets (TxnOffsetCommit) take effect: ``records`` are
+        the offset commit records already in the log (other records are ignored)."""
+        for key, value in records:
+            record = None if key is None else decode_record(key, value)
+            if record is None or not isinstance(record.key, OffsetCommitKey):
+                continue
+            assert record.value is None or isinstance(record.value, OffsetCommitValue)
+            group_id = record.key.group_id
+            group = self._groups.get(group_id)
+            if group is None:
+                group = self._groups[group_id] = ClassicGroup(group_id, now_ms)
+            partition = TopicPartition(record.key.topic, record.key.partition)
+            if record.value is None:
+                group.offsets.pop(partition, None)
+            else:
+                group.offsets[partition] = record.value
 
     def fetch_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition] | None = None

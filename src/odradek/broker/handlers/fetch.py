@@ -40,6 +40,7 @@ from odradek.broker.ports import PartitionPort
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.net.sendfile import FileRegion
 from odradek.protocol import (
+    AbortedTransaction,
     ApiKey,
     FetchableTopicResponse,
     FetchPartitionData,
@@ -154,7 +155,8 @@ def _read(
     # this loop's body: an idle one the caught-up branch only.
     now_ms = ctx.clock.monotonic_ms() if from_replica else 0
     replicas = ctx.replicas
-    aborted = () if body.isolation_level == READ_COMMITTED else None
+    read_committed = body.isolation_level == READ_COMMITTED and not from_replica
+    aborted = () if read_committed else None
     total = 0
     responses: list[FetchableTopicResponse[FileRegion]] = []
     for name, requests in context.topics:
@@ -201,6 +203,7 @@ def _read(
                     max_bytes,
                     min_one_message=total == 0,
                     committed_only=not from_replica,
+                    read_committed=read_committed,
                 )
             except OffsetOutOfRangeError:
                 partitions.append(
@@ -218,14 +221,19 @@ def _read(
             size = 0 if records is None else records.length
             total += size
             remaining -= size
+            stable = partition.high_watermark
+            found: tuple[AbortedTransaction, ...] | None = aborted
+            if read_committed:
+                stable = partition.last_stable_offset
+                found = _aborted(partition, fetch_offset, stable) if size else ()
             partitions.append(
                 FetchPartitionData(
                     index,
                     ErrorCode.NONE,
                     partition.high_watermark,
-                    partition.high_watermark,
+                    stable,
                     info.log_start_offset,
-                    aborted,
+                    found,
                     -1,
                     records,
                     size,
@@ -233,6 +241,17 @@ def _read(
             )
         responses.append(FetchableTopicResponse(name, partitions))
     return responses, total
+
+
+def _aborted(
+    partition: PartitionPort, fetch_offset: int, last_stable_offset: int
+) -> tuple[AbortedTransaction, ...]:
+    """The aborted transactions a read_committed reader needs to drop records of what was
+    read from ``fetch_offset`` (below the last stable offset)."""
+    return tuple(
+        AbortedTransaction(entry.producer_id, entry.first_offset)
+        for entry in partition.aborted_transactions(fetch_offset, last_stable_offset)
+    )
 
 
 def _follower_fetched(
