@@ -170,6 +170,12 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         ("ALTER_PARTITION_REASSIGNMENTS", 1),
         ("LIST_PARTITION_REASSIGNMENTS", 0),
         ("OFFSET_FOR_LEADER_EPOCH", 4),
+        ("DESCRIBE_ACLS", 2),
+        ("DESCRIBE_ACLS", 3),
+        ("CREATE_ACLS", 2),
+        ("CREATE_ACLS", 3),
+        ("DELETE_ACLS", 2),
+        ("DELETE_ACLS", 3),
     }
 
 

@@ -24,6 +24,8 @@ import asyncio
 import logging
 
 from odradek._clock import SYSTEM_CLOCK, Clock
+from odradek.broker.auth.acl_store import AclStore
+from odradek.broker.auth.authorizer import AclAuthorizer, AuthorizerConfig
 from odradek.broker.cluster_member import ClusterMember
 from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
@@ -36,11 +38,14 @@ from odradek.broker.handlers import (
     alter_replica_log_dirs,
     api_versions,
     controlled_shutdown,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -130,6 +135,9 @@ HANDLER_MODULES = (
     alter_partition_reassignments,
     list_partition_reassignments,
     offset_for_leader_epoch,
+    describe_acls,
+    create_acls,
+    delete_acls,
 )
 
 
@@ -267,6 +275,12 @@ class BrokerApp:
             producer_ids=ProducerIdManager(self.store, config.broker_id),
             fetch_sessions=FetchSessionCache(config.max_incremental_fetch_session_cache_slots),
         )
+        authorizer_config = AuthorizerConfig.from_settings(dict(config.originals))
+        if authorizer_config.enabled:
+            # Before the listener: no request is decided on ACLs not yet loaded.
+            self.ctx.authorizer = AclAuthorizer(authorizer_config)
+            self.ctx.acl_store = AclStore(self.store, self.ctx.authorizer)
+            await asyncio.to_thread(self.ctx.acl_store.start)
         self.server = BrokerServer(
             self.ctx,
             router,

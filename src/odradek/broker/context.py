@@ -20,6 +20,8 @@ from odradek.broker.ports import (
 )
 
 if TYPE_CHECKING:
+    from odradek.broker.auth.acl_store import AclStore
+    from odradek.broker.auth.authorizer import AclAuthorizer
     from odradek.broker.config import BrokerConfig
     from odradek.protocol import ApiKey, VersionRange
 
@@ -47,6 +49,10 @@ class BrokerContext:
     producer_ids: ProducerIdsPort | None = None
     #: Incremental fetch sessions (KIP-227) served by this broker's Fetch handler.
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
+    #: The ACL authorizer (None: ``authorizer.class.name`` empty, everything is allowed).
+    authorizer: AclAuthorizer | None = None
+    #: Where ACLs are stored (None: no authorizer; the ACL APIs answer SECURITY_DISABLED).
+    acl_store: AclStore | None = None
 
 
 #: The address of the client whose request is being handled (``/127.0.0.1`` as Kafka

@@ -208,6 +208,10 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
         # Replication (KIP-101/279/320): kio models v2-v4; followers send v3+ with replica_id.
         ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4),
+        # The ACL APIs at Kafka 4's versions (v0 removed by KIP-896).
+        ApiKey.DESCRIBE_ACLS: VersionRange(1, 3),
+        ApiKey.CREATE_ACLS: VersionRange(1, 3),
+        ApiKey.DELETE_ACLS: VersionRange(1, 3),
     }
 )
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import TOPIC_DENIED, fetch_denied
 from odradek.broker.context import BrokerContext
 from odradek.broker.fetch_session import (
     FINAL_EPOCH,
@@ -157,8 +158,13 @@ def _read(
     aborted = () if body.isolation_level == READ_COMMITTED else None
     total = 0
     responses: list[FetchableTopicResponse[FileRegion]] = []
+    denied = fetch_denied(ctx, from_replica, context.topics)
     for name, requests in context.topics:
         partitions: list[FetchPartitionData[FileRegion]] = []
+        if name in denied:
+            partitions.extend(FetchPartitionData(p.partition, TOPIC_DENIED) for p in requests)
+            responses.append(FetchableTopicResponse(name, partitions))
+            continue
         for fetch_partition in requests:
             index = fetch_partition.partition
             partition = replicas.get(TopicPartition(name, index))

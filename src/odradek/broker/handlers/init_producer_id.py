@@ -22,6 +22,7 @@ import random
 from collections.abc import Awaitable
 from typing import Any
 
+from odradek.broker.auth.checks import CLUSTER_DENIED, Op, cluster_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.ports import ProducerIdsPort
 from odradek.errors import ErrorCode, MetadataStoreError
@@ -39,6 +40,8 @@ _producer_ids = itertools.count(random.randrange(2**31))
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
     body = init_producer_id_body(request)
+    if body.transactional_id is None and not cluster_allowed(ctx, Op.IDEMPOTENT_WRITE):
+        return _answer(request, CLUSTER_DENIED, -1)  # Kafka: IDEMPOTENT_WRITE on the cluster
     if body.transactional_id is not None:
         logger.warning(
             "InitProducerId for transactional id %r refused: transactions are not supported",

@@ -4,6 +4,7 @@ unless the group is Empty)."""
 from __future__ import annotations
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import Op, require_group
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import OffsetDeleteResult
 from odradek.broker.handlers._groups import runtime
@@ -24,6 +25,7 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
         for p in topic.partitions
     ]
     try:
+        require_group(ctx, Op.DELETE, str(body.group_id))
         result = await runtime(ctx).run(
             str(body.group_id),
             lambda coordinator, now_ms: coordinator.delete_offsets(

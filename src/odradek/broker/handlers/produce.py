@@ -22,6 +22,7 @@ from collections.abc import Awaitable
 
 from odradek._types import TopicPartition
 from odradek.broker.acks import Acks, check_enough_replicas, parse_acks
+from odradek.broker.auth.checks import TOPIC_DENIED, Op, topic_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.ports import PartitionPort
 from odradek.errors import (
@@ -37,7 +38,12 @@ from odradek.protocol import (
     TopicProduceResponse,
     encode_produce_response,
 )
-from odradek.protocol.requests import ProduceRequestBody, duration_ms, produce_body
+from odradek.protocol.requests import (
+    ProduceRequestBody,
+    ProduceTopicData,
+    duration_ms,
+    produce_body,
+)
 from odradek.records.batch import read_prefix
 from odradek.records.legacy import is_legacy_message_set, upconvert_message_set
 
@@ -74,6 +80,10 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
     for topic_data in body.topic_data:
         name = str(topic_data.name)
         partitions: list[PartitionProduceResponse] = []
+        if not topic_allowed(ctx, Op.WRITE, name):  # WRITE on the topic, as Kafka checks
+            responses.append(_refused(topic_data, TOPIC_DENIED))
+            failed = failed or PartitionProduceResponse(-1, TOPIC_DENIED)
+            continue
         for partition_data in topic_data.partition_data:
             raw = partition_data.records
             records: bytes | CorruptRecordError | None = raw
@@ -121,14 +131,16 @@ async def _when_replicated(
 
 def _refuse_all(request: Request, body: ProduceRequestBody, code: ErrorCode) -> bytes:
     """Every partition answered ``code``, nothing appended (an invalid acks)."""
-    responses = [
-        TopicProduceResponse(
-            str(topic_data.name),
-            [PartitionProduceResponse(int(p.index), code) for p in topic_data.partition_data],
-        )
-        for topic_data in body.topic_data
-    ]
+    responses = [_refused(topic_data, code) for topic_data in body.topic_data]
     return encode_produce_response(request.api_version, request.correlation_id, responses)
+
+
+def _refused(topic_data: ProduceTopicData, code: ErrorCode) -> TopicProduceResponse:
+    """Every partition of the topic answered ``code``."""
+    return TopicProduceResponse(
+        str(topic_data.name),
+        [PartitionProduceResponse(int(p.index), code) for p in topic_data.partition_data],
+    )
 
 
 def _append(
