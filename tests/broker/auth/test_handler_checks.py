@@ -1,0 +1,176 @@
+"""The handlers' authorization checks with named principals (the authentication side sets
+``CLIENT_PRINCIPAL`` per dispatch; these tests set it directly), over in-memory fakes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import datetime
+import importlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pytest
+from kio.serial import entity_reader
+from kio.static.primitive import i32Timedelta
+from tests.broker.fakes import FakePartition, FakeTopics, context, request
+from tests.broker.handlers.test_fetch import decoded, fetch_request, filled
+from tests.broker.handlers.test_produce import answers, batch, produce_request
+
+from odradek._types import TopicPartition
+from odradek.broker.auth.acls import (
+    CLUSTER_NAME,
+    AccessControlEntry,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+from odradek.broker.auth.authorizer import AclAuthorizer, AuthorizerConfig
+from odradek.broker.context import BrokerContext
+from odradek.broker.handlers import (
+    fetch,
+    heartbeat,
+    init_producer_id,
+    leader_and_isr,
+    metadata,
+    produce,
+)
+from odradek.broker.principal import CLIENT_PRINCIPAL, KafkaPrincipal
+from odradek.errors import ErrorCode
+from odradek.protocol import response_class
+from odradek.protocol.inter_broker import LeaderAndIsrRequest
+
+ALICE = KafkaPrincipal("User", "alice")
+MALLORY = KafkaPrincipal("User", "mallory")
+ADMIN = KafkaPrincipal("User", "admin")
+Op = AclOperation
+_T = TypeVar("_T")
+
+
+def as_principal(principal: KafkaPrincipal, call: Callable[[], _T]) -> _T:
+    """Runs ``call`` as the server runs a dispatch: with the connection's principal set."""
+
+    def run() -> _T:
+        CLIENT_PRINCIPAL.set(principal)
+        return call()
+
+    return contextvars.copy_context().run(run)
+
+
+def secured(ctx: BrokerContext, *grants: tuple[ResourceType, str, AclOperation]) -> BrokerContext:
+    authorizer = AclAuthorizer(
+        AuthorizerConfig(enabled=True, super_users=frozenset({"User:admin"}))
+    )
+    for resource_type, name, operation in grants:
+        pattern_type = PatternType.PREFIXED if name.endswith("-") else PatternType.LITERAL
+        pattern = ResourcePattern(resource_type, name, pattern_type)
+        entry = AccessControlEntry("User:alice", "*", operation, AclPermissionType.ALLOW)
+        authorizer.set_acls(pattern, authorizer.entries(pattern) | {entry})
+    ctx.authorizer = authorizer
+    return ctx
+
+
+def test_produce_needs_write_on_each_topic() -> None:
+    a, b = FakePartition(TopicPartition("a", 0)), FakePartition(TopicPartition("b", 0))
+    ctx = secured(context(a, b), (ResourceType.TOPIC, "a", Op.WRITE))
+    data = {("a", 0): batch(), ("b", 0): batch()}
+    alice = answers(as_principal(ALICE, lambda: produce.handle(ctx, produce_request(1, data))))
+    assert alice == {("a", 0): (0, 0), ("b", 0): (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)}
+    mallory = answers(as_principal(MALLORY, lambda: produce.handle(ctx, produce_request(1, data))))
+    assert {code for code, _ in mallory.values()} == {ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    admin = answers(as_principal(ADMIN, lambda: produce.handle(ctx, produce_request(1, data))))
+    assert admin == {("a", 0): (0, 1), ("b", 0): (0, 0)}
+    assert len(a.appends) == 2
+    assert len(b.appends) == 1
+
+
+def test_an_acks_0_produce_to_a_denied_topic_closes_the_connection() -> None:
+    ctx = secured(context(FakePartition(TopicPartition("a", 0))))
+    with pytest.raises(Exception, match="acks=0"):
+        as_principal(ALICE, lambda: produce.handle(ctx, produce_request(0, {("a", 0): batch()})))
+
+
+def test_fetch_needs_read_and_a_follower_cluster_action() -> None:
+    tp_a, tp_b = TopicPartition("a", 0), TopicPartition("b", 0)
+    ctx = secured(
+        context(filled(tp_a, 1), filled(tp_b, 1)),
+        (ResourceType.TOPIC, "a", Op.READ),
+    )
+    offsets = {tp_a: 0, tp_b: 0}
+    answer = decoded(as_principal(ALICE, lambda: fetch.handle(ctx, fetch_request(offsets))))
+    assert answer[tp_a].error_code == ErrorCode.NONE
+    assert answer[tp_b].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    # READ on the topics does not make a follower: replica fetches need CLUSTER_ACTION.
+    follower = fetch_request(offsets, replica_id=2)
+    denied = decoded(as_principal(ALICE, lambda: fetch.handle(ctx, follower)))
+    assert {p.error_code for p in denied.values()} == {ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+
+
+def metadata_answer(
+    ctx: BrokerContext, principal: KafkaPrincipal, topics: list[str] | None
+) -> dict[str, int]:
+    m = importlib.import_module("kio.schema.metadata.v12.request")
+    body = m.MetadataRequest(
+        topics=None
+        if topics is None
+        else tuple(m.MetadataRequestTopic(topic_id=None, name=t) for t in topics),
+        allow_auto_topic_creation=True,
+        include_topic_authorized_operations=False,
+    )
+    frame = as_principal(principal, lambda: metadata.handle(ctx, request(body)))
+    response_type: Any = response_class(3, 12)
+    _, size = entity_reader(response_type.__header_schema__)(frame[4:], 0)
+    response, _ = entity_reader(response_type)(frame[4:], size)
+    return {str(t.name): int(t.error_code) for t in response.topics}
+
+
+def test_metadata_hides_topics_and_auto_creation_needs_create() -> None:
+    topics = FakeTopics({"pay-orders", "secret"}, auto_create=True)
+    ctx = secured(context(topics=topics), (ResourceType.TOPIC, "pay-", Op.READ))
+    assert metadata_answer(ctx, ALICE, None) == {"pay-orders": 0}
+    named = metadata_answer(ctx, ALICE, ["secret", "pay-new"])
+    # Existing or not, a topic it may not describe is answered the same way.
+    assert named["secret"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert named["pay-new"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED  # DESCRIBE but no CREATE
+    assert topics.created == []
+    assert set(metadata_answer(ctx, ADMIN, None)) == {"pay-orders", "secret"}
+    secured_ctx = secured(
+        ctx, (ResourceType.TOPIC, "pay-", Op.READ), (ResourceType.TOPIC, "pay-", Op.CREATE)
+    )
+    metadata_answer(secured_ctx, ALICE, ["pay-new"])
+    assert topics.created == ["pay-new"]
+
+
+def test_group_apis_need_read_on_the_group() -> None:
+    m = importlib.import_module("kio.schema.heartbeat.v1.request")
+    body = m.HeartbeatRequest(group_id="g", generation_id=1, member_id="m")
+    ctx = secured(context(), (ResourceType.GROUP, "other", Op.READ))
+    response = asyncio.run(as_principal(ALICE, lambda: heartbeat.handle(ctx, request(body))))
+    assert response.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+def test_idempotent_producers_need_idempotent_write_on_the_cluster() -> None:
+    m = importlib.import_module("kio.schema.init_producer_id.v0.request")
+    body = m.InitProducerIdRequest(transactional_id=None, transaction_timeout=_ms(1000))
+    ctx = secured(context(), (ResourceType.CLUSTER, CLUSTER_NAME, Op.IDEMPOTENT_WRITE))
+    allowed = as_principal(ALICE, lambda: init_producer_id.handle(ctx, request(body)))
+    assert allowed.error_code == ErrorCode.NONE
+    denied = as_principal(MALLORY, lambda: init_producer_id.handle(ctx, request(body)))
+    assert denied.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_inter_broker_apis_need_cluster_action() -> None:
+    body = LeaderAndIsrRequest(
+        controller_id=0, controller_epoch=1, ungrouped_partition_states=(), live_leaders=()
+    )
+    ctx = secured(context())
+    denied = as_principal(ALICE, lambda: leader_and_isr.handle(ctx, request(body)))
+    assert denied.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    by_broker = as_principal(ADMIN, lambda: leader_and_isr.handle(ctx, request(body)))
+    assert by_broker.error_code == ErrorCode.NOT_CONTROLLER  # allowed; a lone broker
+
+
+def _ms(value: int) -> Any:
+    return i32Timedelta.parse(datetime.timedelta(milliseconds=value))
