@@ -158,10 +158,10 @@ def _read(
     aborted = () if body.isolation_level == READ_COMMITTED else None
     total = 0
     responses: list[FetchableTopicResponse[FileRegion]] = []
-    denied = fetch_denied(ctx, from_replica, context.topics)
+    denied = None if ctx.authorizer is None else fetch_denied(ctx, from_replica, context.topics)
     for name, requests in context.topics:
         partitions: list[FetchPartitionData[FileRegion]] = []
-        if name in denied:
+        if denied and name in denied:
             partitions.extend(FetchPartitionData(p.partition, TOPIC_DENIED) for p in requests)
             responses.append(FetchableTopicResponse(name, partitions))
             continue
