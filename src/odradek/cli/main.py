@@ -10,6 +10,7 @@ import sys
 import click
 
 from odradek._version import __version__
+from odradek.cli.acls import acls
 from odradek.cli.cluster import cluster
 from odradek.cli.consume import consume
 from odradek.cli.demo import demo
@@ -29,6 +30,7 @@ def cli() -> None:
     """odradek: a Kafka-compatible commit log."""
 
 
+cli.add_command(acls)
 cli.add_command(cluster)
 cli.add_command(consume)
 cli.add_command(demo)
