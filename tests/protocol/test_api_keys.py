@@ -176,6 +176,8 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         ("CREATE_ACLS", 3),
         ("DELETE_ACLS", 2),
         ("DELETE_ACLS", 3),
+        ("DESCRIBE_CLIENT_QUOTAS", 1),
+        ("ALTER_CLIENT_QUOTAS", 1),
     }
 
 

@@ -26,12 +26,15 @@ import logging
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek.broker.auth.acl_store import AclStore
 from odradek.broker.auth.authorizer import AclAuthorizer, AuthorizerConfig
+from odradek.broker.auth.quota_store import QuotaStore
+from odradek.broker.auth.quotas import ClientQuotas
 from odradek.broker.cluster_member import ClusterMember
 from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.fetch_session import FetchSessionCache
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
+    alter_client_quotas,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
@@ -46,6 +49,7 @@ from odradek.broker.handlers import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -138,6 +142,8 @@ HANDLER_MODULES = (
     describe_acls,
     create_acls,
     delete_acls,
+    describe_client_quotas,
+    alter_client_quotas,
 )
 
 
@@ -281,6 +287,11 @@ class BrokerApp:
             self.ctx.authorizer = AclAuthorizer(authorizer_config)
             self.ctx.acl_store = AclStore(self.store, self.ctx.authorizer)
             await asyncio.to_thread(self.ctx.acl_store.start)
+        self.ctx.quotas = ClientQuotas(
+            window_size_ms=1000 * int(dict(config.originals).get("quota.window.size.seconds", 1))
+        )
+        self.ctx.quota_store = QuotaStore(self.store, self.ctx.quotas)
+        await asyncio.to_thread(self.ctx.quota_store.start)
         self.server = BrokerServer(
             self.ctx,
             router,

@@ -688,6 +688,8 @@ _AUTHORIZER_SETTINGS: dict[str, _Setting] = {
     "authorizer.class.name": _Setting(_authorizer_setting, _text, ""),
     "super.users": _Setting(_authorizer_setting, _text, ""),
     "allow.everyone.if.no.acl.found": _Setting(_boolean, _render_bool, "false"),
+    # The client quotas' burst (broker.auth.quotas; quota.window.num has no effect).
+    "quota.window.size.seconds": _int_setting(1, 1),
 }
 _SETTINGS.update(_AUTHORIZER_SETTINGS)
 

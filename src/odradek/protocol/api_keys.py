@@ -212,6 +212,8 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.DESCRIBE_ACLS: VersionRange(1, 3),
         ApiKey.CREATE_ACLS: VersionRange(1, 3),
         ApiKey.DELETE_ACLS: VersionRange(1, 3),
+        ApiKey.DESCRIBE_CLIENT_QUOTAS: VersionRange(0, 1),
+        ApiKey.ALTER_CLIENT_QUOTAS: VersionRange(0, 1),
     }
 )
 

@@ -23,6 +23,7 @@ from collections.abc import Awaitable
 from odradek._types import TopicPartition
 from odradek.broker.acks import Acks, check_enough_replicas, parse_acks
 from odradek.broker.auth.checks import TOPIC_DENIED, Op, topic_allowed
+from odradek.broker.auth.throttle import produce_throttle_ms
 from odradek.broker.context import BrokerContext
 from odradek.broker.ports import PartitionPort
 from odradek.errors import (
@@ -67,6 +68,7 @@ def _upconverted(records: bytes) -> bytes | CorruptRecordError:
 
 def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | None:
     body = produce_body(request)
+    throttle_ms = produce_throttle_ms(ctx, request)  # producer_byte_rate (KIP-219)
     try:
         acks = parse_acks(int(body.acks))
     except KafkaError as error:
@@ -108,8 +110,12 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
             )
         return None
     if not replicated:
-        return _when_replicated(ctx, request, responses, waiting, duration_ms(body.timeout))
-    return encode_produce_response(request.api_version, request.correlation_id, responses)
+        return _when_replicated(
+            ctx, request, responses, waiting, duration_ms(body.timeout), throttle_ms
+        )
+    return encode_produce_response(
+        request.api_version, request.correlation_id, responses, throttle_time_ms=throttle_ms
+    )
 
 
 async def _when_replicated(
@@ -118,6 +124,7 @@ async def _when_replicated(
     responses: list[TopicProduceResponse],
     waiting: list[_Waiting],
     timeout_ms: int,
+    throttle_ms: int,
 ) -> bytes:
     """The response once the delayed produce settled each waiting partition."""
     errors = await ctx.replicas.delayed_produce.wait(
@@ -126,7 +133,9 @@ async def _when_replicated(
     for (_, _, answers, index), error in zip(waiting, errors, strict=True):
         if error:
             answers[index] = answers[index]._replace(error_code=error)
-    return encode_produce_response(request.api_version, request.correlation_id, responses)
+    return encode_produce_response(
+        request.api_version, request.correlation_id, responses, throttle_time_ms=throttle_ms
+    )
 
 
 def _refuse_all(request: Request, body: ProduceRequestBody, code: ErrorCode) -> bytes:
