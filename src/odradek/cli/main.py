@@ -19,6 +19,7 @@ from odradek.cli.groups import groups
 from odradek.cli.leader_election import leader_election
 from odradek.cli.log_dirs import log_dirs
 from odradek.cli.produce import produce
+from odradek.cli.quotas import quotas
 from odradek.cli.reassign_partitions import reassign_partitions
 from odradek.cli.serve import serve
 from odradek.cli.topics import topics
@@ -39,6 +40,7 @@ cli.add_command(groups)
 cli.add_command(leader_election)
 cli.add_command(log_dirs)
 cli.add_command(produce)
+cli.add_command(quotas)
 cli.add_command(reassign_partitions)
 cli.add_command(serve)
 cli.add_command(topics)
