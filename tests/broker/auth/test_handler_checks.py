@@ -30,6 +30,9 @@ from odradek.broker.auth.acls import (
 from odradek.broker.auth.authorizer import AclAuthorizer, AuthorizerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers import (
+    describe_cluster,
+    describe_log_dirs,
+    elect_leaders,
     fetch,
     heartbeat,
     init_producer_id,
@@ -174,3 +177,22 @@ def test_inter_broker_apis_need_cluster_action() -> None:
 
 def _ms(value: int) -> Any:
     return i32Timedelta.parse(datetime.timedelta(milliseconds=value))
+
+
+def test_cluster_admin_apis_need_their_cluster_operation() -> None:
+    ctx = secured(context(), (ResourceType.CLUSTER, CLUSTER_NAME, Op.DESCRIBE))
+    log_dirs = importlib.import_module("kio.schema.describe_log_dirs.v4.request")
+    body = log_dirs.DescribeLogDirsRequest(topics=None)
+    assert as_principal(
+        MALLORY, lambda: describe_log_dirs.handle(ctx, request(body))
+    ).error_code == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    described = as_principal(ALICE, lambda: describe_log_dirs.handle(ctx, request(body)))
+    assert described.error_code == ErrorCode.NONE
+    cluster_m = importlib.import_module("kio.schema.describe_cluster.v0.request")
+    ask = cluster_m.DescribeClusterRequest(include_cluster_authorized_operations=True)
+    answer = as_principal(ALICE, lambda: describe_cluster.handle(ctx, request(ask)))
+    assert answer.cluster_authorized_operations == 1 << Op.DESCRIBE
+    elect = importlib.import_module("kio.schema.elect_leaders.v1.request")
+    body_e = elect.ElectLeadersRequest(election_type=0, topic_partitions=None, timeout=_ms(100))
+    refused = as_principal(ALICE, lambda: elect_leaders.handle(ctx, request(body_e)))
+    assert refused.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED

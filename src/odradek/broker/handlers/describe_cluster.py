@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from odradek.broker.auth.acls import AclOperation
 from odradek.broker.auth.checks import CLUSTER_DENIED, Op, cluster_allowed
 from odradek.broker.context import BrokerContext
 from odradek.errors import ErrorCode
@@ -36,7 +37,11 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     endpoint_type = int(getattr(request.body, "endpoint_type", BROKERS_ENDPOINT_TYPE))  # v1+
     operations = OPERATIONS_NOT_REQUESTED
     if body.include_cluster_authorized_operations:
-        operations = sum(1 << operation for operation in CLUSTER_OPERATIONS)
+        operations = sum(
+            1 << operation
+            for operation in CLUSTER_OPERATIONS
+            if cluster_allowed(ctx, AclOperation(operation))  # all of them without an authorizer
+        )
     fields: dict[str, Any] = {
         "throttle_time": 0,
         "error_code": ErrorCode.NONE,
