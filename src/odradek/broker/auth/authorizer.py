@@ -71,7 +71,7 @@ _IMPLIED_BY: Mapping[AclOperation, frozenset[AclOperation]] = {
 CACHE_MAX_ENTRIES = 100_000
 
 _Entries = frozenset[AccessControlEntry]
-_DecisionKey = tuple[KafkaPrincipal, str, AclOperation, ResourceType, str]
+_DecisionKey = tuple[str, str, str, AclOperation, ResourceType, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,9 +199,10 @@ class AclAuthorizer:
         resource_type: ResourceType,
         name: str,
     ) -> bool:
-        """Whether ``principal`` connected from ``host`` may do ``operation`` on the resource."""
+        """Whether ``principal`` connected from ``host`` (an address, or ``/address`` as the
+        server records it) may do ``operation`` on the resource."""
         cache = self._cache  # before the index: see the module docstring
-        key = (principal, host, operation, resource_type, name)
+        key = (principal.principal_type, principal.name, host, operation, resource_type, name)
         decision = cache.get(key)
         if decision is None:
             decision = self._decide(principal, host, operation, resource_type, name)
@@ -223,6 +224,7 @@ class AclAuthorizer:
         who = str(principal)
         if who in self._super_users:
             return True
+        host = host.removeprefix("/")
         entries = self._index.matching(resource_type, name)
         if not entries:
             return self._allow_if_none

@@ -56,13 +56,8 @@ def allowed(
     authorizer = ctx.authorizer
     if authorizer is None:
         return True
-    host = CLIENT_HOST.get()
     return authorizer.authorize(
-        CLIENT_PRINCIPAL.get(),
-        host[1:] if host.startswith("/") else host,
-        operation,
-        resource_type,
-        name,
+        CLIENT_PRINCIPAL.get(), CLIENT_HOST.get(), operation, resource_type, name
     )
 
 
