@@ -112,7 +112,10 @@ def test_fetch_needs_read_and_a_follower_cluster_action() -> None:
 
 
 def metadata_answer(
-    ctx: BrokerContext, principal: KafkaPrincipal, topics: list[str] | None
+    ctx: BrokerContext,
+    principal: KafkaPrincipal,
+    topics: list[str] | None,
+    operations: dict[str, int] | None = None,
 ) -> dict[str, int]:
     m = importlib.import_module("kio.schema.metadata.v12.request")
     body = m.MetadataRequest(
@@ -120,12 +123,16 @@ def metadata_answer(
         if topics is None
         else tuple(m.MetadataRequestTopic(topic_id=None, name=t) for t in topics),
         allow_auto_topic_creation=True,
-        include_topic_authorized_operations=False,
+        include_topic_authorized_operations=operations is not None,
     )
     frame = as_principal(principal, lambda: metadata.handle(ctx, request(body)))
     response_type: Any = response_class(3, 12)
     _, size = entity_reader(response_type.__header_schema__)(frame[4:], 0)
     response, _ = entity_reader(response_type)(frame[4:], size)
+    if operations is not None:
+        operations.update(
+            {str(t.name): int(t.topic_authorized_operations) for t in response.topics}
+        )
     return {str(t.name): int(t.error_code) for t in response.topics}
 
 
@@ -133,6 +140,9 @@ def test_metadata_hides_topics_and_auto_creation_needs_create() -> None:
     topics = FakeTopics({"pay-orders", "secret"}, auto_create=True)
     ctx = secured(context(topics=topics), (ResourceType.TOPIC, "pay-", Op.READ))
     assert metadata_answer(ctx, ALICE, None) == {"pay-orders": 0}
+    operations: dict[str, int] = {}
+    metadata_answer(ctx, ALICE, None, operations)
+    assert operations == {"pay-orders": 1 << Op.READ | 1 << Op.DESCRIBE}  # DESCRIBE implied
     named = metadata_answer(ctx, ALICE, ["secret", "pay-new"])
     # Existing or not, a topic it may not describe is answered the same way.
     assert named["secret"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED

@@ -31,6 +31,7 @@ __all__ = [
     "TOPIC_DENIED",
     "Op",
     "allowed",
+    "allowed_operations",
     "cluster_allowed",
     "create_allowed",
     "denied_topics",
@@ -136,3 +137,15 @@ def require_config_access(
             )
     elif not cluster_allowed(ctx, operation):
         raise KafkaError(f"{operation.name} on the cluster is not allowed", code=CLUSTER_DENIED)
+
+
+def allowed_operations(
+    ctx: BrokerContext, resource_type: ResourceType, name: str, operations: Iterable[int]
+) -> int:
+    """The ``*_authorized_operations`` bitfield: bit ``op`` set for each operation (Kafka's
+    ``AclOperation`` codes) the request may do on the resource."""
+    return sum(
+        1 << operation
+        for operation in operations
+        if allowed(ctx, AclOperation(operation), resource_type, name)
+    )
