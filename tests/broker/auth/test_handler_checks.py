@@ -28,6 +28,7 @@ from odradek.broker.auth.acls import (
     ResourceType,
 )
 from odradek.broker.auth.authorizer import AclAuthorizer, AuthorizerConfig
+from odradek.broker.auth.quotas import PRODUCER_BYTE_RATE, ClientQuotas, QuotaEntity
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers import (
     describe_cluster,
@@ -206,3 +207,21 @@ def test_cluster_admin_apis_need_their_cluster_operation() -> None:
     body_e = elect.ElectLeadersRequest(election_type=0, topic_partitions=None, timeout=_ms(100))
     refused = as_principal(ALICE, lambda: elect_leaders.handle(ctx, request(body_e)))
     assert refused.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_produce_answers_its_throttle_time_once_over_the_quota() -> None:
+    partition = FakePartition(TopicPartition("a", 0))
+    ctx = context(partition)
+    ctx.quotas = ClientQuotas()
+    ctx.quotas.set_quotas(QuotaEntity(None, "fake"), {PRODUCER_BYTE_RATE: 1000})
+    throttles = []
+    for _ in range(20):
+        frame = produce.handle(ctx, produce_request(1, {("a", 0): batch()}))
+        assert isinstance(frame, bytes)
+        response_type: Any = response_class(0, 7)
+        _, size = entity_reader(response_type.__header_schema__)(frame[4:], 0)
+        response, _ = entity_reader(response_type)(frame[4:], size)
+        throttles.append(int(response.throttle_time.total_seconds() * 1000))
+    assert throttles[0] == 0
+    assert throttles[-1] > throttles[-2] > 0  # the debt grows with each request
+    assert len(partition.appends) == 20  # KIP-219: answered at once, not refused
