@@ -119,10 +119,12 @@ class _Index:
 
     def __init__(self, acls: Mapping[ResourcePattern, _Entries]) -> None:
         self.literal: dict[tuple[ResourceType, str], _Entries] = {}
-        self.prefixed: dict[ResourceType, list[tuple[str, _Entries]]] = {}
+        # Prefixes by resource type, then by length: a name looks up each length once.
+        self.prefixed: dict[ResourceType, dict[int, dict[str, _Entries]]] = {}
         for pattern, entries in acls.items():
             if pattern.pattern_type is PatternType.PREFIXED:
-                self.prefixed.setdefault(pattern.resource_type, []).append((pattern.name, entries))
+                by_length = self.prefixed.setdefault(pattern.resource_type, {})
+                by_length.setdefault(len(pattern.name), {})[pattern.name] = entries
             else:
                 self.literal[(pattern.resource_type, pattern.name)] = entries
 
@@ -132,9 +134,11 @@ class _Index:
         found.extend(literal.get((resource_type, name), ()))
         if name != WILDCARD:
             found.extend(literal.get((resource_type, WILDCARD), ()))
-        for prefix, entries in self.prefixed.get(resource_type, ()):
-            if name.startswith(prefix):
-                found.extend(entries)
+        by_length = self.prefixed.get(resource_type)
+        if by_length:
+            for length, prefixes in by_length.items():
+                if length <= len(name):
+                    found.extend(prefixes.get(name[:length], ()))
         return found
 
 
