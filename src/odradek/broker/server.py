@@ -29,11 +29,12 @@ import contextlib
 import inspect
 import ipaddress
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable
 from typing import cast
 
-from odradek.broker.auth.throttle import mute_ms
+from odradek.broker.auth.throttle import mute_ms, record_request_time
 from odradek.broker.connection_quotas import ConnectionQuotas, IdleConnections
 from odradek.broker.context import CLIENT_HOST, BrokerContext
 from odradek.broker.limits import BrokerLimits, is_ip_address
@@ -394,7 +395,13 @@ class KafkaProtocol(asyncio.Protocol):
         request = event.request
         try:
             CLIENT_HOST.set(self.client_host)
-            result = self.server.router.dispatch(self.ctx, request)
+            quotas = self.ctx.quotas
+            if quotas is not None and quotas.request_time_active:  # request_percentage
+                started_ns = time.perf_counter_ns()
+                result = self.server.router.dispatch(self.ctx, request)
+                record_request_time(self.ctx, request, time.perf_counter_ns() - started_ns)
+            else:
+                result = self.server.router.dispatch(self.ctx, request)
         except Exception as error:
             self._fail(request.api_key.name, error)
             return False

@@ -9,14 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from odradek import Broker
 from odradek.broker.auth.quota_store import QuotaStore, entity_path
 from odradek.broker.auth.quotas import (
     CONSUMER_BYTE_RATE,
     DEFAULT,
     PRODUCER_BYTE_RATE,
+    REQUEST_PERCENTAGE,
     ClientQuotas,
     QuotaEntity,
 )
+from odradek.client.admin import AdminClient
 from odradek.controller.local import LocalMetadataStore
 
 MB = 1_000_000
@@ -131,3 +134,30 @@ def test_bad_quotas_are_refused(
     quota_store.start()
     with pytest.raises(ValueError, match=message):
         quota_store.alter(QuotaEntity("u", None), values, [])
+
+
+def test_request_percentage_is_handling_time_per_second() -> None:
+    q = ClientQuotas()
+    q.set_quotas(QuotaEntity(None, "c"), {REQUEST_PERCENTAGE: 10})  # 100 ms/s, 100 ms burst
+    assert q.request_time_active
+    assert q.record(REQUEST_PERCENTAGE, "u", "c", 50.0, 0) == 0
+    assert q.record(REQUEST_PERCENTAGE, "u", "c", 100.0, 0) == 501  # 50 ms over at 100 ms/s
+    assert q.mute_ms("u", "c", 0) == 501
+    # Kafka bounds a request-time throttle by the window (1 s): the debt stops there.
+    assert q.record(REQUEST_PERCENTAGE, "u", "c", 10_000.0, 0) == 1001
+
+
+def test_the_server_times_handlers_against_request_percentage() -> None:
+    with Broker() as broker:
+        quotas = broker.app.ctx.quotas if broker.app.ctx is not None else None
+        assert quotas is not None
+        # 50 %: 500 ms of handling per second, which a few requests do not reach.
+        quotas.set_quotas(QuotaEntity(None, "slowpoke"), {REQUEST_PERCENTAGE: 50})
+        with AdminClient(
+            {"bootstrap.servers": broker.bootstrap_servers, "client.id": "slowpoke"}
+        ) as admin:
+            admin.list_topics()
+        assert quotas.statistics()["holders"] == 1  # its requests were timed
+        # Counted against its bucket: a request taking 600 ms more would put it over.
+        now_ms = broker.app.clock.monotonic_ms()
+        assert quotas.record(REQUEST_PERCENTAGE, "ANONYMOUS", "slowpoke", 600.0, now_ms) > 0

@@ -2,7 +2,10 @@
 client over its quota is throttled. Pure: values and ``now_ms`` in, milliseconds out.
 
 Quotas are Kafka's: ``producer_byte_rate`` and ``consumer_byte_rate`` (bytes/s) and
-``request_percentage`` (accepted and stored; not enforced yet), set per entity — a user, a
+``request_percentage`` (the share of one thread's time the client's requests may take, in
+percent: 100 is 1,000 ms of handling per second; measured as the time the broker spends in
+the handlers, long polls excluded; its throttle is at most the window size, as in Kafka),
+set per entity — a user, a
 client id, a user's client id, or the ``<default>`` of either. A request takes the quota of
 the most specific entity that sets one, in Kafka's order:
 
@@ -100,10 +103,15 @@ class _Bucket:
         self.credit = credit
         self.updated_ms = now_ms
 
-    def take(self, amount: float, quota: float, burst: float, now_ms: int) -> int:
-        """Takes ``amount``; returns the throttle in ms (0 when still in credit)."""
+    def take(
+        self, amount: float, quota: float, burst: float, now_ms: int, floor: float | None
+    ) -> int:
+        """Takes ``amount`` (the debt not below ``floor``); returns the throttle in ms (0 when
+        still in credit)."""
         elapsed = max(0, now_ms - self.updated_ms)
         self.credit = min(burst, self.credit + quota * elapsed / 1000.0) - amount
+        if floor is not None and self.credit < floor:
+            self.credit = floor
         self.updated_ms = now_ms
         return 0 if self.credit >= 0 else int(-self.credit * 1000.0 / quota) + 1
 
@@ -126,8 +134,10 @@ class ClientQuotas:
         self._by_key: dict[str, dict[QuotaEntity, float]] = {}
         self._buckets: dict[tuple[str, str | None, str | None], _Bucket] = {}
         self.throttled = 0
-        #: Whether any byte-rate quota is set (handlers and the server skip all when not).
+        #: Whether any quota is set (handlers and the server skip all when not).
         self.active = False
+        #: Whether a request_percentage quota is set (the server times handlers only then).
+        self.request_time_active = False
 
     # ----------------------------------------------------------------- configuration
 
@@ -144,11 +154,14 @@ class ClientQuotas:
         by_key: dict[str, dict[QuotaEntity, float]] = {}
         for entity, values in configs.items():
             for key, value in values.items():
-                if key in (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE) and value > 0:
-                    by_key.setdefault(key, {})[entity] = float(value)
+                if key in QUOTA_KEYS and value > 0:
+                    # Every quota as a rate per second: bytes, or ms of handling.
+                    rate = value * 10.0 if key == REQUEST_PERCENTAGE else float(value)
+                    by_key.setdefault(key, {})[entity] = rate
         self._configs = {entity: dict(values) for entity, values in configs.items() if values}
         self._by_key = by_key
         self.active = bool(by_key)
+        self.request_time_active = REQUEST_PERCENTAGE in by_key
 
     def configs(self) -> dict[QuotaEntity, dict[str, float]]:
         """Every entity's quotas."""
@@ -167,9 +180,10 @@ class ClientQuotas:
 
     # ----------------------------------------------------------------- use
 
-    def record(self, key: str, user: str, client_id: str, amount: int, now_ms: int) -> int:
-        """Counts ``amount`` bytes against the applicable ``key`` quota; returns the throttle
-        time in ms (0: within the quota, or no quota applies)."""
+    def record(self, key: str, user: str, client_id: str, amount: float, now_ms: int) -> int:
+        """Counts ``amount`` (bytes; ms of handling for ``request_percentage``) against the
+        applicable ``key`` quota; returns the throttle time in ms (0: within the quota, or
+        no quota applies)."""
         found = self.quota(key, user, client_id)
         if found is None:
             return 0
@@ -179,7 +193,9 @@ class ClientQuotas:
         bucket = self._buckets.get(holder)
         if bucket is None:
             bucket = self._buckets[holder] = _Bucket(burst, now_ms)
-        throttle_ms = bucket.take(amount, quota, burst, now_ms)
+        # Kafka bounds a request-time throttle by the window size (ClientRequestQuotaManager).
+        floor = -burst if key == REQUEST_PERCENTAGE else None
+        throttle_ms = bucket.take(amount, quota, burst, now_ms, floor)
         if throttle_ms:
             self.throttled += 1
         return throttle_ms
