@@ -28,7 +28,12 @@ from odradek.broker.auth.acls import (
     ResourceType,
 )
 from odradek.broker.auth.authorizer import AclAuthorizer, AuthorizerConfig
-from odradek.broker.auth.quotas import PRODUCER_BYTE_RATE, ClientQuotas, QuotaEntity
+from odradek.broker.auth.quotas import (
+    CONSUMER_BYTE_RATE,
+    PRODUCER_BYTE_RATE,
+    ClientQuotas,
+    QuotaEntity,
+)
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers import (
     describe_cluster,
@@ -43,7 +48,7 @@ from odradek.broker.handlers import (
 )
 from odradek.broker.principal import CLIENT_PRINCIPAL, KafkaPrincipal
 from odradek.errors import ErrorCode
-from odradek.protocol import response_class
+from odradek.protocol import FetchResponseFrame, response_class
 from odradek.protocol.inter_broker import LeaderAndIsrRequest
 
 ALICE = KafkaPrincipal("User", "alice")
@@ -225,3 +230,21 @@ def test_produce_answers_its_throttle_time_once_over_the_quota() -> None:
     assert throttles[0] == 0
     assert throttles[-1] > throttles[-2] > 0  # the debt grows with each request
     assert len(partition.appends) == 20  # KIP-219: answered at once, not refused
+
+
+def test_a_consumer_fetch_answers_its_throttle_time_a_follower_is_not_counted() -> None:
+    tp = TopicPartition("a", 0)
+    ctx = context(filled(tp, 3))
+    ctx.quotas = ClientQuotas()
+    ctx.quotas.set_quotas(QuotaEntity(None, "fake"), {CONSUMER_BYTE_RATE: 10})
+
+    def throttle_of(replica_id: int) -> int:
+        frame = fetch.handle(ctx, fetch_request({tp: 0}, replica_id=replica_id))
+        assert isinstance(frame, FetchResponseFrame)
+        head = b"".join(p for p in frame.parts if isinstance(p, bytes))
+        return int.from_bytes(head[8:12], "big")  # size, correlation id, throttle_time_ms
+
+    assert throttle_of(2) == 0  # replication is not a client's consumption
+    first = throttle_of(-1)  # the records are more than the 10-byte burst
+    assert first > 0
+    assert throttle_of(-1) > first
