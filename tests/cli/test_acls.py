@@ -96,6 +96,48 @@ def test_add_list_remove(broker: Broker, capsys: pytest.CaptureFixture[str]) -> 
     assert "User:bob" not in odradek(capsys, broker, "list")[1]
 
 
+def test_producer_and_consumer_shortcuts(
+    broker: Broker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, _ = odradek(
+        capsys,
+        broker,
+        "add",
+        "--allow-principal",
+        "User:carol",
+        "--producer",
+        "--idempotent",
+        "--consumer",
+        "--topic",
+        "events",
+        "--group",
+        "readers",
+    )
+    assert status == 0
+    status, out, _ = odradek(capsys, broker, "list", "--principal", "User:carol")
+    operations = sorted(
+        line.split("operation=")[1].split(",")[0]
+        for line in out.splitlines()
+        if "(principal" in line
+    )
+    # Topic: WRITE, DESCRIBE, CREATE, READ; group: READ; cluster: IDEMPOTENT_WRITE.
+    assert operations == ["CREATE", "DESCRIBE", "IDEMPOTENT_WRITE", "READ", "READ", "WRITE"]
+    assert "resourceType=CLUSTER" in out
+    odradek(
+        capsys,
+        broker,
+        "remove",
+        "--allow-principal",
+        "User:carol",
+        "--topic",
+        "events",
+        "--group",
+        "readers",
+        "--cluster",
+    )
+    assert "carol" not in odradek(capsys, broker, "list")[1]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -104,6 +146,7 @@ def test_add_list_remove(broker: Broker, capsys: pytest.CaptureFixture[str]) -> 
         (("add", "--allow-principal", "User:a"), "name a resource"),
         (("add", "--topic", "t"), "name a principal"),
         (("list", "--topic", "t", "--resource-pattern-type", "glob"), "glob"),
+        (("add", "--allow-principal", "User:a", "--consumer", "--topic", "t"), "--group"),
     ],
 )
 def test_bad_input_is_one_line(

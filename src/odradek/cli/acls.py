@@ -5,6 +5,8 @@ Over ``AdminClient`` to ``--bootstrap-server`` (CreateAcls, DescribeAcls, Delete
     odradek acls add    (--allow-principal P | --deny-principal P)... [--allow-host H]...
                         [--deny-host H]... [--operation OP]... RESOURCE...
                         [--resource-pattern-type literal|prefixed]
+    odradek acls add    --allow-principal P... [--producer [--idempotent]] [--consumer]
+                        --topic T... [--group G...]
     odradek acls list   [RESOURCE...] [--principal P] [--resource-pattern-type TYPE]
     odradek acls remove [(--allow-principal P | --deny-principal P)...] [--operation OP]...
                         RESOURCE... [--resource-pattern-type TYPE]
@@ -14,8 +16,11 @@ repeatable). As in Kafka's tool: hosts default to ``*``, the operation to ``All`
 creates one ACL per principal × host × operation × resource; ``list`` and ``remove`` take
 the pattern type ``literal`` by default, ``any`` or ``match`` to widen it; ``list`` with no
 resource lists every ACL; ``remove`` with no principal or operation removes every ACL of the
-resources. Output is Kafka's: ``Current ACLs for resource `ResourcePattern(...)`:`` followed by
-one ``(principal=..., host=..., operation=..., permissionType=...)`` line per ACL.
+resources. ``--producer`` grants WRITE, DESCRIBE and CREATE on the topics (``--idempotent``:
+IDEMPOTENT_WRITE on the cluster too), ``--consumer`` READ and DESCRIBE on the topics and READ
+on the groups, as kafka-acls.sh's shortcuts do. Output is Kafka's: ``Current ACLs for
+resource `ResourcePattern(...)`:`` followed by one ``(principal=..., host=..., operation=...,
+permissionType=...)`` line per ACL.
 
 A bad principal, operation or pattern type is one line and exit 2; a broker refusal one line
 and exit 1.
@@ -141,6 +146,9 @@ def _admin(bootstrap_server: str) -> Iterator[AdminClient]:
 @click.option("--allow-host", "allow_hosts", multiple=True, help="Host of allow ACLs (default *).")
 @click.option("--deny-host", "deny_hosts", multiple=True, help="Host of deny ACLs (default *).")
 @click.option("--operation", "operations", multiple=True, help="Operation (default All).")
+@click.option("--producer", is_flag=True, help="WRITE, DESCRIBE, CREATE on the topics.")
+@click.option("--idempotent", is_flag=True, help="With --producer: IDEMPOTENT_WRITE too.")
+@click.option("--consumer", is_flag=True, help="READ, DESCRIBE on the topics, READ on the groups.")
 @_resource_options
 def add(
     bootstrap_server: str,
@@ -149,6 +157,9 @@ def add(
     allow_hosts: tuple[str, ...],
     deny_hosts: tuple[str, ...],
     operations: tuple[str, ...],
+    producer: bool,
+    idempotent: bool,
+    consumer: bool,
     topics: tuple[str, ...],
     groups: tuple[str, ...],
     cluster: bool,
@@ -157,12 +168,18 @@ def add(
 ) -> None:
     """Add ACLs."""
     pattern_type = _pattern_type(pattern, filtering=False)
-    resources = _resources(topics, groups, cluster, transactional_ids)
-    if not resources:
+    if producer or consumer:
+        resources_ops = _convenience(producer, idempotent, consumer, operations, topics, groups)
+    else:
+        ops = _operations(operations or ("All",))
+        resources_ops = [
+            (rtype, name, ops)
+            for rtype, name in _resources(topics, groups, cluster, transactional_ids)
+        ]
+    if not resources_ops:
         raise click.UsageError("name a resource: --topic, --group, --cluster or --transactional-id")
     if not allow and not deny:
         raise click.UsageError("name a principal: --allow-principal or --deny-principal")
-    ops = _operations(operations or ("All",))
     entries = [
         (principal, host, AclPermissionType.ALLOW)
         for principal in _principals(allow, "--allow-principal")
@@ -174,9 +191,9 @@ def add(
     ]
     bindings = [
         AclSpec(int(rtype), name, int(pattern_type), principal, host, int(op), int(permission))
-        for rtype, name in resources
+        for rtype, name, resource_ops in resources_ops
         for principal, host, permission in entries
-        for op in ops
+        for op in resource_ops
     ]
     with _admin(bootstrap_server) as client:
         errors = client.create_acls(bindings)
@@ -185,6 +202,38 @@ def add(
         binding, error = failed[0]
         raise click.ClickException(f"cannot add {_entry(binding)} to {_pattern(binding)}: {error}")
     _print(bindings, "Adding ACLs for resource")
+
+
+def _convenience(
+    producer: bool,
+    idempotent: bool,
+    consumer: bool,
+    operations: Sequence[str],
+    topics: Sequence[str],
+    groups: Sequence[str],
+) -> list[tuple[ResourceType, str, list[AclOperation]]]:
+    """The ACLs of kafka-acls.sh's ``--producer`` / ``--consumer``."""
+    if operations:
+        raise click.UsageError("--producer and --consumer choose the operations: no --operation")
+    if not topics:
+        raise click.UsageError("--producer and --consumer need --topic")
+    if consumer and not groups:
+        raise click.UsageError("--consumer needs --group")
+    if idempotent and not producer:
+        raise click.UsageError("--idempotent goes with --producer")
+    found: list[tuple[ResourceType, str, list[AclOperation]]] = []
+    topic_ops: list[AclOperation] = []
+    if producer:
+        topic_ops += [AclOperation.WRITE, AclOperation.DESCRIBE, AclOperation.CREATE]
+    if consumer:
+        topic_ops += [
+            op for op in (AclOperation.READ, AclOperation.DESCRIBE) if op not in topic_ops
+        ]
+        found += [(ResourceType.GROUP, g, [AclOperation.READ]) for g in groups]
+    found = [(ResourceType.TOPIC, t, topic_ops) for t in topics] + found
+    if idempotent:
+        found.append((ResourceType.CLUSTER, CLUSTER_NAME, [AclOperation.IDEMPOTENT_WRITE]))
+    return found
 
 
 @acls.command("list")
