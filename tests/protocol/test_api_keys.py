@@ -181,6 +181,14 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         ("DESCRIBE_TRANSACTIONS", 0),
         ("LIST_TRANSACTIONS", 0),
         ("LIST_TRANSACTIONS", 1),
+        ("DESCRIBE_ACLS", 2),
+        ("DESCRIBE_ACLS", 3),
+        ("CREATE_ACLS", 2),
+        ("CREATE_ACLS", 3),
+        ("DELETE_ACLS", 2),
+        ("DELETE_ACLS", 3),
+        ("DESCRIBE_CLIENT_QUOTAS", 1),
+        ("ALTER_CLIENT_QUOTAS", 1),
     }
 
 

@@ -25,6 +25,10 @@ import logging
 
 from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek._types import TopicPartition
+from odradek.broker.auth.acl_store import AclStore
+from odradek.broker.auth.authorizer import AclAuthorizer, AuthorizerConfig
+from odradek.broker.auth.quota_store import QuotaStore
+from odradek.broker.auth.quotas import ClientQuotas
 from odradek.broker.cluster_member import ClusterMember
 from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
@@ -33,17 +37,22 @@ from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
     alter_replica_log_dirs,
     api_versions,
     controlled_shutdown,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -149,6 +158,11 @@ HANDLER_MODULES = (
     describe_transactions,
     list_transactions,
     describe_producers,
+    describe_acls,
+    create_acls,
+    delete_acls,
+    describe_client_quotas,
+    alter_client_quotas,
 )
 
 
@@ -304,6 +318,17 @@ class BrokerApp:
             transactions=self.transactions,
             fetch_sessions=FetchSessionCache(config.max_incremental_fetch_session_cache_slots),
         )
+        authorizer_config = AuthorizerConfig.from_settings(dict(config.originals))
+        if authorizer_config.enabled:
+            # Before the listener: no request is decided on ACLs not yet loaded.
+            self.ctx.authorizer = AclAuthorizer(authorizer_config)
+            self.ctx.acl_store = AclStore(self.store, self.ctx.authorizer)
+            await asyncio.to_thread(self.ctx.acl_store.start)
+        self.ctx.quotas = ClientQuotas(
+            window_size_ms=1000 * int(dict(config.originals).get("quota.window.size.seconds", 1))
+        )
+        self.ctx.quota_store = QuotaStore(self.store, self.ctx.quotas)
+        await asyncio.to_thread(self.ctx.quota_store.start)
         self.server = BrokerServer(
             self.ctx,
             router,

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from odradek.broker.auth.authorizer import AuthorizerConfig
 from odradek.broker.group.config import GroupConfig
 from odradek.broker.kafka_settings import KAFKA_BROKER_SETTINGS, kafka_setting_base
 from odradek.broker.limits import BrokerLimits, parse_overrides, render_overrides
@@ -681,6 +682,22 @@ _SETTINGS.update(_LIMIT_SETTINGS)
 _SETTINGS.update({name: _int_setting(d, low) for name, d, low in TXN_SETTINGS})
 
 
+#: The authorizer's settings (read by ``broker.auth.authorizer.AuthorizerConfig``).
+def _authorizer_setting(name: str, raw: str) -> str:
+    AuthorizerConfig.from_settings({name: raw})  # raises ConfigError naming the setting
+    return raw
+
+
+_AUTHORIZER_SETTINGS: dict[str, _Setting] = {
+    "authorizer.class.name": _Setting(_authorizer_setting, _text, ""),
+    "super.users": _Setting(_authorizer_setting, _text, ""),
+    "allow.everyone.if.no.acl.found": _Setting(_boolean, _render_bool, "false"),
+    # The client quotas' burst (broker.auth.quotas; quota.window.num has no effect).
+    "quota.window.size.seconds": _int_setting(1, 1),
+}
+_SETTINGS.update(_AUTHORIZER_SETTINGS)
+
+
 # --- log.* settings: parsed here for the message, validated by LogConfig --------------------
 
 
@@ -765,6 +782,8 @@ SETTING_NAMES: frozenset[str] = frozenset(_SETTINGS)
 
 #: The ConfigDef types of odradek's own settings (the others take Kafka's).
 _ODRADEK_TYPES: dict[str, str] = {
+    "allow.everyone.if.no.acl.found": "BOOLEAN",
+    "super.users": "STRING",
     "controller.mutation.rate": "DOUBLE",
     "max.broker.partitions": "INT",
     "max.partitions": "INT",

@@ -21,6 +21,10 @@ from odradek.broker.ports import (
 )
 
 if TYPE_CHECKING:
+    from odradek.broker.auth.acl_store import AclStore
+    from odradek.broker.auth.authorizer import AclAuthorizer
+    from odradek.broker.auth.quota_store import QuotaStore
+    from odradek.broker.auth.quotas import ClientQuotas
     from odradek.broker.config import BrokerConfig
     from odradek.protocol import ApiKey, VersionRange
 
@@ -50,6 +54,13 @@ class BrokerContext:
     transactions: TransactionsPort | None = None
     #: Incremental fetch sessions (KIP-227) served by this broker's Fetch handler.
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
+    #: The ACL authorizer (None: ``authorizer.class.name`` empty, everything is allowed).
+    authorizer: AclAuthorizer | None = None
+    #: Where ACLs are stored (None: no authorizer; the ACL APIs answer SECURITY_DISABLED).
+    acl_store: AclStore | None = None
+    #: Client quotas (None: not enforced; the quota APIs answer as if none were set).
+    quotas: ClientQuotas | None = None
+    quota_store: QuotaStore | None = None
 
 
 #: The address of the client whose request is being handled (``/127.0.0.1`` as Kafka

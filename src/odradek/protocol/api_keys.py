@@ -217,6 +217,12 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.DESCRIBE_PRODUCERS: VersionRange(0, 0),
         ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),
         ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),
+        # The ACL APIs at Kafka 4's versions (v0 removed by KIP-896).
+        ApiKey.DESCRIBE_ACLS: VersionRange(1, 3),
+        ApiKey.CREATE_ACLS: VersionRange(1, 3),
+        ApiKey.DELETE_ACLS: VersionRange(1, 3),
+        ApiKey.DESCRIBE_CLIENT_QUOTAS: VersionRange(0, 1),
+        ApiKey.ALTER_CLIENT_QUOTAS: VersionRange(0, 1),
     }
 )
 

@@ -5,6 +5,7 @@ transaction, so the transaction's marker reaches the group coordinator (KIP-98).
 from __future__ import annotations
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import Op, require_group, require_transactional_id
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._txn import body_of, transactions
 from odradek.errors import ErrorCode, KafkaError
@@ -20,6 +21,8 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     transactional_id = str(body.transactional_id)
     code = ErrorCode.NONE
     try:
+        require_transactional_id(ctx, transactional_id)
+        require_group(ctx, Op.READ, str(body.group_id))
         groups = ctx.groups
         if groups is None or not groups.ensure_offsets_topic():
             raise KafkaError("no offsets topic", code=ErrorCode.COORDINATOR_NOT_AVAILABLE)

@@ -4,6 +4,7 @@ requests of the id answer CONCURRENT_TRANSACTIONS until they are all written."""
 
 from __future__ import annotations
 
+from odradek.broker.auth.checks import require_transactional_id
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._txn import body_of, transactions
 from odradek.errors import KafkaError
@@ -19,6 +20,7 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     producer_id = int(body.producer_id)
     epoch = int(body.producer_epoch)
     try:
+        require_transactional_id(ctx, transactional_id)
         code = await transactions(ctx).run(
             transactional_id,
             lambda coordinator, now_ms: coordinator.end_txn(

@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Awaitable
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import TOPIC_DENIED, fetch_denied
+from odradek.broker.auth.throttle import fetch_throttle_ms
 from odradek.broker.context import BrokerContext
 from odradek.broker.fetch_session import (
     FINAL_EPOCH,
@@ -66,7 +68,7 @@ def handle(
     responses, total = _read(ctx, request, context)
     max_wait_ms = duration_ms(body.max_wait)
     if total >= body.min_bytes or max_wait_ms <= 0 or _has_errors(responses):
-        return _frame(request, context, responses)
+        return _frame(ctx, request, context, responses)
     return _long_poll(ctx, request, context, max_wait_ms)
 
 
@@ -103,16 +105,28 @@ async def _long_poll(
         woken = await ctx.purgatory.wait(partitions, remaining, replica=body.replica_id >= 0)
         responses, total = _read(ctx, request, context)
         if not woken or total >= body.min_bytes or _has_errors(responses):
-            return _frame(request, context, responses)
+            return _frame(ctx, request, context, responses)
 
 
 def _frame(
-    request: Request, context: FetchContext, responses: list[FetchableTopicResponse[FileRegion]]
+    ctx: BrokerContext,
+    request: Request,
+    context: FetchContext,
+    responses: list[FetchableTopicResponse[FileRegion]],
 ) -> FetchResponseFrame[FileRegion]:
+    throttle_ms = 0
+    quotas = ctx.quotas
+    if quotas is not None and quotas.active and fetch_body(request).replica_id < 0:
+        size = sum(p.records_size for topic in responses for p in topic.partitions)
+        throttle_ms = fetch_throttle_ms(ctx, request, size)
     if context.session is not None:
         responses = _session_answer(context, responses)
     return encode_fetch_response(
-        request.api_version, request.correlation_id, responses, session_id=context.session_id
+        request.api_version,
+        request.correlation_id,
+        responses,
+        session_id=context.session_id,
+        throttle_time_ms=throttle_ms,
     )
 
 
@@ -159,8 +173,13 @@ def _read(
     aborted = () if read_committed else None
     total = 0
     responses: list[FetchableTopicResponse[FileRegion]] = []
+    denied = None if ctx.authorizer is None else fetch_denied(ctx, from_replica, context.topics)
     for name, requests in context.topics:
         partitions: list[FetchPartitionData[FileRegion]] = []
+        if denied and name in denied:
+            partitions.extend(FetchPartitionData(p.partition, TOPIC_DENIED) for p in requests)
+            responses.append(FetchableTopicResponse(name, partitions))
+            continue
         for fetch_partition in requests:
             index = fetch_partition.partition
             partition = replicas.get(TopicPartition(name, index))

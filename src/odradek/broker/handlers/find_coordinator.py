@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from odradek.broker.auth.acls import ResourceType
+from odradek.broker.auth.checks import GROUP_DENIED, Op, allowed, group_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.ports import ClusterPort
 from odradek.errors import ErrorCode
@@ -28,9 +30,29 @@ TRANSACTION_KEY_TYPE = 1
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     body = find_coordinator_body(request)
     key_type = int(getattr(body, "key_type", GROUP_KEY_TYPE))
+    denied = _denied(ctx, str(body.key), key_type)
+    if denied is not None:
+        return _answer(ctx, request, denied, f"DESCRIBE on {body.key!r} is not allowed")
     if ctx.cluster is not None and key_type in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _in_cluster(ctx.cluster, request, str(body.key), key_type)
     error_code, message = _find(ctx, str(body.key), key_type)
+    return _answer(ctx, request, error_code, message)
+
+
+def _denied(ctx: BrokerContext, key: str, key_type: int) -> ErrorCode | None:
+    """DESCRIBE on the group (or transactional id) the key names, as Kafka checks."""
+    if key_type == GROUP_KEY_TYPE:
+        return None if group_allowed(ctx, Op.DESCRIBE, key) else GROUP_DENIED
+    if key_type == TRANSACTION_KEY_TYPE and not allowed(
+        ctx, Op.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    return None
+
+
+def _answer(
+    ctx: BrokerContext, request: Request, error_code: ErrorCode, message: str | None
+) -> ResponsePayload:
     found = error_code is ErrorCode.NONE
     return build_response(
         API_KEY,

@@ -22,6 +22,12 @@ import random
 from collections.abc import Awaitable
 from typing import Any
 
+from odradek.broker.auth.checks import (
+    CLUSTER_DENIED,
+    Op,
+    cluster_allowed,
+    require_transactional_id,
+)
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._txn import body_of, optional, transactions
 from odradek.broker.ports import ProducerIdsPort
@@ -40,6 +46,8 @@ _producer_ids = itertools.count(random.randrange(2**31))
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
     body = init_producer_id_body(request)
+    if body.transactional_id is None and not cluster_allowed(ctx, Op.IDEMPOTENT_WRITE):
+        return _answer(request, CLUSTER_DENIED, -1)  # Kafka: IDEMPOTENT_WRITE on the cluster
     if body.transactional_id is not None:
         return _transactional(ctx, request, str(body.transactional_id))
     ids = ctx.producer_ids
@@ -65,6 +73,7 @@ async def _transactional(
 ) -> ResponsePayload:
     body = body_of(request)
     try:
+        require_transactional_id(ctx, transactional_id)
         result = await transactions(ctx).init_producer_id(
             transactional_id,
             int(request_value(body.transaction_timeout)),

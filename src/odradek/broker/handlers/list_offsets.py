@@ -10,6 +10,7 @@ A partition's ``current_leader_epoch`` (v4+, KIP-320) is checked as Fetch checks
 from __future__ import annotations
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import TOPIC_DENIED, Op, topic_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._leader_epochs import check_leader_epoch, current_leader_epoch
 from odradek.errors import ErrorCode
@@ -40,6 +41,8 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | bytes:
             _list_offset(
                 ctx, name, p.partition_index, p.timestamp, current_leader_epoch(p), read_committed
             )
+            if topic_allowed(ctx, Op.DESCRIBE, name)
+            else ListOffsetsPartition(p.partition_index, TOPIC_DENIED)
             for p in topic.partitions
         ]
         topics.append(ListOffsetsTopic(name, partitions))

@@ -22,6 +22,8 @@ from collections.abc import Awaitable
 
 from odradek._types import TopicPartition
 from odradek.broker.acks import Acks, check_enough_replicas, parse_acks
+from odradek.broker.auth.checks import TOPIC_DENIED, Op, topic_allowed
+from odradek.broker.auth.throttle import produce_throttle_ms
 from odradek.broker.context import BrokerContext
 from odradek.broker.ports import PartitionPort
 from odradek.errors import (
@@ -37,7 +39,12 @@ from odradek.protocol import (
     TopicProduceResponse,
     encode_produce_response,
 )
-from odradek.protocol.requests import ProduceRequestBody, duration_ms, produce_body
+from odradek.protocol.requests import (
+    ProduceRequestBody,
+    ProduceTopicData,
+    duration_ms,
+    produce_body,
+)
 from odradek.records.batch import read_prefix
 from odradek.records.legacy import is_legacy_message_set, upconvert_message_set
 
@@ -61,6 +68,7 @@ def _upconverted(records: bytes) -> bytes | CorruptRecordError:
 
 def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | None:
     body = produce_body(request)
+    throttle_ms = produce_throttle_ms(ctx, request)  # producer_byte_rate (KIP-219)
     try:
         acks = parse_acks(int(body.acks))
     except KafkaError as error:
@@ -74,6 +82,10 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
     for topic_data in body.topic_data:
         name = str(topic_data.name)
         partitions: list[PartitionProduceResponse] = []
+        if ctx.authorizer is not None and not topic_allowed(ctx, Op.WRITE, name):  # Kafka's
+            responses.append(_refused(topic_data, TOPIC_DENIED))
+            failed = failed or PartitionProduceResponse(-1, TOPIC_DENIED)
+            continue
         for partition_data in topic_data.partition_data:
             raw = partition_data.records
             records: bytes | CorruptRecordError | None = raw
@@ -98,8 +110,12 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
             )
         return None
     if not replicated:
-        return _when_replicated(ctx, request, responses, waiting, duration_ms(body.timeout))
-    return encode_produce_response(request.api_version, request.correlation_id, responses)
+        return _when_replicated(
+            ctx, request, responses, waiting, duration_ms(body.timeout), throttle_ms
+        )
+    return encode_produce_response(
+        request.api_version, request.correlation_id, responses, throttle_time_ms=throttle_ms
+    )
 
 
 async def _when_replicated(
@@ -108,6 +124,7 @@ async def _when_replicated(
     responses: list[TopicProduceResponse],
     waiting: list[_Waiting],
     timeout_ms: int,
+    throttle_ms: int,
 ) -> bytes:
     """The response once the delayed produce settled each waiting partition."""
     errors = await ctx.replicas.delayed_produce.wait(
@@ -116,19 +133,23 @@ async def _when_replicated(
     for (_, _, answers, index), error in zip(waiting, errors, strict=True):
         if error:
             answers[index] = answers[index]._replace(error_code=error)
-    return encode_produce_response(request.api_version, request.correlation_id, responses)
+    return encode_produce_response(
+        request.api_version, request.correlation_id, responses, throttle_time_ms=throttle_ms
+    )
 
 
 def _refuse_all(request: Request, body: ProduceRequestBody, code: ErrorCode) -> bytes:
     """Every partition answered ``code``, nothing appended (an invalid acks)."""
-    responses = [
-        TopicProduceResponse(
-            str(topic_data.name),
-            [PartitionProduceResponse(int(p.index), code) for p in topic_data.partition_data],
-        )
-        for topic_data in body.topic_data
-    ]
+    responses = [_refused(topic_data, code) for topic_data in body.topic_data]
     return encode_produce_response(request.api_version, request.correlation_id, responses)
+
+
+def _refused(topic_data: ProduceTopicData, code: ErrorCode) -> TopicProduceResponse:
+    """Every partition of the topic answered ``code``."""
+    return TopicProduceResponse(
+        str(topic_data.name),
+        [PartitionProduceResponse(int(p.index), code) for p in topic_data.partition_data],
+    )
 
 
 def _append(
