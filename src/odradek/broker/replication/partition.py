@@ -182,8 +182,22 @@ class Partition:
         """
         if len(data) >= HEADER_SIZE and _PRODUCER_ID.unpack_from(data, _PRODUCER_ID_OFFSET)[0] >= 0:
             return self._append_idempotent(data)
-        info = self._leader_append(data)
-        self._maybe_advance_high_watermark()
+        # ``_leader_append`` and ``_maybe_advance_high_watermark``, inline (the hot path of
+        # every non-idempotent produce).
+        try:
+            info = self.log.append(data, leader_epoch=self.leader_epoch)
+        except (KafkaStorageError, OSError):
+            self._storage_failed = True
+            raise
+        self._storage_failed = False
+        if self.leader_id == self.broker_id:
+            isr = self.isr
+            if self._pending is None and len(isr) == 1 and isr[0] == self.broker_id:
+                # The leader alone: the high watermark is its log end offset.
+                if info.last_offset >= self.high_watermark:
+                    self.advance_high_watermark(info.last_offset + 1)
+            else:
+                self._maybe_advance_high_watermark()
         return info
 
     def _leader_append(self, data: bytes | bytearray) -> AppendInfo:
@@ -458,11 +472,11 @@ class Partition:
     def _maybe_advance_high_watermark(self) -> None:
         if not self.is_leader:
             return
-        self.advance_high_watermark(
-            high_watermark(
-                self.broker_id, self.log.log_end_offset, self._followers, self.maximal_isr
-            )
+        offset = high_watermark(
+            self.broker_id, self.log.log_end_offset, self._followers, self.maximal_isr
         )
+        if offset > self.high_watermark:
+            self.advance_high_watermark(offset)
 
     def advance_high_watermark(self, offset: int) -> bool:
         """Moves the high watermark forward to ``offset`` (never back, never past the log end
