@@ -190,15 +190,22 @@ class Partition:
             self._storage_failed = True
             raise
         self._storage_failed = False
-        if self.leader_id == self.broker_id:
-            isr = self.isr
-            if self._pending is None and len(isr) == 1 and isr[0] == self.broker_id:
-                # The leader alone: the high watermark is its log end offset.
-                if info.last_offset >= self.high_watermark:
-                    self.advance_high_watermark(info.last_offset + 1)
-            else:
-                self._maybe_advance_high_watermark()
+        self._advance_after_append(info.last_offset + 1)
         return info
+
+    def _advance_after_append(self, log_end_offset: int) -> None:
+        """``_maybe_advance_high_watermark`` after a leader's append that left the log at
+        ``log_end_offset``, with a shortcut for the leader alone in the ISR (its log end
+        offset is the high watermark)."""
+        broker_id = self.broker_id
+        if self.leader_id != broker_id:
+            return
+        isr = self.isr
+        if self._pending is None and len(isr) == 1 and isr[0] == broker_id:
+            if log_end_offset > self.high_watermark:
+                self.advance_high_watermark(log_end_offset)
+        else:
+            self._maybe_advance_high_watermark()
 
     def _leader_append(self, data: bytes | bytearray) -> AppendInfo:
         """``Log.append`` for the leader, remembering whether the last one failed on storage
@@ -263,7 +270,7 @@ class Partition:
         now_ms = self._clock.now_ms()
         state.update(header, info.first_offset, info.max_timestamp, now_ms)
         self._after_producer_append(now_ms)
-        self._maybe_advance_high_watermark()
+        self._advance_after_append(info.last_offset + 1)
         return info
 
     def _after_producer_append(self, now_ms: int) -> None:
