@@ -57,6 +57,7 @@ _FIRST_V2_ONLY_VERSION = 3
 #: An acks=all partition that appended: its partition, the offset its high watermark must
 #: reach, and where its answer sits (the topic's list of answers, the index in it).
 _Waiting = tuple[PartitionPort, int, list[PartitionProduceResponse], int]
+_NONE = ErrorCode.NONE
 
 
 def _upconverted(records: bytes) -> bytes | CorruptRecordError:
@@ -81,6 +82,8 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
     replicated = True  # every acks=all append already passed by the high watermark
     for topic_data in body.topic_data:
         name = str(topic_data.name)
+        # Read once per topic, not per partition.
+        internal = ctx.topics.is_internal(name)
         partitions: list[PartitionProduceResponse] = []
         if ctx.authorizer is not None and not topic_allowed(ctx, Op.WRITE, name):  # Kafka's
             responses.append(_refused(topic_data, TOPIC_DENIED))
@@ -91,7 +94,9 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
             records: bytes | CorruptRecordError | None = raw
             if legacy and raw and is_legacy_message_set(raw):
                 records = _upconverted(raw)
-            result, partition = _append(ctx, name, int(partition_data.index), records, acks)
+            result, partition = _append(
+                ctx, name, int(partition_data.index), records, acks, internal
+            )
             if result.error_code:
                 if failed is None:
                     failed = result
@@ -158,15 +163,17 @@ def _append(
     index: int,
     records: bytes | CorruptRecordError | None,
     acks: Acks,
+    internal: bool,
 ) -> tuple[PartitionProduceResponse, PartitionPort | None]:
-    """One partition's answer, and its partition when the batch was appended."""
+    """One partition's answer, and its partition when the batch was appended (``internal``:
+    whether ``topic`` is an internal topic)."""
     topic_partition = TopicPartition(topic, index)
     partition = ctx.replicas.get(topic_partition)
     if partition is None:
         return PartitionProduceResponse(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
     if not partition.is_leader:
         return PartitionProduceResponse(index, ErrorCode.NOT_LEADER_OR_FOLLOWER), None
-    if ctx.topics.is_internal(topic):
+    if internal:
         # Kafka's ReplicaManager: clients may not append to internal topics.
         return PartitionProduceResponse(index, ErrorCode.INVALID_TOPIC_EXCEPTION), None
     try:
@@ -180,7 +187,8 @@ def _append(
                 "a produce request must carry exactly one record batch per partition",
                 code=ErrorCode.INVALID_RECORD if size < len(records) else ErrorCode.CORRUPT_MESSAGE,
             )
-        check_enough_replicas(acks, partition)
+        if acks.waits_for_replication:
+            check_enough_replicas(acks, partition)
         info = partition.append_as_leader(records)
     except CorruptRecordError:
         return PartitionProduceResponse(index, ErrorCode.CORRUPT_MESSAGE), None
@@ -199,13 +207,6 @@ def _append(
     # Wakes fetches waiting for the log end offset (followers); consumers, who read up to the
     # high watermark, are woken by the replica manager's high-watermark listener.
     ctx.purgatory.notify_appended(topic_partition)
-    return (
-        PartitionProduceResponse(
-            index,
-            ErrorCode.NONE,
-            info.first_offset,
-            info.log_append_time_ms,
-            partition.log_start_offset,
-        ),
-        partition,
-    )
+    # tuple.__new__ skips the NamedTuple's Python-level __new__ (same value).
+    answer = (index, _NONE, info.first_offset, info.log_append_time_ms, partition.log_start_offset)
+    return tuple.__new__(PartitionProduceResponse, (*answer, (), None)), partition

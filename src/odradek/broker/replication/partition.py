@@ -189,9 +189,30 @@ class Partition:
         """
         if len(data) >= HEADER_SIZE and _PRODUCER_ID.unpack_from(data, _PRODUCER_ID_OFFSET)[0] >= 0:
             return self._append_idempotent(data)
-        info = self._leader_append(data)
-        self._maybe_advance_high_watermark()
+        # ``_leader_append`` and ``_maybe_advance_high_watermark``, inline (the hot path of
+        # every non-idempotent produce).
+        try:
+            info = self.log.append(data, leader_epoch=self.leader_epoch)
+        except (KafkaStorageError, OSError):
+            self._storage_failed = True
+            raise
+        self._storage_failed = False
+        self._advance_after_append(info.last_offset + 1)
         return info
+
+    def _advance_after_append(self, log_end_offset: int) -> None:
+        """``_maybe_advance_high_watermark`` after a leader's append that left the log at
+        ``log_end_offset``, with a shortcut for the leader alone in the ISR (its log end
+        offset is the high watermark)."""
+        broker_id = self.broker_id
+        if self.leader_id != broker_id:
+            return
+        isr = self.isr
+        if self._pending is None and len(isr) == 1 and isr[0] == broker_id:
+            if log_end_offset > self.high_watermark:
+                self.advance_high_watermark(log_end_offset)
+        else:
+            self._maybe_advance_high_watermark()
 
     def _leader_append(self, data: bytes | bytearray) -> AppendInfo:
         """``Log.append`` for the leader, remembering whether the last one failed on storage
@@ -258,7 +279,7 @@ class Partition:
         if header.is_transactional:
             self.transactions.on_leader_batch(header, info.first_offset, self.high_watermark)
         self._after_producer_append(now_ms)
-        self._maybe_advance_high_watermark()
+        self._advance_after_append(info.last_offset + 1)
         return info
 
     def _after_producer_append(self, now_ms: int) -> None:
@@ -548,11 +569,11 @@ class Partition:
     def _maybe_advance_high_watermark(self) -> None:
         if not self.is_leader:
             return
-        self.advance_high_watermark(
-            high_watermark(
-                self.broker_id, self.log.log_end_offset, self._followers, self.maximal_isr
-            )
+        offset = high_watermark(
+            self.broker_id, self.log.log_end_offset, self._followers, self.maximal_isr
         )
+        if offset > self.high_watermark:
+            self.advance_high_watermark(offset)
 
     def advance_high_watermark(self, offset: int) -> bool:
         """Moves the high watermark forward to ``offset`` (never back, never past the log end
