@@ -369,6 +369,8 @@ class GroupMembership(CoordinatorShard):
                 return ErrorCode.FENCED_INSTANCE_ID
         else:
             member_id = leaving.member_id
+            if group.is_static_member_fenced(member_id, None):
+                return ErrorCode.FENCED_INSTANCE_ID
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
