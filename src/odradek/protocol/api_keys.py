@@ -208,6 +208,9 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
         # Replication (KIP-101/279/320): kio models v2-v4; followers send v3+ with replica_id.
         ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4),
+        # KIP-848 consumer groups (broker/group/consumer_membership.py), as Kafka 4.x serves.
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),
+        ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
     }
 )
 
