@@ -343,3 +343,41 @@ def test_a_failover_keeps_the_assignment_without_a_rebalance() -> None:
     assert h.group().group_epoch == epoch
     assert no_partition_owned_twice(members)
     assert sum(len(m.partitions()) for m in members.values()) == 4
+
+
+def test_a_classic_member_joins_an_empty_consumer_group_as_a_classic_group() -> None:
+    h = ConsumerHarness(t=1)
+    h.heartbeat("m", 0, subscribed_topic_names=["t"])
+    h.apply(
+        h.coordinator.commit_offsets(
+            h.now,
+            group_id="g",
+            generation_id=1,
+            member_id="m",
+            partitions=[OffsetCommitPartition("t", 0, 7)],
+        )
+    )
+    # with a member, a classic JoinGroup is refused
+    refused = h.apply(
+        h.coordinator.join_group(
+            h.now, group_id="g", member_id="", client_id="c", client_host="h",
+            session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+            protocol_type="consumer", protocols=(("range", subscription("t")),),
+        )
+    )  # fmt: skip
+    assert refused.error_code is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert h.heartbeat("m", -1).error_code is ErrorCode.NONE
+    joined = h.apply(
+        h.coordinator.join_group(
+            h.now, group_id="g", member_id="", client_id="c", client_host="h",
+            session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+            protocol_type="consumer", protocols=(("range", subscription("t")),),
+        )
+    )  # fmt: skip
+    assert joined.error_code is ErrorCode.NONE
+    assert "g" not in h.coordinator._consumer_groups
+    fetched = h.coordinator.fetch_offsets("g").response
+    assert [v.committed_offset for v in fetched.partitions.values()] == [7]  # type: ignore[union-attr]
+    replayed = h.replayed()
+    assert "g" not in replayed._consumer_groups
+    assert replayed.group_state("g") is not None

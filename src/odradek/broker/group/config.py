@@ -45,8 +45,9 @@ class GroupConfig:
     #: ``group.consumer.assignors``: the server assignors members may name; the first is the
     #: default.
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
-    #: ``group.coordinator.rebalance.protocols``: "classic" (JoinGroup/SyncGroup) and
-    #: "consumer" (KIP-848's ConsumerGroupHeartbeat) are served when listed.
+    #: ``group.coordinator.rebalance.protocols``: "classic" (JoinGroup/SyncGroup, always
+    #: listed, as Kafka 4 requires) and "consumer" (KIP-848's ConsumerGroupHeartbeat, served
+    #: only when listed).
     group_coordinator_rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
 
     def __post_init__(self) -> None:
@@ -77,10 +78,11 @@ class GroupConfig:
                 "(odradek's server assignors are uniform and range)"
             )
         protocols = set(self.group_coordinator_rebalance_protocols)
-        if not protocols or protocols - {"classic", "consumer"}:
+        if "classic" not in protocols or protocols - {"classic", "consumer"}:
             raise ConfigError(
                 "invalid value for group.coordinator.rebalance.protocols: "
-                f"{','.join(self.group_coordinator_rebalance_protocols)} (classic and/or consumer)"
+                f"{','.join(self.group_coordinator_rebalance_protocols)} (classic, optionally "
+                "with consumer)"
             )
         if self.group_max_session_timeout_ms < self.group_min_session_timeout_ms:
             raise ConfigError(
