@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -276,3 +278,83 @@ def test_kip848_members_with_a_kill_and_a_classic_group_on_the_same_topic(
             member.kill()
         if "classic" in locals():
             classic.kill()
+
+
+def _described(bootstrap: str, group: str) -> tuple[str, str, dict[str, list[int]]]:
+    """(group type, state, member id → assigned partitions) from ConsumerGroupDescribe."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    found = admin.describe_consumer_groups([group])[group].result(10)
+    members = {
+        m.member_id: sorted(tp.partition for tp in m.assignment.topic_partitions)
+        for m in found.members
+    }
+    return str(found.type), str(found.state), members
+
+
+def test_a_kip848_group_keeps_its_members_and_assignment_across_a_broker_restart() -> None:
+    """The group's records in ``__consumer_offsets`` rebuild it: after a restart the same
+    members hold the same partitions, described by ConsumerGroupDescribe, and keep
+    consuming without losing their partitions."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    topic, group = "restart-848", "restart-848-group"
+    with tempfile.TemporaryDirectory(prefix="odradek-kip848-") as data_dir:
+        consumers: list[Consumer] = []
+        losses: list[tuple[str, int]] = []
+        try:
+            with Broker(data_dir, port=port, config=BROKER_CONFIG) as running:
+                bootstrap = running.bootstrap_servers
+                admin = AdminClient({"bootstrap.servers": bootstrap})
+                admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(10)
+                for _ in range(2):
+                    consumer = Consumer(
+                        {
+                            "bootstrap.servers": bootstrap,
+                            "group.id": group,
+                            "group.protocol": "consumer",
+                            "auto.offset.reset": "earliest",
+                        }
+                    )
+                    consumer.subscribe(
+                        [topic],
+                        on_revoke=lambda _c, parts: losses.append(("revoked", len(parts))),
+                        on_lost=lambda _c, parts: losses.append(("lost", len(parts))),
+                    )
+                    consumers.append(consumer)
+
+                def shared() -> bool:
+                    for consumer in consumers:
+                        consumer.poll(0.05)
+                    held = [{tp.partition for tp in c.assignment()} for c in consumers]
+                    return all(len(h) == 2 for h in held) and not held[0] & held[1]
+
+                wait_until(shared, "two members with two partitions each", 30)
+                before = _described(bootstrap, group)
+                assert before[0] == "ConsumerGroupType.CONSUMER"
+                assert before[1] == "ConsumerGroupState.STABLE"
+                assert sorted(p for ps in before[2].values() for p in ps) == [0, 1, 2, 3]
+                losses.clear()  # the first member gave two partitions to the second
+            with Broker(data_dir, port=port, config=BROKER_CONFIG):
+                # the members reconnect and heartbeat at their epochs: no rejoin, no move
+                assigned = [sorted(tp.partition for tp in c.assignment()) for c in consumers]
+
+                def unchanged() -> bool:
+                    for consumer in consumers:
+                        consumer.poll(0.05)
+                    try:
+                        return _described(bootstrap, group) == before
+                    except Exception:  # loading or reconnecting: ask again
+                        return False
+
+                wait_until(unchanged, "the same members and assignment after the restart", 30)
+                for _ in range(20):  # a few heartbeats: still the same partitions
+                    for consumer in consumers:
+                        consumer.poll(0.05)
+                now = [sorted(tp.partition for tp in c.assignment()) for c in consumers]
+                assert now == assigned
+                assert losses == []  # nobody was fenced, nobody revoked anything
+                assert _described(bootstrap, group) == before
+        finally:
+            for consumer in consumers:
+                consumer.close()
