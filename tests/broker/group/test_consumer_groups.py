@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from odradek.broker.group import OffsetCommitPartition
+from odradek.broker.group import GroupConfig, OffsetCommitPartition
 from odradek.broker.group.consumer_group import ConsumerGroupState, MemberState
 from odradek.broker.group.consumer_results import ConsumerGroupDescribeResult
 from odradek.errors import ErrorCode
@@ -381,3 +381,28 @@ def test_a_classic_member_joins_an_empty_consumer_group_as_a_classic_group() -> 
     replayed = h.replayed()
     assert "g" not in replayed._consumer_groups
     assert replayed.group_state("g") is not None
+
+
+def test_offsets_of_an_empty_consumer_group_expire_a_retention_after_it_emptied() -> None:
+    config = GroupConfig(
+        group_consumer_session_timeout_ms=10_000,
+        group_consumer_heartbeat_interval_ms=1_000,
+        offsets_retention_minutes=1,
+        offsets_retention_check_interval_ms=1_000,
+    )
+    h = ConsumerHarness(config, t=1)
+    h.heartbeat("m", 0, subscribed_topic_names=["t"])
+    h.apply(
+        h.coordinator.commit_offsets(
+            h.now, group_id="g", generation_id=1, member_id="m",
+            partitions=[OffsetCommitPartition("t", 0, 3)],
+        )
+    )  # fmt: skip
+    for _ in range(100):  # the member stays 100 s, past the retention
+        h.advance(1_000)
+        h.heartbeat("m", 1)
+    h.heartbeat("m", -1)
+    h.advance(59_000)
+    assert "g" in h.coordinator._consumer_groups  # not a minute since it emptied
+    h.advance(2_000)
+    assert "g" not in h.coordinator._consumer_groups  # offsets expired, group gone

@@ -168,7 +168,7 @@ class ConsumerGroupMembership(CoordinatorShard):
             member_id = self._new_uuid()
         group = self._consumer_group_for(group_id, member_epoch, now_ms, effects)
         if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-            return self._leave(group, member_id, instance_id, member_epoch, topics, effects)
+            return self._leave(group, member_id, instance_id, member_epoch, topics, effects, now_ms)
         old, member, joined = self._member_for(
             group, member_id, member_epoch, instance_id, owned, now_ms, effects
         )
@@ -403,6 +403,7 @@ class ConsumerGroupMembership(CoordinatorShard):
         member_epoch: int,
         topics: Topics,
         effects: Effects,
+        now_ms: int,
     ) -> ConsumerGroupHeartbeatResult:
         if instance_id is not None:
             current = group.static_members.get(instance_id)
@@ -430,7 +431,9 @@ class ConsumerGroupMembership(CoordinatorShard):
             group.update_member(left)
             effects.records.append(group.current_assignment_record(left))
         else:
-            self._remove_consumer_member(group, member_id, effects, "left the group", topics)
+            self._remove_consumer_member(
+                group, member_id, effects, "left the group", now_ms, topics
+            )
         return ConsumerGroupHeartbeatResult(
             ErrorCode.NONE, member_id=member_id, member_epoch=member_epoch
         )
@@ -441,12 +444,15 @@ class ConsumerGroupMembership(CoordinatorShard):
         member_id: str,
         effects: Effects,
         reason: str,
+        now_ms: int,
         topics: Topics | None = None,
     ) -> None:
         """Removes a member (its records tombstoned), bumps the group epoch and recomputes
         the target so its partitions go to the others."""
         effects.records.extend(group.member_tombstones(member_id))
         group.remove_member(member_id)
+        if not group.members:
+            group.state_timestamp_ms = now_ms  # Empty from now: offsets expire from here
         self._timers.cancel(Timer("consumer-session", group.group_id, member_id))
         self._timers.cancel(Timer("consumer-revoke", group.group_id, member_id))
         logger.info("group %s: member %s removed: %s", group.group_id, member_id, reason)
@@ -553,7 +559,7 @@ class ConsumerGroupMembership(CoordinatorShard):
             if timer.kind == "consumer-session"
             else "it did not revoke its partitions within its rebalance timeout"
         )
-        self._remove_consumer_member(group, timer.member_id, effects, reason)
+        self._remove_consumer_member(group, timer.member_id, effects, reason, now_ms)
 
     # --- describe -------------------------------------------------------------------------------
 
