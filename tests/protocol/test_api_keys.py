@@ -147,6 +147,10 @@ def test_only_these_implemented_versions_are_flexible() -> None:
     assert flexible == {
         ("ALTER_PARTITION", 1),
         ("API_VERSIONS", 3),
+        ("CONSUMER_GROUP_HEARTBEAT", 0),
+        ("CONSUMER_GROUP_HEARTBEAT", 1),
+        ("CONSUMER_GROUP_DESCRIBE", 0),
+        ("CONSUMER_GROUP_DESCRIBE", 1),
         ("METADATA", 9),
         ("METADATA", 10),
         ("METADATA", 11),

@@ -43,6 +43,8 @@ from odradek.broker.handlers import (
     alter_partition_reassignments,
     alter_replica_log_dirs,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     controlled_shutdown,
     create_acls,
     create_partitions,
@@ -114,6 +116,8 @@ logger = logging.getLogger(__name__)
 
 HANDLER_MODULES = (
     api_versions,
+    consumer_group_heartbeat,
+    consumer_group_describe,
     metadata,
     produce,
     fetch,

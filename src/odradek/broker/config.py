@@ -478,6 +478,11 @@ def _group_config(get: Callable[[str], Any]) -> GroupConfig:
                 "offsets.retention.minutes",
                 "offsets.retention.check.interval.ms",
                 "offset.metadata.max.bytes",
+                "group.consumer.session.timeout.ms",
+                "group.consumer.heartbeat.interval.ms",
+                "group.consumer.max.size",
+                "group.consumer.assignors",
+                "group.coordinator.rebalance.protocols",
             )
         }
     )
@@ -528,6 +533,10 @@ def _boolean(name: str, raw: str) -> bool:
 
 def _optional_string(name: str, raw: str) -> str | None:
     return raw or None
+
+
+def _names(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(part.strip().lower() for part in raw.split(",") if part.strip())
 
 
 def _directories(name: str, raw: str) -> tuple[str, ...]:
@@ -637,6 +646,12 @@ _SETTINGS: dict[str, _Setting] = {
     "offsets.retention.minutes": _int_setting(7 * 24 * 60, 1),
     "offsets.retention.check.interval.ms": _int_setting(600_000, 1, _MAX_LONG),
     "offset.metadata.max.bytes": _int_setting(4_096, 0),
+    # KIP-848 consumer groups (broker/group/consumer_membership.py).
+    "group.consumer.session.timeout.ms": _int_setting(45_000, 1),
+    "group.consumer.heartbeat.interval.ms": _int_setting(5_000, 1),
+    "group.consumer.max.size": _int_setting(_MAX_INT, 1),
+    "group.consumer.assignors": _Setting(_names, _render_list, "uniform,range"),
+    "group.coordinator.rebalance.protocols": _Setting(_names, _render_list, "classic,consumer"),
     # Follower fetchers (FetcherSettings), Kafka's defaults.
     "num.replica.fetchers": _int_setting(1, 1, 64),
     "replica.fetch.max.bytes": _int_setting(1024 * 1024, 0),

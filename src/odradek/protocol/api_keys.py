@@ -223,6 +223,9 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.DELETE_ACLS: VersionRange(1, 3),
         ApiKey.DESCRIBE_CLIENT_QUOTAS: VersionRange(0, 1),
         ApiKey.ALTER_CLIENT_QUOTAS: VersionRange(0, 1),
+        # KIP-848 consumer groups (broker/group/consumer_membership.py), as Kafka 4.x serves.
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),
+        ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
     }
 )
 
