@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from odradek._types import TopicPartition
 from odradek.broker.group import offsets, rebalance
 from odradek.broker.group.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
+from odradek.broker.group.history import CauseKind, RebalanceCause
 from odradek.broker.group.membership import GroupMembership
 from odradek.broker.group.rebalance import Effects
 from odradek.broker.group.records import (
@@ -363,7 +364,7 @@ class GroupCoordinator(GroupMembership):
             now_ms,
             self._config.group_initial_rebalance_delay_ms,
             effects,
-            f"member {member.member_id} session expired",
+            RebalanceCause(CauseKind.SESSION_TIMEOUT, member.member_id, member.last_heartbeat_ms),
         )
 
     def _expire_offsets(self, now_ms: int, effects: Effects) -> None:
@@ -377,6 +378,10 @@ class GroupCoordinator(GroupMembership):
                 self._delete_group(group, now_ms, effects, "empty, without offsets")
 
     # --- inspection -----------------------------------------------------------------------
+
+    def groups(self) -> list[ClassicGroup]:
+        """The groups, for inspection (metrics, rebalance history): callers change nothing."""
+        return list(self._groups.values())
 
     def group_state(self, group_id: str) -> GroupState | None:
         group = self._groups.get(group_id)
