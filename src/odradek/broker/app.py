@@ -21,6 +21,7 @@ session: the registration and, on the controller, ``/controller`` vanish).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 from odradek._clock import SYSTEM_CLOCK, Clock
@@ -445,6 +446,12 @@ class BrokerApp:
             *endpoint,
         )
         self.metrics.start()
+        if config.metrics_port == 0:
+            # As with listeners: DescribeConfigs tells the bound port (tools find it there).
+            originals = {**dict(config.originals), "metrics.port": str(self.metrics.port)}
+            self.ctx.config = dataclasses.replace(
+                config, metrics_port=self.metrics.port, originals=tuple(sorted(originals.items()))
+            )
 
     def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         broker = None if self.cluster is None else self.cluster.cache.broker(broker_id)
