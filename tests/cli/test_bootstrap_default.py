@@ -13,6 +13,10 @@ COMMANDS = [
     ("topics", "list"),
     ("groups", "list"),
     ("log-dirs", "describe"),
+    ("api-versions",),
+    ("offsets", "get", "--topic", "t"),
+    ("configs", "describe", "--entity-type", "brokers", "--entity-name", "0"),
+    ("records", "delete", "--topic", "t", "--partition", "0", "--offset", "0"),
 ]
 
 

@@ -20,6 +20,7 @@ from typing import Any, Final, TypeVar
 
 import click
 
+from odradek.client.admin import AdminClient
 from odradek.client.network import parse_bootstrap_servers
 from odradek.errors import KafkaError, OdradekError
 
@@ -83,6 +84,28 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         click.echo(
             " ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         )
+
+
+@contextmanager
+def admin_client(
+    bootstrap_server: str, client_id: str, timeout_ms: int = 30_000
+) -> Iterator[AdminClient]:
+    """An admin client that fails at once when no bootstrap broker answers; odradek errors
+    inside become one line and exit 1 (``broker_errors``)."""
+    with broker_errors():
+        client = AdminClient(
+            {
+                "bootstrap.servers": bootstrap_server,
+                "client.id": client_id,
+                "default.api.timeout.ms": timeout_ms,
+                "request.timeout.ms": timeout_ms,
+            },
+            bootstrap_fail_fast=True,
+        )
+        try:
+            yield client
+        finally:
+            client.close()
 
 
 def topic_option(command: F) -> F:
