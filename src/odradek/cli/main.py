@@ -20,6 +20,7 @@ from odradek.cli.groups import groups
 from odradek.cli.leader_election import leader_election
 from odradek.cli.log_dirs import log_dirs
 from odradek.cli.offsets import offsets
+from odradek.cli.perf import perf
 from odradek.cli.produce import produce
 from odradek.cli.reassign_partitions import reassign_partitions
 from odradek.cli.records import records
@@ -43,6 +44,7 @@ cli.add_command(groups)
 cli.add_command(leader_election)
 cli.add_command(log_dirs)
 cli.add_command(offsets)
+cli.add_command(perf)
 cli.add_command(produce)
 cli.add_command(reassign_partitions)
 cli.add_command(records)
