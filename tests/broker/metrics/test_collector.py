@@ -5,6 +5,7 @@ controller, groups by state, per-API histograms — checked in the text format a
 from __future__ import annotations
 
 import enum
+import time
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -14,6 +15,7 @@ from odradek.broker.metrics import (
     BrokerCollector,
     BrokerParts,
     LagReader,
+    LoopBusy,
     RequestMetrics,
     take_snapshot,
 )
@@ -151,3 +153,16 @@ def test_partition_health_controller_groups_and_requests() -> None:
     queue = "kafka_network_requestmetrics_requestqueuetime_seconds"
     assert samples[f'{queue}_bucket{{le="0.00025",request="Produce"}}'] == 2
     assert samples['kafka_network_requestmetrics_requests_total{request="Fetch"}'] == 1
+
+
+def test_the_loop_busy_fraction_is_measured_from_its_thread_clock() -> None:
+    busy = LoopBusy()  # made on this thread: it reads this thread's CPU clock
+    started = time.monotonic()
+    while time.monotonic() - started < 0.05:  # burn CPU on this thread
+        pass
+    fraction = busy.busy_fraction()
+    assert fraction is not None
+    assert 0.0 < fraction <= 1.0
+    cpu = busy.cpu_seconds()
+    assert cpu is not None
+    assert cpu > 0

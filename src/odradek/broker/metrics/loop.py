@@ -27,8 +27,9 @@ class LoopBusy:
             time.clock_gettime(self._clock)
         except (AttributeError, OSError):
             self._clock = None
-        self._last: tuple[float, float] | None = None
         self._lock = threading.Lock()
+        cpu = self.cpu_seconds()
+        self._last: tuple[float, float] | None = None if cpu is None else (time.monotonic(), cpu)
 
     def cpu_seconds(self) -> float | None:
         """The loop thread's CPU time so far (user + system)."""
