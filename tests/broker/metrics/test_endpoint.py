@@ -19,6 +19,7 @@ from odradek._types import TopicPartition
 from odradek.client.admin import AdminClient
 from odradek.client.admin_types import NewTopic
 from odradek.client.config import ClientConfig
+from odradek.client.consumer import Consumer
 from odradek.client.network import NetworkClient
 from odradek.client.simple_consumer import SimpleConsumer
 from odradek.errors import ErrorCode
@@ -216,3 +217,44 @@ def test_every_metric_the_grafana_dashboard_plots_is_exported(
     }
     assert len(used) > 20
     assert sorted(used - exported) == []
+
+
+def test_a_real_groups_lag_during_consumption(
+    broker: Broker, admin: AdminClient, network: NetworkClient
+) -> None:
+    """A group consumer reads and commits part of a backlog; the scrape's lag is the rest, and
+    its age is the first unread record's."""
+    admin.create_topics([NewTopic("live", 1, 1)]).all()
+    now = int(time.time() * 1000)
+    produce(network, "live", records(10, now - 120_000))  # offsets 0..9
+    produce(network, "live", records(5, now - 30_000))  # offsets 10..14
+    consumer = Consumer(
+        bootstrap_servers=broker.bootstrap_servers,
+        group_id="live-readers",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    try:
+        consumer.subscribe(["live"])
+        read: list[int] = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while len(read) < 10:
+            assert time.monotonic() < deadline, "the group consumer read nothing"
+            read += [r.offset for r in consumer.poll(200, max_records=10 - len(read))]
+        assert read == list(range(10))
+        consumer.commit_sync()
+        labels = '{group="live-readers",partition="0",topic="live"}'
+        samples = scrape(broker)
+        scraped_at = time.time() * 1000
+        assert samples["kafka_consumergroup_current_offset" + labels] == 10
+        assert samples["kafka_consumergroup_lag" + labels] == 5
+        backlog_s = (scraped_at - (now - 30_000)) / 1000
+        assert abs(samples["kafka_consumergroup_lag_seconds" + labels] - backlog_s) < 1.0
+        assert samples['odradek_group_members{group="live-readers"}'] == 1
+        assert samples['odradek_group_rebalances_total{group="live-readers"}'] >= 1
+        with urllib.request.urlopen(url(broker, "/groups/live-readers/rebalances")) as answer:
+            history = json.loads(answer.read())["rebalances"]
+        assert history[0]["cause"] == "member_joined"
+        assert history[-1]["generation_id"] is not None
+    finally:
+        consumer.close()
