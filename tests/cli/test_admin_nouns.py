@@ -257,3 +257,30 @@ def test_a_bad_offset_file_is_one_line_exit_2(
     status, out, err = run(capsys, broker, "records", "delete", "--offset-json-file", str(plan))
     assert (status, out) == (2, [])
     assert "--offset-json-file" in one_line(err)
+
+
+def test_client_and_user_quotas(broker: Broker, capsys: pytest.CaptureFixture[str]) -> None:
+    """Through DescribeClientQuotas / AlterClientQuotas where the broker serves them; one line
+    saying it does not where it does not."""
+    assert broker.app.ctx is not None
+    served = ApiKey.DESCRIBE_CLIENT_QUOTAS in broker.app.ctx.supported_versions
+    user = ("--entity-type", "users", "--entity-name", "alice")
+    status, out, err = run(
+        capsys, broker, "configs", "alter", *user, "--add-config", "producer_byte_rate=1024"
+    )
+    if not served:
+        assert (status, out) == (1, [])
+        assert one_line(err) == (
+            "odradek: the broker does not serve AlterClientQuotas (client and user quotas)"
+        )
+        status, out, err = run(capsys, broker, "configs", "describe", *user)
+        assert (status, out) == (1, [])
+        assert "does not serve DescribeClientQuotas" in one_line(err)
+        return
+    assert (status, out, err) == (0, ["Completed updating config for user alice."], "")
+    status, out, err = run(capsys, broker, "configs", "describe", *user)
+    assert (status, out, err) == (
+        0,
+        ["Quota configs for user=alice are producer_byte_rate=1024"],
+        "",
+    )
