@@ -285,6 +285,8 @@ class BrokerApp:
             config.socket_request_max_bytes,
             limits=config.limits,
         )
+        # Before the listener: a metrics.port that cannot be bound fails the start early.
+        self._start_metrics(replicas)
         await self.server.start()
         if advertised.port == 0 or advertised == listener:
             self.ctx.port = self.server.port
@@ -301,7 +303,6 @@ class BrokerApp:
         else:
             self.controller = Controller(self.store, config.broker_id, clock=self.clock)
             self.controller.start()
-        self._start_metrics(replicas)
         logger.info(
             "broker %d of cluster %s serving on %s:%d",
             config.broker_id,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -258,3 +259,14 @@ def test_a_real_groups_lag_during_consumption(
         assert history[-1]["generation_id"] is not None
     finally:
         consumer.close()
+
+
+def test_a_metrics_port_in_use_fails_the_start_naming_the_setting() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        broker = Broker(config={"metrics.port": str(port), "metrics.host": "127.0.0.1"})
+        with pytest.raises(OSError, match=f"metrics.port: cannot listen on 127.0.0.1:{port}"):
+            broker.start()
+        broker.stop()

@@ -105,11 +105,17 @@ class MetricsServer:
         """Binds and starts serving on a daemon thread.
 
         Raises:
-            OSError: the address cannot be bound.
+            OSError: the address cannot be bound (the message names ``metrics.port``).
         """
-        server = make_server(
-            self.host, self.port, self._app, server_class=_Server, handler_class=_QuietHandler
-        )
+        try:
+            server = make_server(
+                self.host, self.port, self._app, server_class=_Server, handler_class=_QuietHandler
+            )
+        except OSError as error:
+            raise OSError(
+                error.errno,
+                f"metrics.port: cannot listen on {self.host}:{self.port}: {error.strerror}",
+            ) from None
         self._server = server
         self.port = server.server_address[1]
         self._thread = threading.Thread(
