@@ -236,7 +236,7 @@ def _printer(output: str) -> Callable[[str], None]:
 
 @perf.command("produce")
 @bootstrap_server_option
-@click.option("--topic", required=True, help="The topic (it must exist).")
+@click.option("--topic", required=True, help="The topic.")
 @click.option("--num-records", type=click.IntRange(min=1), required=True, help="How many.")
 @click.option("--record-size", type=click.IntRange(min=0), required=True, help="Value bytes.")
 @click.option(
@@ -247,7 +247,13 @@ def _printer(output: str) -> Callable[[str], None]:
     help="At most this many records/s (-1: no cap).",
 )
 @click.option("--partition", type=click.IntRange(min=0), help="Send to this partition only.")
-@click.option("--producer-property", "properties", multiple=True, metavar="K=V")
+@click.option(
+    "--producer-property",
+    "properties",
+    multiple=True,
+    metavar="K=V",
+    help="A librdkafka producer setting (acks, linger.ms, compression.type, ...).",
+)
 @_interval_option
 @_output_option
 def produce(
@@ -348,7 +354,13 @@ def _finish(total: Window, verb: str, output: str) -> None:
     show_default=True,
     help="Give up after this long without a record.",
 )
-@click.option("--consumer-property", "properties", multiple=True, metavar="K=V")
+@click.option(
+    "--consumer-property",
+    "properties",
+    multiple=True,
+    metavar="K=V",
+    help="A librdkafka consumer setting (fetch.min.bytes, isolation.level, ...).",
+)
 @_interval_option
 @_output_option
 def consume(
