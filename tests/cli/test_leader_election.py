@@ -57,7 +57,6 @@ ELECT = ("leader-election", *BOOTSTRAP, "--election-type", "PREFERRED")
             ("leader-election", "--bootstrap-server", "nohost", "--election-type", "preferred"),
             "'--bootstrap-server'",
         ),
-        (("cluster", "describe"), "--bootstrap-server"),
         (("cluster", "describe", "--bootstrap-server", "h:notaport"), "'--bootstrap-server'"),
     ],
 )

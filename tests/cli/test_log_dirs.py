@@ -107,10 +107,6 @@ def test_mistakes_are_one_line(broker: Broker, capsys: pytest.CaptureFixture[str
     assert (status, out) == (2, "")
     assert "9" in one_line(err)
 
-    status, _, err = run(capsys)
-    assert status == 2
-    assert "--bootstrap-server" in one_line(err)
-
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]

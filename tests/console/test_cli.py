@@ -22,7 +22,6 @@ def _console(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ((), "Missing option '--bootstrap-server'"),
         (("--bootstrap-server", "nohostport"), "--bootstrap-server"),
         (("--bootstrap-server", "127.0.0.1:9", "--port", "70000"), "--port"),
     ],

@@ -21,6 +21,7 @@ session: the registration and, on the controller, ``/controller`` vanish).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 from odradek._clock import SYSTEM_CLOCK, Clock
@@ -88,6 +89,14 @@ from odradek.broker.handlers import (
     update_metadata,
     write_txn_markers,
 )
+from odradek.broker.metrics import (
+    BrokerParts,
+    LagReader,
+    MetricsServer,
+    RequestMetrics,
+    metrics_endpoint,
+    take_snapshot,
+)
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import FetchPurgatory
 from odradek.broker.replica_manager import ReplicaManager
@@ -108,7 +117,7 @@ from odradek.controller.rebalance import RebalanceSettings
 from odradek.controller.store import MetadataStore, join_path
 from odradek.controller.topics import BROKER_IDS_PATH, ClusterMetadata, Endpoint
 from odradek.controller.zookeeper import ZooKeeperMetadataStore
-from odradek.errors import NodeExistsError
+from odradek.errors import KafkaError, NodeExistsError
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager
 
@@ -191,6 +200,7 @@ class BrokerApp:
         self.live_brokers: LiveBrokers | None = None
         self.isr_changes: IsrChangeManager | None = None
         self.fetchers: ReplicaFetcherManager | None = None
+        self.metrics: MetricsServer | None = None
 
     def _log_config_for(self, topic: str) -> LogConfig:
         assert self.topics is not None
@@ -341,6 +351,8 @@ class BrokerApp:
             config.socket_request_max_bytes,
             limits=config.limits,
         )
+        # Before the listener: a metrics.port that cannot be bound fails the start early.
+        self._start_metrics(replicas)
         await self.server.start()
         if advertised.port == 0 or advertised == listener:
             self.ctx.port = self.server.port
@@ -457,11 +469,77 @@ class BrokerApp:
         leader = self.cluster.cache.leader(tp)
         return None if leader is None else (leader.broker_id, leader.host, leader.port)
 
+    def _start_metrics(self, replicas: ReplicaManager) -> None:
+        """The Prometheus endpoint (``broker.metrics``), when the settings turn it on."""
+        config = self.config
+        endpoint = metrics_endpoint(
+            config.metrics_port,
+            config.metrics_host,
+            config.metric_reporters,
+            config.listeners[0].host,
+        )
+        if endpoint is None:
+            return
+        assert self.server is not None
+        assert self.groups is not None
+        assert self.ctx is not None
+        server, groups = self.server, self.groups
+        requests = server.request_metrics = RequestMetrics()
+
+        def isr_changes() -> tuple[int, int]:
+            changes = self.isr_changes
+            return (0, 0) if changes is None else (changes.isr_shrinks, changes.isr_expands)
+
+        def offline_partitions() -> int:
+            if self.cluster is None or self.controller is None or not self.controller.active:
+                return 0
+            cache = self.cluster.cache
+            return sum(
+                1
+                for topic in cache.topic_names()
+                for partition in cache.partitions(topic)
+                if partition.leader < 0
+            )
+
+        parts = BrokerParts(
+            broker_id=config.broker_id,
+            partitions=replicas.partitions,
+            coordinators=groups.coordinators,
+            controller_active=lambda: self.controller is not None and self.controller.active,
+            offline_partitions=offline_partitions,
+            isr_changes=isr_changes,
+            connections=lambda: len(server._connections),
+        )
+        lag_reader = LagReader()
+
+        def rebalances(group_id: str) -> list[dict[str, object]] | None:
+            try:
+                records = groups.rebalance_history(group_id)
+            except KafkaError:
+                return None
+            return None if records is None else [record.to_json() for record in records]
+
+        self.metrics = MetricsServer(
+            asyncio.get_running_loop(),
+            lambda: take_snapshot(parts, lag_reader, requests.snapshot(), self.clock.now_ms()),
+            rebalances,
+            *endpoint,
+        )
+        self.metrics.start()
+        if config.metrics_port == 0:
+            # As with listeners: DescribeConfigs tells the bound port (tools find it there).
+            originals = {**dict(config.originals), "metrics.port": str(self.metrics.port)}
+            self.ctx.config = dataclasses.replace(
+                config, metrics_port=self.metrics.port, originals=tuple(sorted(originals.items()))
+            )
+
     def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         broker = None if self.cluster is None else self.cluster.cache.broker(broker_id)
         return None if broker is None else (broker.host, broker.port)
 
     async def stop(self) -> None:
+        if self.metrics is not None:
+            await asyncio.to_thread(self.metrics.stop)
         if self.cluster is not None and self.fatal_error is None:
             # Leadership moves to other ISR members before this broker stops serving.
             await self.cluster.controlled_shutdown()

@@ -37,6 +37,7 @@ from odradek.broker.auth.authorizer import AuthorizerConfig
 from odradek.broker.group.config import GroupConfig
 from odradek.broker.kafka_settings import KAFKA_BROKER_SETTINGS, kafka_setting_base
 from odradek.broker.limits import BrokerLimits, parse_overrides, render_overrides
+from odradek.broker.metrics.settings import parse_reporters
 from odradek.broker.txn.config import TXN_SETTINGS, TransactionConfig
 from odradek.errors import ConfigError
 from odradek.storage.cleaner.config import BROKER_NAMES as CLEANER_BROKER_NAMES
@@ -262,6 +263,10 @@ class BrokerConfig:
     #: The Kafka settings given that odradek does not implement (accepted, no effect), by
     #: name, as given.
     unimplemented: tuple[tuple[str, str], ...] = ()
+    #: The Prometheus endpoint's settings (``broker.metrics.settings``).
+    metrics_port: int = -1
+    metrics_host: str | None = None
+    metric_reporters: tuple[str, ...] = ()
 
     @classmethod
     def from_properties(
@@ -381,6 +386,9 @@ class BrokerConfig:
             offsets_commit_timeout_ms=get("offsets.commit.timeout.ms"),
             transaction_config=TransactionConfig.from_settings(get),
             unimplemented=tuple(sorted(unimplemented.items())),
+            metrics_port=get("metrics.port"),
+            metrics_host=get("metrics.host"),
+            metric_reporters=get("metric.reporters"),
         )
 
     def describe(self) -> dict[str, ConfigEntry]:
@@ -659,6 +667,9 @@ _SETTINGS: dict[str, _Setting] = {
     "replica.fetch.wait.max.ms": _int_setting(500, 0),
     "replica.fetch.min.bytes": _int_setting(1, 1),
     "replica.fetch.backoff.ms": _int_setting(1000, 0),
+    "metrics.port": _int_setting(-1, -1, 65535),
+    "metrics.host": _Setting(_optional_string, _text, None),
+    "metric.reporters": _Setting(parse_reporters, _render_list, ""),
 }
 
 
@@ -804,6 +815,8 @@ _ODRADEK_TYPES: dict[str, str] = {
     "max.partitions": "INT",
     "max.partitions.per.request": "INT",
     "offsets.commit.required.acks": "SHORT",
+    "metrics.port": "INT",
+    "metrics.host": "STRING",
 }
 
 

@@ -3,16 +3,24 @@
 Owns the rule that a broker problem reaches the user as one line and exit status 1
 (``broker_errors``), while a mistake on the command line is a ``click.BadParameter`` or
 ``click.UsageError`` (one line, exit 2, printed by ``cli.main``).
+
+Every command that talks to a broker takes ``--bootstrap-server`` with the same default: the
+``ODRADEK_BOOTSTRAP_SERVERS`` environment variable when set, else ``127.0.0.1:9092`` (where
+``odradek serve`` listens by default). Describe and list verbs take ``--output table|json``
+(``output_option``; ``print_json`` writes one JSON document).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, TypeVar
 
 import click
 
+from odradek.client.admin import AdminClient
 from odradek.client.network import parse_bootstrap_servers
 from odradek.errors import KafkaError, OdradekError
 
@@ -29,16 +37,75 @@ def _check_bootstrap(ctx: click.Context, param: click.Parameter, value: str) -> 
     return value
 
 
+#: The broker every command talks to unless told otherwise.
+DEFAULT_BOOTSTRAP_SERVER: Final = "127.0.0.1:9092"
+BOOTSTRAP_ENV: Final = "ODRADEK_BOOTSTRAP_SERVERS"
+
+
+def _default_bootstrap() -> str:
+    return os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP_SERVER
+
+
 def bootstrap_server_option(command: F) -> F:
-    """``--bootstrap-server HOST:PORT`` (required, checked while parsing)."""
+    """``--bootstrap-server HOST:PORT`` (default: ``$ODRADEK_BOOTSTRAP_SERVERS``, else
+    127.0.0.1:9092; checked while parsing)."""
     return click.option(
         "--bootstrap-server",
         "bootstrap_server",
-        required=True,
+        default=_default_bootstrap,
+        show_default=f"${BOOTSTRAP_ENV} or {DEFAULT_BOOTSTRAP_SERVER}",
         metavar="HOST:PORT",
         callback=_check_bootstrap,
         help="The broker to talk to (a comma-separated list: the first that answers).",
     )(command)
+
+
+def output_option(command: F) -> F:
+    """``--output table|json`` (the parameter ``output``)."""
+    return click.option(
+        "--output",
+        "output",
+        type=click.Choice(["table", "json"]),
+        default="table",
+        show_default=True,
+        help="Print a table, or one JSON document.",
+    )(command)
+
+
+def print_json(document: object) -> None:
+    """Writes ``document`` as one indented JSON document on stdout."""
+    click.echo(json.dumps(document, indent=2, sort_keys=False))
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """Left-aligned columns as wide as their widest cell, one space apart."""
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
+    for row in [headers, *rows]:
+        click.echo(
+            " ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
+
+
+@contextmanager
+def admin_client(
+    bootstrap_server: str, client_id: str, timeout_ms: int = 30_000
+) -> Iterator[AdminClient]:
+    """An admin client that fails at once when no bootstrap broker answers; odradek errors
+    inside become one line and exit 1 (``broker_errors``)."""
+    with broker_errors():
+        client = AdminClient(
+            {
+                "bootstrap.servers": bootstrap_server,
+                "client.id": client_id,
+                "default.api.timeout.ms": timeout_ms,
+                "request.timeout.ms": timeout_ms,
+            },
+            bootstrap_fail_fast=True,
+        )
+        try:
+            yield client
+        finally:
+            client.close()
 
 
 def topic_option(command: F) -> F:

@@ -2,9 +2,10 @@
 ``odradek.Consumer``.
 
 Like Kafka's ``kafka-console-consumer.sh`` (without a group: it assigns itself partitions and
-commits nothing)::
+commits nothing; with ``--group`` it joins that group and commits)::
 
-    odradek consume --bootstrap-server HOST:PORT --topic T [--partition N ...]
+    odradek consume --bootstrap-server HOST:PORT (--topic T | --include REGEX) [--partition N ...]
+                    [--group G] [--isolation-level read_committed|read_uncommitted]
                     [--from-beginning | --offset O|earliest|latest] [--max-messages N]
                     [--timeout-ms MS] [--print-key] [--key-separator SEP] [--print-headers]
                     [--print-offset] [--print-partition] [--print-timestamp]
@@ -15,15 +16,23 @@ Which records: every partition of the topic unless ``--partition`` names some
 ``--from-beginning`` / ``--offset earliest`` or a numeric ``--offset`` (which needs
 ``--partition``), applied with ``seek_to_end`` / ``seek_to_beginning`` / ``seek``.
 
+``--include REGEX`` reads every topic whose whole name matches (without a group: the topics
+that exist when it starts; with one: also the topics created later, as the group's pattern
+subscription sees them). ``--group G`` subscribes with ``group.id`` G: the group assigns the
+partitions (``--partition`` and a numeric ``--offset`` are refused), a partition without a
+committed offset starts where ``--from-beginning`` / ``--offset`` say (``auto.offset.reset``),
+and positions are committed (``enable.auto.commit``, and once more when the tool stops).
+``--isolation-level read_committed`` reads only committed transactional records.
+
 Consumer settings: ``--consumer-property K=V`` (repeatable, later wins) is any consumer setting
 the client's configuration accepts (``fetch.min.bytes``, ``max.partition.fetch.bytes``,
 ``request.timeout.ms``, ...); an unknown key or a bad value is a usage mistake (exit 2). Not
-accepted: ``bootstrap.servers`` (``--bootstrap-server`` says it), ``group.id`` and
-``group.instance.id`` (no group), ``key.deserializer`` and ``value.deserializer`` (the tool
-prints bytes; ``--value-format`` chooses how). Console defaults: ``client.id``
-``odradek-console-consumer``, ``allow.auto.create.topics`` false (reading never creates a
-topic), ``default.api.timeout.ms`` 10 s: the bound on every wait for the broker (finding the
-topic, an offset lookup).
+accepted: ``bootstrap.servers`` (``--bootstrap-server`` says it), ``group.id`` (``--group``
+says it), ``group.instance.id`` (no static membership), ``key.deserializer`` and
+``value.deserializer`` (the tool prints bytes; ``--value-format`` chooses how). Console
+defaults: ``client.id`` ``odradek-console-consumer``, ``allow.auto.create.topics`` false
+(reading never creates a topic), ``default.api.timeout.ms`` 10 s: the bound on every wait for
+the broker (finding the topic, an offset lookup).
 
 An offset out of range: unless ``auto.offset.reset`` is given, the partition starts again at
 its earliest offset with a note on stderr (``odradek: offset 100 is out of range for T-0;
@@ -51,6 +60,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -59,7 +69,7 @@ from typing import IO, Any, Final, Protocol
 import click
 
 from odradek._clock import SYSTEM_CLOCK, Clock
-from odradek.cli._options import bootstrap_server_option, broker_errors, separator, topic_option
+from odradek.cli._options import bootstrap_server_option, broker_errors, separator
 from odradek.client.admin import AdminClient
 from odradek.client.config import ADMIN, CONSUMER, ClientConfig
 from odradek.client.consumer import Consumer, ConsumerRecord, TopicPartition
@@ -85,8 +95,8 @@ CONSOLE_DEFAULTS: Final = {
 #: Consumer settings ``--consumer-property`` may not give, and why.
 REFUSED_PROPERTIES: Final = {
     "bootstrap.servers": "give --bootstrap-server",
-    "group.id": "odradek consume reads without a group",
-    "group.instance.id": "odradek consume reads without a group",
+    "group.id": "give --group",
+    "group.instance.id": "odradek consume does not join as a static member",
     "key.deserializer": "keys print as bytes",
     "value.deserializer": "values print as bytes; choose --value-format",
 }
@@ -187,9 +197,18 @@ class ConsoleConfig:
     note_resets: bool
 
 
-def consumer_config(bootstrap_server: str, properties: Sequence[str]) -> ConsoleConfig:
+def consumer_config(
+    bootstrap_server: str,
+    properties: Sequence[str],
+    *,
+    group: str | None = None,
+    isolation_level: str | None = None,
+    start: int | str = LATEST,
+) -> ConsoleConfig:
     """The consumer's configuration from ``--consumer-property K=V`` entries (later wins) over
-    ``CONSOLE_DEFAULTS``, checked by the client's configuration (no connection made).
+    ``CONSOLE_DEFAULTS``, checked by the client's configuration (no connection made). With a
+    ``group``: its ``group.id``, auto-commit on, and ``auto.offset.reset`` from ``start``
+    unless given.
 
     Raises:
         click.BadParameter: an entry without ``=``, a refused or unknown key, a bad value.
@@ -208,8 +227,14 @@ def consumer_config(bootstrap_server: str, properties: Sequence[str]) -> Console
     settings: dict[str, Any] = dict(CONSOLE_DEFAULTS)
     settings.update(given)
     settings["bootstrap.servers"] = bootstrap_server
-    note_resets = "auto.offset.reset" not in given
-    if note_resets:
+    if isolation_level is not None:
+        settings["isolation.level"] = isolation_level
+    note_resets = "auto.offset.reset" not in given and group is None
+    if group is not None:
+        settings["group.id"] = group
+        settings.setdefault("enable.auto.commit", True)
+        settings.setdefault("auto.offset.reset", EARLIEST if start == EARLIEST else LATEST)
+    elif note_resets:
         settings["auto.offset.reset"] = "none"  # poll reports it; the tool resets and says so
     try:
         config = ClientConfig(settings, client_type=CONSUMER)
@@ -220,7 +245,15 @@ def consumer_config(bootstrap_server: str, properties: Sequence[str]) -> Console
 
 @click.command("consume")
 @bootstrap_server_option
-@topic_option
+@click.option("--topic", help="The topic (or --include).")
+@click.option("--include", metavar="REGEX", help="Every topic whose name matches.")
+@click.option("--group", help="Join this consumer group and commit (default: no group).")
+@click.option(
+    "--isolation-level",
+    type=click.Choice(["read_uncommitted", "read_committed"]),
+    default=None,
+    help="Whether aborted transactional records are read (isolation.level).",
+)
 @click.option(
     "--partition",
     "partitions",
@@ -273,7 +306,10 @@ def consumer_config(bootstrap_server: str, properties: Sequence[str]) -> Console
 )
 def consume(
     bootstrap_server: str,
-    topic: str,
+    topic: str | None,
+    include: str | None,
+    group: str | None,
+    isolation_level: str | None,
     partitions: tuple[int, ...],
     from_beginning: bool,
     offset: int | str | None,
@@ -289,8 +325,15 @@ def consume(
     consumer_properties: tuple[str, ...],
 ) -> None:
     """Print the records of a topic, one per line."""
+    if (topic is None) == (include is None):
+        raise click.UsageError("give --topic or --include")
+    pattern = None if include is None else _pattern(include)
     if from_beginning and offset is not None:
         raise click.UsageError("give --from-beginning or --offset, not both")
+    if group is not None and (partitions or isinstance(offset, int)):
+        raise click.UsageError("with --group the group assigns partitions and offsets")
+    if include is not None and partitions:
+        raise click.UsageError("--partition goes with --topic")
     if isinstance(offset, int) and not partitions:
         raise click.UsageError("--offset with a number needs --partition")
     start = EARLIEST if from_beginning else LATEST if offset is None else offset
@@ -303,25 +346,33 @@ def consume(
         separator=separator(key_separator, "'--key-separator'").encode(),
         value_format=value_format,
     )
-    console = consumer_config(bootstrap_server, consumer_properties)
+    console = consumer_config(
+        bootstrap_server,
+        consumer_properties,
+        group=group,
+        isolation_level=isolation_level,
+        start=start,
+    )
     out = _stdout()
     run = ConsoleRun(out, layout, max_messages, timeout_ms)
     try:
         with broker_errors():
-            existing = _partitions_of(console.config, topic, bootstrap_server)
-            for partition in partitions:
-                if partition not in existing:
-                    raise UnknownTopicOrPartitionError(
-                        f"topic {topic!r} has no partition {partition}"
-                    )
-            assigned = [TopicPartition(topic, p) for p in dict.fromkeys(partitions or existing)]
-            consumer = Consumer(console.config)
-            try:
-                reader = ConsoleReader(consumer, assigned, console.note_resets, _note)
-                reader.start(start)
-                run.loop(reader)
-            finally:
-                consumer.close(CLOSE_TIMEOUT_MS)
+            if group is not None:
+                consumer = Consumer(console.config)
+                try:
+                    consumer.subscribe([topic] if topic is not None else [], pattern=pattern)
+                    run.loop(consumer)
+                finally:
+                    consumer.close(CLOSE_TIMEOUT_MS)  # commits the positions reached
+            else:
+                assigned = _assignment(console.config, bootstrap_server, topic, pattern, partitions)
+                consumer = Consumer(console.config)
+                try:
+                    reader = ConsoleReader(consumer, assigned, console.note_resets, _note)
+                    reader.start(start)
+                    run.loop(reader)
+                finally:
+                    consumer.close(CLOSE_TIMEOUT_MS)
     except KeyboardInterrupt:
         pass  # Ctrl-C is the usual way to stop: not an error
     except BrokenPipeError:
@@ -329,6 +380,50 @@ def consume(
     else:
         out.flush()
     click.echo(f"Processed a total of {run.count} messages", err=True)
+
+
+def _pattern(include: str) -> re.Pattern[str]:
+    try:
+        return re.compile(include)
+    except re.error as error:
+        raise click.BadParameter(
+            f"not a regular expression: {error}", param_hint="--include"
+        ) from None
+
+
+def _assignment(
+    config: ClientConfig,
+    bootstrap_server: str,
+    topic: str | None,
+    pattern: re.Pattern[str] | None,
+    partitions: Sequence[int],
+) -> list[TopicPartition]:
+    """The partitions to assign without a group: the topic's (or those named), or every
+    partition of the topics whose whole name matches ``pattern``.
+
+    Raises:
+        UnknownTopicOrPartitionError: the topic or a named partition does not exist, or no
+            topic matches.
+    """
+    if topic is not None:
+        existing = _partitions_of(config, topic, bootstrap_server)
+        for partition in partitions:
+            if partition not in existing:
+                raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {partition}")
+        return [TopicPartition(topic, p) for p in dict.fromkeys(partitions or existing)]
+    assert pattern is not None
+    admin = AdminClient(config.for_type(ADMIN))
+    try:
+        names = sorted(name for name in admin.list_topics() if pattern.fullmatch(name))
+    finally:
+        admin.close()
+    if not names:
+        raise UnknownTopicOrPartitionError(f"no topic matches {pattern.pattern!r}")
+    return [
+        TopicPartition(name, p)
+        for name in names
+        for p in _partitions_of(config, name, bootstrap_server)
+    ]
 
 
 def _partitions_of(config: ClientConfig, topic: str, bootstrap_server: str) -> list[int]:

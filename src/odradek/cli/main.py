@@ -11,7 +11,9 @@ import click
 
 from odradek._version import __version__
 from odradek.cli.acls import acls
+from odradek.cli.api_versions import api_versions
 from odradek.cli.cluster import cluster
+from odradek.cli.configs import configs
 from odradek.cli.console import console
 from odradek.cli.consume import consume
 from odradek.cli.demo import demo
@@ -19,9 +21,12 @@ from odradek.cli.dump_log import dump_log
 from odradek.cli.groups import groups
 from odradek.cli.leader_election import leader_election
 from odradek.cli.log_dirs import log_dirs
+from odradek.cli.offsets import offsets
+from odradek.cli.perf import perf
 from odradek.cli.produce import produce
 from odradek.cli.quotas import quotas
 from odradek.cli.reassign_partitions import reassign_partitions
+from odradek.cli.records import records
 from odradek.cli.serve import serve
 from odradek.cli.topics import topics
 
@@ -35,15 +40,21 @@ def cli() -> None:
 cli.add_command(acls)
 cli.add_command(cluster)
 cli.add_command(console)
+cli.add_command(api_versions)
+cli.add_command(cluster)
+cli.add_command(configs)
 cli.add_command(consume)
 cli.add_command(demo)
 cli.add_command(dump_log)
 cli.add_command(groups)
 cli.add_command(leader_election)
 cli.add_command(log_dirs)
+cli.add_command(offsets)
+cli.add_command(perf)
 cli.add_command(produce)
 cli.add_command(quotas)
 cli.add_command(reassign_partitions)
+cli.add_command(records)
 cli.add_command(serve)
 cli.add_command(topics)
 

@@ -19,7 +19,10 @@ binary values can be sent).
 Producer settings: ``acks`` and ``compression.type`` from the options of those names,
 ``max.block.ms`` from ``--max-block-ms`` (default 10 s, not the producer's 60 s),
 ``linger.ms`` 1000 (Kafka's console default: batches leave when flushed or full), the
-producer's defaults otherwise (``batch.size`` 16 KiB per partition's batch).
+producer's defaults otherwise (``batch.size`` 16 KiB per partition's batch). Any producer
+setting by ``--producer-property K=V`` (repeatable; it wins over the options above); an unknown
+key or a bad value is a usage mistake (exit 2), and ``bootstrap.servers`` and the serializers
+are refused.
 
 Partitioning (the producer's default partitioner): ``--partition`` for every record, else
 murmur2 of the key for keyed records, and for unkeyed ones a sticky partition kept until its
@@ -60,8 +63,9 @@ from typing import IO, Any, Final
 import click
 
 from odradek.cli._options import bootstrap_server_option, broker_errors, separator, topic_option
+from odradek.client.config import PRODUCER, ClientConfig
 from odradek.client.producer import Producer, RecordMetadata
-from odradek.errors import KafkaError, KafkaTimeoutError, UnknownTopicOrPartitionError
+from odradek.errors import ConfigError, KafkaError, KafkaTimeoutError, UnknownTopicOrPartitionError
 from odradek.records.record import Header
 
 CLIENT_ID: Final = "odradek-console-producer"
@@ -277,6 +281,13 @@ def _error_name(error: BaseException) -> str:
     show_default=True,
     help="What the value text is.",
 )
+@click.option(
+    "--producer-property",
+    "producer_properties",
+    multiple=True,
+    metavar="K=V",
+    help="A producer setting (linger.ms, batch.size, enable.idempotence, ...).",
+)
 @click.option("--verbose", is_flag=True, help="Print a summary on stderr at the end.")
 def produce(
     bootstrap_server: str,
@@ -289,6 +300,7 @@ def produce(
     batch_size: int,
     max_block_ms: int,
     value_format: str,
+    producer_properties: tuple[str, ...],
     verbose: bool,
 ) -> None:
     """Send the lines of stdin to a topic, one record per line."""
@@ -307,8 +319,16 @@ def produce(
         "linger.ms": LINGER_MS,
         "max.block.ms": max_block_ms,
     }
+    config.update(producer_settings(producer_properties))
+    try:
+        ClientConfig(config, client_type=PRODUCER)
+    except ConfigError as error:
+        raise click.BadParameter(str(error), param_hint=_PROPERTY_HINT) from None
     with broker_errors():
-        producer = Producer(config)
+        try:
+            producer = Producer(config)
+        except ConfigError as error:  # a --producer-property value the producer refuses
+            raise click.BadParameter(str(error), param_hint=_PROPERTY_HINT) from None
         try:
             _check_topic(producer, topic, partition, max_block_ms, bootstrap_server)
             failed, line_error = _run(
@@ -327,6 +347,35 @@ def produce(
         raise click.ClickException(
             f"{failed} of {failed + produced} records were not produced to {topic}"
         )
+
+
+_PROPERTY_HINT: Final = "'--producer-property'"
+#: Producer settings ``--producer-property`` may not give, and why.
+REFUSED_PROPERTIES: Final = {
+    "bootstrap.servers": "give --bootstrap-server",
+    "key.serializer": "keys are sent as the bytes read",
+    "value.serializer": "values are sent as the bytes read; choose --value-format",
+}
+
+
+def producer_settings(properties: tuple[str, ...]) -> dict[str, str]:
+    """``K=V`` entries (later wins).
+
+    Raises:
+        click.BadParameter: an entry without ``=``, or a refused key.
+    """
+    given: dict[str, str] = {}
+    for entry in properties:
+        name, found, value = entry.partition("=")
+        name = name.strip()
+        if not found or not name:
+            raise click.BadParameter(f"expected K=V, got {entry!r}", param_hint=_PROPERTY_HINT)
+        if name in REFUSED_PROPERTIES:
+            raise click.BadParameter(
+                f"{name} cannot be set here ({REFUSED_PROPERTIES[name]})", param_hint=_PROPERTY_HINT
+            )
+        given[name] = value.strip()
+    return given
 
 
 def _check_topic(

@@ -33,7 +33,7 @@ from typing import Any, Final, TypeVar
 
 import click
 
-from odradek.cli._options import _check_bootstrap, broker_errors
+from odradek.cli._options import bootstrap_server_option, broker_errors
 from odradek.client.admin import AdminClient
 from odradek.client.admin_types import (
     ConfigEntry,
@@ -46,7 +46,6 @@ from odradek.errors import ErrorCode, KafkaError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-DEFAULT_BOOTSTRAP_SERVER: Final = "127.0.0.1:9092"
 CLIENT_ID: Final = "odradek-topics"
 REQUEST_TIMEOUT_MS: Final = 30_000
 
@@ -55,15 +54,7 @@ REQUEST_TIMEOUT_MS: Final = 30_000
 
 
 def _bootstrap_option(command: F) -> F:
-    return click.option(
-        "--bootstrap-server",
-        "bootstrap_server",
-        default=DEFAULT_BOOTSTRAP_SERVER,
-        show_default=True,
-        metavar="HOST:PORT",
-        callback=_check_bootstrap,
-        help="The broker to talk to (a comma-separated list: the first that answers).",
-    )(command)
+    return bootstrap_server_option(command)  # the default every command shares
 
 
 @contextmanager

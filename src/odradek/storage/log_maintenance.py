@@ -12,6 +12,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 from odradek._clock import Clock
@@ -70,6 +71,9 @@ class LogMaintenance:
         self._flush_lock = threading.Lock()
         self._unflushed_messages = 0
         self._last_flush_ms = clock.monotonic_ms()
+        #: fsync passes done and the seconds they took (metrics: Kafka's LogFlushStats).
+        self.flushes = 0
+        self.flush_seconds = 0.0
         self._flush_scheduled = False
         self._rolled = False
         self._truncations = 0
@@ -217,6 +221,7 @@ class LogMaintenance:
         recovery point to the log end offset seen at the start. Returns the new recovery
         point. Runs the fsyncs outside the log lock, so appends go on meanwhile."""
         with self._flush_lock:
+            started = time.perf_counter()
             with self._lock:
                 if self._closed:
                     return self._recovery_point
@@ -239,6 +244,8 @@ class LogMaintenance:
                     self._recovery_point = max(self._recovery_point, target)
                     self._unflushed_messages = max(0, self._unflushed_messages - flushed_messages)
                     self._last_flush_ms = self._clock.monotonic_ms()
+                self.flushes += 1
+                self.flush_seconds += time.perf_counter() - started
                 return self._recovery_point
 
     # ----------------------------------------------------------------- retention

@@ -36,6 +36,7 @@ from odradek.broker.group.consumer_group import ConsumerGroup
 from odradek.broker.group.consumer_membership import ConsumerGroupMembership
 from odradek.broker.group.consumer_records import decode_consumer_key
 from odradek.broker.group.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
+from odradek.broker.group.history import CauseKind, RebalanceCause
 from odradek.broker.group.membership import GroupMembership
 from odradek.broker.group.rebalance import Effects
 from odradek.broker.group.records import (
@@ -493,7 +494,7 @@ class GroupCoordinator(GroupMembership, ConsumerGroupMembership):
             now_ms,
             self._config.group_initial_rebalance_delay_ms,
             effects,
-            f"member {member.member_id} session expired",
+            RebalanceCause(CauseKind.SESSION_TIMEOUT, member.member_id, member.last_heartbeat_ms),
         )
 
     def _expire_offsets(self, now_ms: int, effects: Effects) -> None:
@@ -514,6 +515,10 @@ class GroupCoordinator(GroupMembership, ConsumerGroupMembership):
                 self._delete_consumer_group(consumer_group, effects, "empty, without offsets")
 
     # --- inspection -----------------------------------------------------------------------
+
+    def groups(self) -> list[ClassicGroup]:
+        """The groups, for inspection (metrics, rebalance history): callers change nothing."""
+        return list(self._groups.values())
 
     def group_state(self, group_id: str) -> GroupState | None:
         group = self._groups.get(group_id)

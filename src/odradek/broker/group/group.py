@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from odradek._types import TopicPartition
+from odradek.broker.group.history import RebalanceHistory
 from odradek.broker.group.records import (
     CoordinatorRecord,
     GroupMetadataKey,
@@ -124,6 +125,7 @@ class ClassicGroup:
         "pending_sync",
         "protocol_name",
         "protocol_type",
+        "rebalances",
         "state",
         "state_timestamp_ms",
         "static_members",
@@ -154,6 +156,8 @@ class ClassicGroup:
         self.initial_delay_remaining_ms = 0
         self.new_member_added = False
         self.sync_deadline_ms: int | None = None
+        #: Why the group rebalanced lately (soft state: see ``history``).
+        self.rebalances = RebalanceHistory()
 
     def __repr__(self) -> str:
         return (

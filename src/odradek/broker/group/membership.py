@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from odradek.broker.group import rebalance
 from odradek.broker.group.group import ClassicGroup, Member
+from odradek.broker.group.history import CauseKind, RebalanceCause
 from odradek.broker.group.rebalance import Effects
 from odradek.broker.group.results import (
     HeartbeatResult,
@@ -157,7 +158,7 @@ class GroupMembership(CoordinatorShard):
         self._schedule_session(group, member)
         delay = self._config.group_initial_rebalance_delay_ms
         rebalance.maybe_prepare_rebalance(
-            group, now_ms, delay, effects, f"member {member.member_id} joined"
+            group, now_ms, delay, effects, RebalanceCause(CauseKind.MEMBER_JOINED, member.member_id)
         )
         rebalance.try_complete_join(group, now_ms, effects)
         return None
@@ -201,7 +202,10 @@ class GroupMembership(CoordinatorShard):
             now_ms,
             self._config.group_initial_rebalance_delay_ms,
             effects,
-            f"member {member.member_id} rejoined",
+            RebalanceCause(
+                CauseKind.MEMBER_REJOINED if unchanged else CauseKind.SUBSCRIPTION_CHANGED,
+                member.member_id,
+            ),
         )
         rebalance.try_complete_join(group, now_ms, effects)
         return None
@@ -254,7 +258,11 @@ class GroupMembership(CoordinatorShard):
             )
         member.join_ticket = ticket
         rebalance.maybe_prepare_rebalance(
-            group, now_ms, delay, effects, f"static member {member.member_id} restarted"
+            group,
+            now_ms,
+            delay,
+            effects,
+            RebalanceCause(CauseKind.STATIC_MEMBER_RESTARTED, member.member_id),
         )
         rebalance.try_complete_join(group, now_ms, effects)
         return None
@@ -392,6 +400,6 @@ class GroupMembership(CoordinatorShard):
             now_ms,
             self._config.group_initial_rebalance_delay_ms,
             effects,
-            f"member {member_id} left",
+            RebalanceCause(CauseKind.MEMBER_LEFT, member_id),
         )
         return ErrorCode.NONE

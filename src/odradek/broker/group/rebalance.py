@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 
 from odradek.broker.group.group import ClassicGroup, Member
+from odradek.broker.group.history import CauseKind, RebalanceCause
 from odradek.broker.group.records import CoordinatorRecord
 from odradek.broker.group.results import (
     Completion,
@@ -97,7 +98,11 @@ def sync_response(group: ClassicGroup, member: Member) -> SyncGroupResult:
 
 
 def prepare_rebalance(
-    group: ClassicGroup, now_ms: int, initial_delay_ms: int, effects: Effects, reason: str
+    group: ClassicGroup,
+    now_ms: int,
+    initial_delay_ms: int,
+    effects: Effects,
+    reason: RebalanceCause,
 ) -> None:
     """Starts a join phase: waiting SyncGroups are turned away (REBALANCE_IN_PROGRESS) and
     assignments reset; an Empty group first waits ``initial_delay_ms`` (bounded by the
@@ -125,11 +130,16 @@ def prepare_rebalance(
         group.generation_id,
         reason,
     )
+    group.rebalances.started(now_ms, group.generation_id, reason)
     group.transition(GroupState.PREPARING_REBALANCE, now_ms)
 
 
 def maybe_prepare_rebalance(
-    group: ClassicGroup, now_ms: int, initial_delay_ms: int, effects: Effects, reason: str
+    group: ClassicGroup,
+    now_ms: int,
+    initial_delay_ms: int,
+    effects: Effects,
+    reason: RebalanceCause,
 ) -> None:
     """``prepare_rebalance`` unless a join phase already runs."""
     if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY):
@@ -160,6 +170,7 @@ def complete_join(group: ClassicGroup, now_ms: int, effects: Effects) -> None:
     group.in_initial_delay = False
     group.new_member_added = False
     group.generation_id += 1
+    group.rebalances.completed(now_ms, group.generation_id, len(group.members))
     if not group.members:
         group.protocol_name = None
         group.transition(GroupState.EMPTY, now_ms)
@@ -211,7 +222,7 @@ def remove_member_and_update_group(
     now_ms: int,
     initial_delay_ms: int,
     effects: Effects,
-    reason: str,
+    reason: RebalanceCause,
 ) -> None:
     """Removes a member (it left, or its session expired) and rebalances the rest: a Stable or
     CompletingRebalance group prepares a rebalance, a join phase may now be complete."""
@@ -267,5 +278,7 @@ def on_sync_deadline(
             group.generation_id,
         )
         remove_member(group, member, effects)
-    prepare_rebalance(group, now_ms, initial_delay_ms, effects, "members did not sync in time")
+    prepare_rebalance(
+        group, now_ms, initial_delay_ms, effects, RebalanceCause(CauseKind.SYNC_TIMEOUT)
+    )
     try_complete_join(group, now_ms, effects)

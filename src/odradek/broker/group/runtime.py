@@ -47,6 +47,7 @@ from odradek.broker.acks import check_enough_replicas, parse_acks
 from odradek.broker.config import BrokerConfig
 from odradek.broker.group.config import GroupConfig
 from odradek.broker.group.coordinator import GroupCoordinator
+from odradek.broker.group.history import RebalanceRecord
 from odradek.broker.group.offsets import java_string_length
 from odradek.broker.group.records import (
     CoordinatorRecord,
@@ -658,6 +659,22 @@ class GroupCoordinatorRuntime:
             shard.coordinator.apply_offset_records(records, self._clock.now_ms())
 
     # --- inspection -----------------------------------------------------------------------
+
+    def coordinators(self) -> list[GroupCoordinator]:
+        """The loaded coordinators, for inspection (metrics): callers change nothing."""
+        return [shard.coordinator for shard in self._shards.values() if shard.loaded]
+
+    def rebalance_history(self, group_id: str) -> tuple[RebalanceRecord, ...] | None:
+        """The group's last rebalances (``group.history``); None when this broker does not
+        coordinate it or does not know it.
+
+        Raises:
+            KafkaError: as the group APIs (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...).
+        """
+        for group in self._shard_for(group_id).coordinator.groups():
+            if group.group_id == group_id:
+                return group.rebalances.records()
+        return None
 
     def statistics(self) -> dict[str, int]:
         """Shards (led, loading) and the waiting requests."""

@@ -64,6 +64,9 @@ class IsrChangeManager:
         #: AlterPartition requests sent, and the ISR changes they carried (figures).
         self.requests_sent = 0
         self.changes_sent = 0
+        #: Committed ISR changes that dropped / added replicas (metrics).
+        self.isr_shrinks = 0
+        self.isr_expands = 0
 
     def start(self) -> None:
         self._tasks = [
@@ -138,9 +141,12 @@ class IsrChangeManager:
             change = sent.get(result.topic_partition)
             if partition is None or change is None:
                 continue
-            partition.on_alter_partition_result(
+            before = len(partition.isr)
+            if partition.on_alter_partition_result(
                 change, result.error_code, result.leader_epoch, result.isr, result.partition_epoch
-            )
+            ):
+                self.isr_shrinks += len(partition.isr) < before
+                self.isr_expands += len(partition.isr) > before
 
     def _requeue(self, batch: list[IsrChange]) -> None:
         for change in batch:

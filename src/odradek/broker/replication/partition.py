@@ -139,6 +139,11 @@ class Partition:
         self._leader_epoch_start_offset = log.log_end_offset
         self._on_high_watermark = on_high_watermark
         self._on_isr_change = on_isr_change
+        #: What producers appended and consumers read, for metrics (Kafka's BytesInPerSec,
+        #: MessagesInPerSec, BytesOutPerSec; follower reads are not counted).
+        self.bytes_in = 0
+        self.messages_in = 0
+        self.bytes_out = 0
         if len(self.replicas) > 1:
             restored = min(log.high_watermark or 0, log.log_end_offset)
             self.high_watermark = max(restored, log.log_start_offset)
@@ -188,16 +193,19 @@ class Partition:
                 batches in one append.
         """
         if len(data) >= HEADER_SIZE and _PRODUCER_ID.unpack_from(data, _PRODUCER_ID_OFFSET)[0] >= 0:
-            return self._append_idempotent(data)
-        # ``_leader_append`` and ``_maybe_advance_high_watermark``, inline (the hot path of
-        # every non-idempotent produce).
-        try:
-            info = self.log.append(data, leader_epoch=self.leader_epoch)
-        except (KafkaStorageError, OSError):
-            self._storage_failed = True
-            raise
-        self._storage_failed = False
-        self._advance_after_append(info.last_offset + 1)
+            info = self._append_idempotent(data)
+        else:
+            # ``_leader_append`` and ``_maybe_advance_high_watermark``, inline (the hot path
+            # of every non-idempotent produce).
+            try:
+                info = self.log.append(data, leader_epoch=self.leader_epoch)
+            except (KafkaStorageError, OSError):
+                self._storage_failed = True
+                raise
+            self._storage_failed = False
+            self._advance_after_append(info.last_offset + 1)
+        self.bytes_in += info.size_bytes
+        self.messages_in += info.records_count
         return info
 
     def _advance_after_append(self, log_end_offset: int) -> None:
@@ -606,12 +614,15 @@ class Partition:
         upper = self.high_watermark if committed_only else None
         if read_committed:
             upper = self.last_stable_offset
-        return self.log.read(
+        info = self.log.read(
             fetch_offset,
             max_bytes,
             max_offset=upper,
             min_one_message=min_one_message,
         )
+        if committed_only and info.records is not None:
+            self.bytes_out += info.records.length
+        return info
 
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampAndOffset | None:
         """The first record at or after the log start offset whose timestamp is at or after
