@@ -36,6 +36,7 @@ from odradek.broker.auth.quotas import (
 )
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers import (
+    consumer_group_heartbeat,
     describe_cluster,
     describe_log_dirs,
     elect_leaders,
@@ -279,3 +280,29 @@ def test_transaction_apis_need_write_on_the_transactional_id() -> None:
     # Allowed: past the check, on to the coordinator (which this lone fake broker lacks).
     assert init_as(ALICE, "txn-1").error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
     assert end_as(ALICE, "txn-1").error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+def test_consumer_group_heartbeat_needs_read_on_the_group() -> None:
+    m = importlib.import_module("kio.schema.consumer_group_heartbeat.v1.request")
+    body = m.ConsumerGroupHeartbeatRequest(
+        group_id="orders-app",
+        member_id="m-1",
+        member_epoch=0,
+        instance_id=None,
+        rack_id=None,
+        rebalance_timeout=_ms(1000),
+        subscribed_topic_names=("orders",),
+        subscribed_topic_regex=None,
+        server_assignor=None,
+        topic_partitions=None,
+    )
+    ctx = secured(context(), (ResourceType.GROUP, "orders-", Op.READ))
+
+    def heartbeat_as(principal: KafkaPrincipal) -> Any:
+        return as_principal(
+            principal, lambda: asyncio.run(consumer_group_heartbeat.handle(ctx, request(body)))
+        )
+
+    assert heartbeat_as(MALLORY).error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    # Allowed: on to the coordinator, which this lone fake broker lacks.
+    assert heartbeat_as(ALICE).error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE

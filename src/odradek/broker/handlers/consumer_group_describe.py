@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from odradek.broker.auth.checks import GROUP_DENIED, Op, group_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.consumer_records import Assignment
 from odradek.broker.group.consumer_results import (
@@ -33,12 +34,14 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     body = consumer_group_describe_body(request)
     group_ids = [str(group_id) for group_id in body.group_ids]
     described: dict[str, DescribedConsumerGroup] = {}
+    permitted = [g for g in group_ids if group_allowed(ctx, Op.DESCRIBE, g)]
     try:
         answers, errors = await runtime(ctx).run_each(
-            group_ids, lambda coordinator, _now_ms, ids: coordinator.consumer_group_describe(ids)
+            permitted, lambda coordinator, _now_ms, ids: coordinator.consumer_group_describe(ids)
         )
     except KafkaError as error:
-        answers, errors = [], dict.fromkeys(group_ids, error.error_code)
+        answers, errors = [], dict.fromkeys(permitted, error.error_code)
+    errors.update((g, GROUP_DENIED) for g in group_ids if g not in permitted)
     for _, result in answers:
         assert isinstance(result, ConsumerGroupDescribeResult)
         described.update((group.group_id, group) for group in result.groups)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from odradek.broker.auth.checks import GROUP_DENIED, Op, group_allowed
 from odradek.broker.context import CLIENT_HOST, BrokerContext
 from odradek.broker.group.consumer_group import TopicImage
 from odradek.broker.group.consumer_results import ConsumerGroupHeartbeatResult
@@ -55,7 +56,9 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     names = body.subscribed_topic_names
     groups = runtime(ctx) if ctx.groups is not None else None
     result: ConsumerGroupHeartbeatResult
-    if groups is None:
+    if not group_allowed(ctx, Op.READ, group_id):
+        result = ConsumerGroupHeartbeatResult(GROUP_DENIED, f"READ on group {group_id!r} denied")
+    elif groups is None:
         result = ConsumerGroupHeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     else:
         topics = topics_image(ctx)
