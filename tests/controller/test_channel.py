@@ -8,6 +8,8 @@ import socket
 import threading
 from pathlib import Path
 
+import pytest
+
 from odradek import Broker
 from odradek.controller import channel as channel_module
 from odradek.controller.channel import BrokerRequest, ControllerChannel
@@ -63,3 +65,25 @@ def test_checking_an_idle_kept_connection_does_not_wait_for_it() -> None:
     finally:
         ours.close()
         theirs.close()
+
+
+def test_a_request_lost_on_a_kept_connection_is_sent_again_on_a_new_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The broker closed the kept connection while a network partition hid its FIN: the
+    channel cannot tell before writing (``_open`` says open), the read fails, and the request
+    goes out once more on a new connection."""
+    monkeypatch.setattr(channel_module, "_open", lambda sock: True)
+    channel = ControllerChannel(7, timeout_s=10.0)
+    try:
+        with Broker(str(tmp_path / "first")) as first:
+            port = first.port
+            assert channel.send({1: _api_versions(port)})[1] is not None
+        with Broker(str(tmp_path / "second"), port=port):
+            sent = channel.requests_sent
+            answer = channel.send({1: _api_versions(port)})[1]
+            assert answer is not None
+            assert answer["error_code"] == 0
+            assert channel.requests_sent == sent + 2  # the lost copy and the answered one
+    finally:
+        channel.close()

@@ -60,46 +60,67 @@ class ControllerChannel:
         self.requests_sent = 0
 
     def send(self, requests: Mapping[int, BrokerRequest]) -> dict[int, dict[str, Any] | None]:
-        """Sends each broker its request and returns each answer (``None``: no answer)."""
-        sent: dict[int, tuple[int, socket.socket]] = {}
+        """Sends each broker its request and returns each answer (``None``: no answer).
+
+        A request that fails on a kept connection is sent once more on a new one: the broker
+        may have closed the old one while a network partition hid its FIN (it rejoined the
+        cluster on the same address), so the write went out and only the read failed. The
+        requests are epoch-fenced and idempotent, so a second copy is harmless."""
+        sent: dict[int, tuple[int, socket.socket, bool]] = {}
         answers: dict[int, dict[str, Any] | None] = {}
         for broker_id, request in requests.items():
-            self._correlation += 1
-            frame = encode_request(
-                request.api_key,
-                request.api_version,
-                self._correlation,
-                self._client_id,
-                request.fields,
-            )
-            sock = self._write(broker_id, request, frame)
-            if sock is None:
+            written = self._write(broker_id, request)
+            if written is None:
                 answers[broker_id] = None
             else:
-                sent[broker_id] = (self._correlation, sock)
-        for broker_id, (correlation_id, sock) in sent.items():
+                sent[broker_id] = written
+        for broker_id, (correlation_id, sock, kept) in sent.items():
             request = requests[broker_id]
-            try:
-                frame = _read_frame(sock)
-                got, body = decode_response(request.api_key, request.api_version, frame)
-                if got != correlation_id:
-                    raise ProtocolError(f"correlation id {got}, expected {correlation_id}")
-                answers[broker_id] = body
-            except (OSError, ProtocolError) as error:
-                logger.warning("controller: broker %d did not answer: %s", broker_id, error)
-                self._drop(broker_id)
-                answers[broker_id] = None
+            answer = self._read(broker_id, request, correlation_id, sock)
+            if answer is None and kept:
+                again = self._write(broker_id, request)
+                if again is not None:
+                    answer = self._read(broker_id, request, again[0], again[1])
+                    self.requests_sent += 1
+            answers[broker_id] = answer
         self.requests_sent += len(sent)
         return answers
 
-    def _write(self, broker_id: int, request: BrokerRequest, frame: bytes) -> socket.socket | None:
+    def _read(
+        self, broker_id: int, request: BrokerRequest, correlation_id: int, sock: socket.socket
+    ) -> dict[str, Any] | None:
+        try:
+            frame = _read_frame(sock)
+            got, body = decode_response(request.api_key, request.api_version, frame)
+            if got != correlation_id:
+                raise ProtocolError(f"correlation id {got}, expected {correlation_id}")
+        except (OSError, ProtocolError) as error:
+            logger.warning("controller: broker %d did not answer: %s", broker_id, error)
+            self._drop(broker_id)
+            return None
+        return body
+
+    def _write(
+        self, broker_id: int, request: BrokerRequest
+    ) -> tuple[int, socket.socket, bool] | None:
+        """Writes ``request`` to the broker: its correlation id, the socket, and whether the
+        connection was a kept one; ``None`` when the broker cannot be reached."""
+        self._correlation += 1
+        frame = encode_request(
+            request.api_key,
+            request.api_version,
+            self._correlation,
+            self._client_id,
+            request.fields,
+        )
         for _attempt in range(2):  # a kept connection may have died since the last round
+            before = self._sockets.get(broker_id)
             sock = self._connection(broker_id, request.host, request.port)
             if sock is None:
                 return None
             try:
                 sock.sendall(frame)
-                return sock
+                return self._correlation, sock, before is not None and before[2] is sock
             except OSError:
                 self._drop(broker_id)
         return None
