@@ -5,78 +5,75 @@ Transaction coordinators (key type 1) do not exist yet: COORDINATOR_NOT_AVAILABL
 retriable answer Kafka gives while no coordinator can serve a key. Like Kafka, the answer does
 not wait for the partition to load: the group requests say COORDINATOR_LOAD_IN_PROGRESS.
 
+Versions: v0-v3 name one ``key`` and answer at the top of the response; v4+ (KIP-699) name a
+batch of ``coordinator_keys`` and answer one ``coordinators`` entry per key, in request order,
+each with its own error.
+
 (Served even without a coordinator: librdkafka enables LZ4 only when FindCoordinator appears
 in ApiVersions.)
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from odradek.broker.context import BrokerContext
 from odradek.broker.ports import ClusterPort
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
-from odradek.protocol.builder import build_response
+from odradek.protocol.builder import build_response, has_field
 from odradek.protocol.group_requests import find_coordinator_body
 
 API_KEY = ApiKey.FIND_COORDINATOR
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+
+
+class _Found(NamedTuple):
+    error_code: ErrorCode
+    error_message: str | None
+    node_id: int = -1
+    host: str = ""
+    port: int = -1
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body = find_coordinator_body(request)
+    body: Any = find_coordinator_body(request)
     key_type = int(getattr(body, "key_type", GROUP_KEY_TYPE))
-    if ctx.cluster is not None and key_type == GROUP_KEY_TYPE:
-        return _in_cluster(ctx.cluster, request, str(body.key))
-    error_code, message = _find(ctx, str(body.key), key_type)
-    found = error_code is ErrorCode.NONE
-    return build_response(
-        API_KEY,
-        request.api_version,
-        {
-            "throttle_time": 0,
-            "error_code": error_code,
-            "error_message": message,
-            "node_id": ctx.broker_id if found else -1,
-            "host": ctx.host if found else "",
-            "port": ctx.port if found else -1,
-        },
-    )
+    if has_field(body, "coordinator_keys"):  # v4+: a batch
+        coordinators = [
+            {"key": str(key), **_find(ctx, str(key), key_type)._asdict()}
+            for key in body.coordinator_keys
+        ]
+        return build_response(
+            API_KEY, request.api_version, {"throttle_time": 0, "coordinators": coordinators}
+        )
+    found = _find(ctx, str(body.key), key_type)
+    return build_response(API_KEY, request.api_version, {"throttle_time": 0, **found._asdict()})
 
 
-def _find(ctx: BrokerContext, key: str, key_type: int) -> tuple[ErrorCode, str | None]:
+def _find(ctx: BrokerContext, key: str, key_type: int) -> _Found:
     if key_type != GROUP_KEY_TYPE:
-        if key_type == 1:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no transaction coordinator yet"
-        return ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
+        if key_type == TRANSACTION_KEY_TYPE:
+            return _Found(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no transaction coordinator yet")
+        return _Found(ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}")
+    if ctx.cluster is not None:
+        return _in_cluster(ctx.cluster, key)
     groups = ctx.groups
     if groups is None or not groups.ensure_offsets_topic():
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not available"
+        return _Found(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not available")
     if not groups.is_coordinator_for(key):
-        return ErrorCode.NOT_COORDINATOR, "another broker coordinates this group"
-    return ErrorCode.NONE, None
+        return _Found(ErrorCode.NOT_COORDINATOR, "another broker coordinates this group")
+    return _Found(ErrorCode.NONE, None, ctx.broker_id, ctx.host, ctx.port)
 
 
-def _in_cluster(cluster: ClusterPort, request: Request, key: str) -> ResponsePayload:
+def _in_cluster(cluster: ClusterPort, key: str) -> _Found:
     """The leader of the group's ``__consumer_offsets`` partition, from the metadata cache;
     COORDINATOR_NOT_AVAILABLE while the topic is being created or the partition has no
     leader (the topic is requested from the controller on first need)."""
     leader = cluster.coordinator_for(key)
-    fields: dict[str, Any] = {
-        "throttle_time": 0,
-        "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        "error_message": "the group coordinator is not available yet",
-        "node_id": -1,
-        "host": "",
-        "port": -1,
-    }
-    if leader is not None:
-        fields.update(
-            error_code=ErrorCode.NONE,
-            error_message=None,
-            node_id=leader.broker_id,
-            host=leader.host,
-            port=leader.port,
+    if leader is None:
+        return _Found(
+            ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not available yet"
         )
-    return build_response(API_KEY, request.api_version, fields)
+    return _Found(ErrorCode.NONE, None, leader.broker_id, leader.host, leader.port)

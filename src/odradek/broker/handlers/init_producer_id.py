@@ -8,6 +8,10 @@ and writes the store, so it runs on a worker thread and the answer follows. A st
 cannot be reached answers COORDINATOR_NOT_AVAILABLE (retriable). Without a port (handler
 tests) ids come from a process-local counter at a random 31-bit start.
 
+v3+ (KIP-360) may name the producer's current id and epoch to ask for an epoch bump. For a
+producer without a ``transactional_id`` Kafka ignores them and hands out a new id (epoch 0),
+after refusing a request that names only one of the two (INVALID_REQUEST); odradek does the same.
+
 The partitions enforce idempotence (``storage.producer_state``). Transactions are not
 supported: a request with a ``transactional_id`` answers INVALID_REQUEST (transactional
 producers fail at FindCoordinator before they get here).
@@ -39,6 +43,11 @@ _producer_ids = itertools.count(random.randrange(2**31))
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
     body = init_producer_id_body(request)
+    current: Any = request.body  # producer_id and producer_epoch exist from v3
+    if (int(getattr(current, "producer_id", -1)) == -1) != (
+        int(getattr(current, "producer_epoch", -1)) == -1
+    ):
+        return _answer(request, ErrorCode.INVALID_REQUEST, -1)
     if body.transactional_id is not None:
         logger.warning(
             "InitProducerId for transactional id %r refused: transactions are not supported",
