@@ -6,7 +6,8 @@ reached.
 
 DeleteTopics v6 may name a topic by id (KIP-516): ``name_of`` turns an id into the topic's
 name; an id no topic has is passed on as its text, which names no topic either
-(UNKNOWN_TOPIC_OR_PARTITION).
+(UNKNOWN_TOPIC_OR_PARTITION). The ids that CreateTopics v7+ and DeleteTopics v6+ answer with
+are the zero UUID here (the controller's results carry none; Metadata has the ids).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from odradek.protocol.builder import build_response, has_field
 from odradek.protocol.client_codec import entity_fields
 
 NameOf = Callable[[uuid.UUID], str | None]
+_ZERO_UUID = uuid.UUID(int=0)
 
 
 def _no_names(_topic_id: uuid.UUID) -> str | None:
@@ -143,6 +145,7 @@ def _fields(api_key: ApiKey, results: list[TopicResult]) -> dict[str, Any]:
         topics = [
             {
                 "name": result.name,
+                "topic_id": _ZERO_UUID,  # v7+: the controller's results carry no id
                 "error_code": result.error_code,
                 "error_message": result.message,
                 "num_partitions": -1,
@@ -162,5 +165,7 @@ def _fields(api_key: ApiKey, results: list[TopicResult]) -> dict[str, Any]:
         }
     return {
         "throttle_time": 0,
-        "responses": [{"name": r.name, "error_code": r.error_code} for r in results],
+        "responses": [
+            {"name": r.name, "topic_id": _ZERO_UUID, "error_code": r.error_code} for r in results
+        ],
     }
