@@ -210,9 +210,23 @@ class CorruptRecordError(KafkaError):
 
 
 class InvalidRecordError(KafkaError):
-    """A record batch is well formed but not acceptable (INVALID_RECORD)."""
+    """A record batch is well formed but not acceptable (INVALID_RECORD).
+
+    ``record_errors`` names the offending records when only some are (KIP-467): pairs of the
+    record's index in its batch and why it was refused; empty when the batch as a whole is.
+    """
 
     code = ErrorCode.INVALID_RECORD
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        code: ErrorCode | None = None,
+        record_errors: tuple[tuple[int, str], ...] = (),
+    ) -> None:
+        super().__init__(message, code=code)
+        self.record_errors = record_errors
 
 
 class UnsupportedForMessageFormatError(KafkaError):

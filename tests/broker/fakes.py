@@ -167,6 +167,17 @@ class FakePartition:
         self.log_start_offset = max(self.log_start_offset, target)
         return self.log_start_offset
 
+    def offset_of_max_timestamp(self) -> Found | None:
+        """The first batch below the high watermark with the largest timestamp."""
+        best: Found | None = None
+        for base, data in self.batches:
+            header = parse_header(data)
+            if base < self.high_watermark and (
+                best is None or header.max_timestamp > best.timestamp
+            ):
+                best = Found(header.max_timestamp, base)
+        return best
+
     def offset_for_timestamp(self, timestamp_ms: int) -> Found | None:
         """The first batch below the high watermark whose largest timestamp reaches it."""
         for base, data in self.batches:

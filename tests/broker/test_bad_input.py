@@ -402,8 +402,8 @@ def test_api_versions_too_new_gets_the_v0_fallback_and_the_connection_stays(env:
     assert answered == 41
     assert body["error_code"] == ErrorCode.UNSUPPORTED_VERSION
     ranges = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
-    assert ranges[ApiKey.API_VERSIONS] == (0, 3)
-    assert ranges[ApiKey.PRODUCE] == (0, 7)
+    assert ranges[ApiKey.API_VERSIONS] == (0, 4)
+    assert ranges[ApiKey.PRODUCE] == (0, 12)
     assert ranges[ApiKey.METADATA] == (0, 13)
     # The client retries lower on the same connection.
     again = conn.request(

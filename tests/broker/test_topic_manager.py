@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -33,8 +34,14 @@ class FakeLogs:
     logs: set[TopicPartition] = field(default_factory=set)
     checkpoints: int = 0
 
-    def get_or_create_log(self, topic_partition: TopicPartition, config: object = None) -> None:
+    #: Where the logs' ``partition.metadata`` files go (one directory for all: a fake).
+    directory: str = ""
+
+    def get_or_create_log(
+        self, topic_partition: TopicPartition, config: object = None
+    ) -> SimpleNamespace:
         self.logs.add(topic_partition)
+        return SimpleNamespace(directory=self.directory)
 
     def delete_log(self, topic_partition: TopicPartition, *, checkpoint: bool = True) -> bool:
         existed = topic_partition in self.logs
@@ -94,7 +101,7 @@ def manager(
     )
     metadata = ClusterMetadata(store)
     metadata.ensure_top_level_paths()
-    replicas = FakeReplicas()
+    replicas = FakeReplicas(log_manager=FakeLogs(directory=str(tmp_path)))
     topics = TopicManager(config, metadata, replicas)  # type: ignore[arg-type]
     topics.startup()
     return topics, replicas

@@ -18,24 +18,71 @@ from odradek.protocol.api_keys import (
 )
 from odradek.protocol.inter_broker import load_request_schema, load_response_schema
 
-WIRE_NOTES_FLOOR = {
-    ApiKey.PRODUCE: (0, 7),
-    ApiKey.FETCH: (4, 11),
-    ApiKey.LIST_OFFSETS: (1, 2),
-    ApiKey.METADATA: (0, 13),  # past the floor: offline replicas, leader epochs, topic ids
-    ApiKey.OFFSET_COMMIT: (2, 3),
-    ApiKey.OFFSET_FETCH: (1, 3),
-    ApiKey.FIND_COORDINATOR: (0, 1),
-    ApiKey.JOIN_GROUP: (0, 5),
-    ApiKey.HEARTBEAT: (0, 1),
-    ApiKey.LEAVE_GROUP: (0, 1),
-    ApiKey.SYNC_GROUP: (0, 3),
-    ApiKey.DESCRIBE_GROUPS: (0, 2),
-    ApiKey.LIST_GROUPS: (0, 1),
-    ApiKey.API_VERSIONS: (0, 3),
-    ApiKey.CREATE_TOPICS: (2, 3),
-    ApiKey.DELETE_TOPICS: (1, 1),
-    ApiKey.INIT_PRODUCER_ID: (0, 5),  # past the floor: transactional ids (broker/txn)
+#: What Kafka 4.0 serves (its ApiVersions answer; the JSON schemas' validVersions after KIP-896)
+#: for each API odradek implements, and where odradek's range differs, why.
+KAFKA_4_0 = {
+    # Kafka 4 advertises Produce v0-v2 but closes the connection on them; odradek serves them
+    # (up-converted), which librdkafka < 2.11.1 and kafka-python's api_version=(0, 10) need.
+    ApiKey.PRODUCE: (0, 12),
+    ApiKey.FETCH: (4, 17),
+    ApiKey.LIST_OFFSETS: (1, 10),
+    ApiKey.METADATA: (0, 13),
+    ApiKey.OFFSET_COMMIT: (2, 9),
+    ApiKey.OFFSET_FETCH: (1, 9),
+    ApiKey.FIND_COORDINATOR: (0, 6),
+    ApiKey.JOIN_GROUP: (2, 9),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 6),
+    ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.INIT_PRODUCER_ID: (0, 5),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.DESCRIBE_CLUSTER: (0, 2),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.ELECT_LEADERS: (0, 2),
+}
+
+#: Where odradek serves more or less than Kafka 4.0, on purpose (see api_keys).
+DIFFERS_FROM_KAFKA_4_0 = {
+    ApiKey.FETCH: (4, 18),  # Kafka 4.1's v18: a follower's high watermark, a tagged field
+    ApiKey.JOIN_GROUP: (0, 9),  # v0-v1 kept: dropping them buys nothing, may break an old client
+}
+
+#: Kafka's ``flexibleVersions`` (the first flexible version) of each API above.
+KAFKA_FIRST_FLEXIBLE = {
+    ApiKey.PRODUCE: 9,
+    ApiKey.FETCH: 12,
+    ApiKey.LIST_OFFSETS: 6,
+    ApiKey.METADATA: 9,
+    ApiKey.OFFSET_COMMIT: 8,
+    ApiKey.OFFSET_FETCH: 6,
+    ApiKey.FIND_COORDINATOR: 3,
+    ApiKey.JOIN_GROUP: 6,
+    ApiKey.HEARTBEAT: 4,
+    ApiKey.LEAVE_GROUP: 4,
+    ApiKey.SYNC_GROUP: 4,
+    ApiKey.DESCRIBE_GROUPS: 5,
+    ApiKey.LIST_GROUPS: 3,
+    ApiKey.API_VERSIONS: 3,
+    ApiKey.CREATE_TOPICS: 5,
+    ApiKey.DELETE_TOPICS: 4,
+    ApiKey.DELETE_RECORDS: 2,
+    ApiKey.INIT_PRODUCER_ID: 2,
+    ApiKey.DESCRIBE_CONFIGS: 4,
+    ApiKey.CREATE_PARTITIONS: 2,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
+    ApiKey.ALTER_CONFIGS: 2,
+    ApiKey.DESCRIBE_CLUSTER: 0,
+    ApiKey.DELETE_GROUPS: 2,
 }
 
 
@@ -56,9 +103,18 @@ def test_api_key_or_none() -> None:
     assert api_key_or_none(-1) is None
 
 
-def test_the_table_covers_the_measured_floor_exactly() -> None:
-    for key, (low, high) in WIRE_NOTES_FLOOR.items():
+def test_the_table_serves_what_kafka_4_serves() -> None:
+    for key, kafkas in KAFKA_4_0.items():
+        low, high = DIFFERS_FROM_KAFKA_4_0.get(key, kafkas)
         assert IMPLEMENTED_VERSIONS[key] == VersionRange(low, high), key.name
+
+
+def test_flexible_versions_are_kafkas() -> None:
+    for key, first in KAFKA_FIRST_FLEXIBLE.items():
+        served = [v for v in IMPLEMENTED_VERSIONS[key] if is_implemented(key, v)]
+        assert [v for v in served if is_flexible(key, v)] == [v for v in served if v >= first], (
+            key.name
+        )
 
 
 def test_the_admin_apis_of_the_broker_issue_are_listed() -> None:
@@ -86,7 +142,7 @@ def test_every_implemented_version_has_a_kio_request_and_response() -> None:
 
 def test_produce_v0_to_v2_are_served_though_kio_has_no_schema_for_them() -> None:
     assert ADVERTISED_ONLY_VERSIONS == {}
-    assert [v for v in range(10) if is_implemented(ApiKey.PRODUCE, v)] == list(range(8))
+    assert [v for v in range(15) if is_implemented(ApiKey.PRODUCE, v)] == list(range(13))
     # kio starts at v3 (as Kafka 4 does): the codec reads v0-v2 through the v3 schema.
     assert schema_versions(ApiKey.PRODUCE) == VersionRange(3, 13)
     assert not any(is_flexible(ApiKey.PRODUCE, v) for v in range(3))
@@ -95,9 +151,9 @@ def test_produce_v0_to_v2_are_served_though_kio_has_no_schema_for_them() -> None
 def test_is_implemented_rejects_unknown_keys_and_versions() -> None:
     assert not is_implemented(10_000, 0)
     assert not is_implemented(ApiKey.FETCH, 3)
-    assert not is_implemented(ApiKey.FETCH, 12)
+    assert not is_implemented(ApiKey.FETCH, 19)
     assert not is_implemented(ApiKey.SASL_HANDSHAKE, 0)
-    assert is_implemented(ApiKey.FETCH, 11)
+    assert is_implemented(ApiKey.FETCH, 18)
 
 
 @pytest.mark.parametrize(
@@ -137,34 +193,16 @@ def test_is_flexible_of_an_unknown_version_is_a_lookup_error() -> None:
         is_flexible(ApiKey.LEADER_AND_ISR, 0)
 
 
-def test_only_these_implemented_versions_are_flexible() -> None:
+def test_the_other_apis_flexible_versions() -> None:
     flexible = {
         (key.name, version)
         for key, versions in IMPLEMENTED_VERSIONS.items()
+        if key not in KAFKA_FIRST_FLEXIBLE
         for version in versions
         if is_implemented(key, version) and is_flexible(key, version)
     }
     assert flexible == {
         ("ALTER_PARTITION", 1),
-        ("API_VERSIONS", 3),
-        ("CONSUMER_GROUP_HEARTBEAT", 0),
-        ("CONSUMER_GROUP_HEARTBEAT", 1),
-        ("CONSUMER_GROUP_DESCRIBE", 0),
-        ("CONSUMER_GROUP_DESCRIBE", 1),
-        ("METADATA", 9),
-        ("METADATA", 10),
-        ("METADATA", 11),
-        ("METADATA", 12),
-        ("METADATA", 13),
-        ("DELETE_RECORDS", 2),
-        ("DESCRIBE_CONFIGS", 4),
-        ("CREATE_PARTITIONS", 2),
-        ("CREATE_PARTITIONS", 3),
-        ("INCREMENTAL_ALTER_CONFIGS", 1),
-        ("ALTER_CONFIGS", 2),
-        ("DESCRIBE_CLUSTER", 0),
-        ("DESCRIBE_CLUSTER", 1),
-        ("DESCRIBE_CLUSTER", 2),
         ("DESCRIBE_LOG_DIRS", 2),
         ("DESCRIBE_LOG_DIRS", 3),
         ("DESCRIBE_LOG_DIRS", 4),
@@ -174,8 +212,12 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         ("ALTER_PARTITION_REASSIGNMENTS", 1),
         ("LIST_PARTITION_REASSIGNMENTS", 0),
         ("OFFSET_FOR_LEADER_EPOCH", 4),
+        ("ELECT_LEADERS", 2),
+        ("CONSUMER_GROUP_HEARTBEAT", 0),
+        ("CONSUMER_GROUP_HEARTBEAT", 1),
+        ("CONSUMER_GROUP_DESCRIBE", 0),
+        ("CONSUMER_GROUP_DESCRIBE", 1),
         # Transactions (broker/txn).
-        *(("INIT_PRODUCER_ID", v) for v in range(2, 6)),
         *(("ADD_PARTITIONS_TO_TXN", v) for v in range(3, 6)),
         *(("ADD_OFFSETS_TO_TXN", v) for v in range(3, 5)),
         *(("END_TXN", v) for v in range(3, 6)),
@@ -185,6 +227,7 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         ("DESCRIBE_TRANSACTIONS", 0),
         ("LIST_TRANSACTIONS", 0),
         ("LIST_TRANSACTIONS", 1),
+        # ACLs and quotas (broker/auth).
         ("DESCRIBE_ACLS", 2),
         ("DESCRIBE_ACLS", 3),
         ("CREATE_ACLS", 2),

@@ -202,9 +202,9 @@ def test_unknown_api_key_is_unsupported_and_carries_the_header() -> None:
 @pytest.mark.parametrize(
     ("api_key", "api_version"),
     [
-        (ApiKey.PRODUCE, 8),
-        (ApiKey.FETCH, 12),
-        (ApiKey.API_VERSIONS, 4),
+        (ApiKey.PRODUCE, 13),
+        (ApiKey.FETCH, 19),
+        (ApiKey.API_VERSIONS, 5),
         (ApiKey.SASL_HANDSHAKE, 1),
         (ApiKey.LEADER_AND_ISR, 0),
         (ApiKey.METADATA, -1),

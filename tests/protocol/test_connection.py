@@ -294,8 +294,8 @@ def test_api_versions_is_not_required_first(request_frame: FrameBuilder) -> None
     ("payload", "error_type"),
     [
         (struct.pack(">hhi", 9999, 0, 5), UnsupportedVersionError),  # unknown api key
-        (struct.pack(">hhih", ApiKey.PRODUCE, 8, 5, -1), UnsupportedVersionError),
-        (struct.pack(">hhih", ApiKey.FETCH, 12, 5, -1), UnsupportedVersionError),
+        (struct.pack(">hhih", ApiKey.PRODUCE, 13, 5, -1), UnsupportedVersionError),
+        (struct.pack(">hhih", ApiKey.FETCH, 19, 5, -1), UnsupportedVersionError),
         (struct.pack(">hhih", ApiKey.METADATA, 4, 5, -1) + b"\x00", RequestDecodeError),
         (b"\x00\x03", RequestDecodeError),  # shorter than a header
     ],
@@ -441,7 +441,7 @@ def test_statistics(request_frame: FrameBuilder) -> None:
 
 def test_default_supported_versions_are_the_implemented_table() -> None:
     conn: ServerConnection[bytes] = ServerConnection()
-    future = struct.pack(">hhih", ApiKey.API_VERSIONS, 4, 1, -1)
+    future = struct.pack(">hhih", ApiKey.API_VERSIONS, 5, 1, -1)
     conn.receive_data(sized(future))
     (out,) = conn.data_to_send()
     assert isinstance(out, bytes)

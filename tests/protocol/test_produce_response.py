@@ -18,6 +18,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.produce_response import (
     PRODUCE_RESPONSE_VERSIONS,
     BatchIndexAndErrorMessage,
+    NodeEndpoint,
     PartitionProduceResponse,
     TopicProduceResponse,
     encode_produce_response,
@@ -53,6 +54,7 @@ def ours(response: Any) -> tuple[list[TopicProduceResponse], int]:
                         for e in getattr(p, "record_errors", ())
                     ),
                     error_message=getattr(p, "error_message", None),
+                    current_leader=_leader(getattr(p, "current_leader", None)),
                 )
                 for p in topic.partition_responses
             ],
@@ -60,6 +62,18 @@ def ours(response: Any) -> tuple[list[TopicProduceResponse], int]:
         for topic in response.responses
     ]
     return topics, _ms(response.throttle_time)
+
+
+def _leader(value: Any) -> tuple[int, int]:
+    return (-1, -1) if value is None else (value.leader_id, value.leader_epoch)
+
+
+def endpoints(response: Any) -> list[NodeEndpoint]:
+    """The response's ``node_endpoints`` (v10+) in the encoder's input type."""
+    return [
+        NodeEndpoint(e.node_id, e.host, e.port, e.rack)
+        for e in getattr(response, "node_endpoints", ())
+    ]
 
 
 @pytest.mark.parametrize("version", KIO_VERSIONS)
@@ -71,7 +85,9 @@ def test_equals_kio_byte_for_byte(
     response = data.draw(st.from_type(load_response_schema(ApiKey.PRODUCE, version)))
     correlation_id = data.draw(st.integers(-(2**31), 2**31 - 1))
     topics, throttle_time_ms = ours(response)
-    encoded = encode_produce_response(version, correlation_id, topics, throttle_time_ms)
+    encoded = encode_produce_response(
+        version, correlation_id, topics, throttle_time_ms, endpoints(response)
+    )
     assert encoded == response_frame(response, correlation_id)
 
 
@@ -133,7 +149,7 @@ def test_fields_of_later_versions_are_dropped_from_earlier_ones() -> None:
     assert b"bad" not in v5
 
 
-@pytest.mark.parametrize("version", [-1, 10])
+@pytest.mark.parametrize("version", [-1, 13])
 def test_versions_outside_the_range_are_refused(version: int) -> None:
     with pytest.raises(ValueError, match="not encoded here"):
         encode_produce_response(version, 1, [])
@@ -165,5 +181,5 @@ def test_one_topic_one_partition_fast_path_equals_kio(
         responses=(module.TopicProduceResponse(name=name, partition_responses=(partition,)),),
     )
     topics, throttle_time_ms = ours(response)
-    encoded = encode_produce_response(version, 3, topics, throttle_time_ms)
+    encoded = encode_produce_response(version, 3, topics, throttle_time_ms, endpoints(response))
     assert encoded == response_frame(response, 3)

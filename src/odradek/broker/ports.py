@@ -210,6 +210,11 @@ class PartitionPort(Protocol):
         """The first record whose timestamp is at or after ``timestamp_ms``, or ``None``."""
         ...
 
+    def offset_of_max_timestamp(self) -> TimestampOffset | None:
+        """The first record with the largest timestamp below the high watermark, or ``None``
+        (ListOffsets' MAX_TIMESTAMP, KIP-734)."""
+        ...
+
     def end_offset_for_epoch(self, leader_epoch: int) -> EpochEndOffsetResult:
         """The largest epoch at or below ``leader_epoch`` this log holds and the offset where
         it ends (the log end offset for the latest epoch); -1, -1 when unknown (KIP-101)."""

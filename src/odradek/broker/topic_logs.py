@@ -3,7 +3,8 @@
 ``TopicManager`` decides and publishes topic changes; this module owns their effect on the
 log directories: making a stored plan's logs (stopping where it is when the broker stops, and
 undoing logs and store entries when storage fails), and removing a deleted topic's logs before
-its metadata (a crash in between leaves a topic with empty logs, never old data). Synchronous:
+its metadata (a crash in between leaves a topic with empty logs, never old data). Each log it
+makes gets the topic's id in ``partition.metadata`` (KIP-516), as Kafka writes it. Synchronous:
 it runs off the event loop.
 """
 
@@ -19,6 +20,7 @@ from odradek.controller.topics import ClusterMetadata
 from odradek.errors import KafkaError, KafkaStorageError
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager
+from odradek.storage.partition_metadata import write_partition_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -69,13 +71,16 @@ class TopicLogs:
         made: list[TopicPartition] = []
         log_manager = self.log_manager
         try:
+            topic_id = self.metadata.topic_id(topic)
             for index, replicas in sorted(plan.assignment.items()):
                 if self.stopping.is_set():
                     raise TopicChangeInterruptedError
                 if self.broker_id in replicas:
                     topic_partition = TopicPartition(topic, index)
-                    log_manager.get_or_create_log(topic_partition, log_config)
+                    log = log_manager.get_or_create_log(topic_partition, log_config)
                     made.append(topic_partition)
+                    if topic_id is not None:
+                        write_partition_metadata(log.directory, topic_id)
         except TopicChangeInterruptedError:
             raise
         except BaseException as error:

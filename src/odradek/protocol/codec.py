@@ -62,6 +62,7 @@ from odradek.protocol.inter_broker import load_request_schema, load_response_sch
 from odradek.protocol.produce_response import (
     PRODUCE_RESPONSE_VERSIONS,
     BatchIndexAndErrorMessage,
+    NodeEndpoint,
     PartitionProduceResponse,
     TopicProduceResponse,
     encode_produce_response,
@@ -75,6 +76,7 @@ __all__ = [
     "FetchPartitionData",
     "FetchResponseFrame",
     "FetchableTopicResponse",
+    "NodeEndpoint",
     "PartitionProduceResponse",
     "RecordsSlot",
     "Request",

@@ -1,6 +1,6 @@
 """The hot-path Fetch response encoder: framing bytes with gaps for the partitions' records.
 
-This module owns the bytes of Fetch responses v4-v11 *around* the records. The broker never
+This module owns the bytes of Fetch responses v4-v18 *around* the records. The broker never
 copies record bytes into a response: ``encode_fetch_response`` returns a ``FetchResponseFrame``
 whose ``parts`` alternate framing ``bytes`` and ``RecordsSlot`` gaps, so the broker writes the
 framing with one write and sends each slot's records (for example with ``os.sendfile`` from a
@@ -12,8 +12,8 @@ segment file) in order. The rules it keeps:
 - spliced with its records, the frame equals kio's encoding of the same response, byte for byte
   (tests/protocol/test_fetch_response.py checks it with hypothesis).
 
-Fetch response body, by version (Kafka's ``FetchResponse.json``; none of v4-v11 is flexible,
-so the response header is v0, the correlation id alone)::
+Fetch response body of v4-v11, by version (Kafka's ``FetchResponse.json``; none of them is
+flexible, so the response header is v0, the correlation id alone)::
 
     throttle_time_ms: int32
     error_code: int16                          # v7+ (fetch sessions, KIP-227)
@@ -29,19 +29,58 @@ so the response header is v0, the correlation id alone)::
             aborted_transactions: nullable array of (producer_id: int64, first_offset: int64)
             preferred_read_replica: int32      # v11+ (KIP-392)
             records: int32 length + bytes      # <- the gap a RecordsSlot fills
+
+v12+ are flexible (KIP-482): response header v1 (correlation id, tagged fields), compact arrays
+and strings, and tagged fields after every struct; v13+ name a topic by its id (KIP-516)::
+
+    throttle_time_ms: int32, error_code: int16, session_id: int32
+    responses: compact array of
+        topic: compact string (v12) | topic_id: uuid (v13+)
+        partitions: compact array of
+            partition_index: int32, error_code: int16, high_watermark: int64,
+            last_stable_offset: int64, log_start_offset: int64
+            aborted_transactions: compact nullable array of
+                (producer_id: int64, first_offset: int64, tagged fields)
+            preferred_read_replica: int32
+            records: uvarint (length + 1) + bytes   # <- the gap a RecordsSlot fills
+            tagged fields: 0 diverging_epoch (epoch: int32, end_offset: int64, tags),
+                           1 current_leader (leader_id: int32, leader_epoch: int32, tags)
+                           (KIP-951), each written only when not (-1, -1)
+        tagged fields
+    tagged fields: 0 node_endpoints (v16+, KIP-951), when not empty
 """
 
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Final, Generic, NamedTuple, TypeVar
 
 from odradek.protocol.api_keys import VersionRange
-from odradek.protocol.wire import string
+from odradek.protocol.produce_response import NodeEndpoint
+from odradek.protocol.wire import (
+    NO_TAGGED_FIELDS,
+    compact_array_length,
+    compact_nullable_string,
+    compact_string,
+    string,
+    uvarint,
+)
 
 #: The Fetch versions ``encode_fetch_response`` writes.
-FETCH_RESPONSE_VERSIONS: Final = VersionRange(4, 11)
+FETCH_RESPONSE_VERSIONS: Final = VersionRange(4, 18)
+#: The first flexible version, the first that names topics by id, the first with endpoints.
+_FIRST_FLEXIBLE: Final = 12
+_FIRST_TOPIC_ID: Final = 13
+_FIRST_NODE_ENDPOINTS: Final = 16
+_NO_EPOCH: Final = (-1, -1)
+_HEADER_FLEXIBLE = struct.Struct(">ibihi")  # correlation_id, tags, throttle, error, session
+_PARTITION_FLEXIBLE = struct.Struct(">ihqqq")
+_DIVERGING_EPOCH = struct.Struct(">bbiqb")  # tag 0, size 13, epoch, end_offset, tags
+_CURRENT_LEADER = struct.Struct(">bbiib")  # tag 1, size 9, leader_id, leader_epoch, tags
+_ABORTED_FLEXIBLE = struct.Struct(">qqb")
+_ZERO_UUID: Final = bytes(16)
 
 R = TypeVar("R")
 
@@ -92,13 +131,20 @@ class FetchPartitionData(NamedTuple, Generic[R]):
     preferred_read_replica: int = -1
     records: R | None = None
     records_size: int = 0
+    #: v12+: the epoch and end offset where the fetcher's log diverges from the leader's
+    #: (``last_fetched_epoch``, KIP-320 / KIP-595); ``(-1, -1)`` when it does not.
+    diverging_epoch: tuple[int, int] = _NO_EPOCH
+    #: v12+: ``(leader_id, leader_epoch)`` when this broker is not the leader (KIP-951).
+    current_leader: tuple[int, int] = _NO_EPOCH
 
 
 class FetchableTopicResponse(NamedTuple, Generic[R]):
-    """The partitions returned for one topic."""
+    """The partitions returned for one topic; ``topic_id`` is written instead of the name
+    from v13 (``None``: the zero UUID)."""
 
     topic: str
     partitions: Sequence[FetchPartitionData[R]]
+    topic_id: uuid.UUID | None = None
 
 
 class RecordsSlot(NamedTuple, Generic[R]):
@@ -159,10 +205,12 @@ def encode_fetch_response(
     throttle_time_ms: int = 0,
     error_code: int = 0,
     session_id: int = 0,
+    node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> FetchResponseFrame[R]:
     """Returns a Fetch response frame with a ``RecordsSlot`` for each non-empty records field.
 
-    ``error_code`` and ``session_id`` (fetch sessions) are written from v7, dropped before.
+    ``error_code`` and ``session_id`` (fetch sessions) are written from v7, dropped before;
+    ``node_endpoints`` from v16.
 
     Raises:
         ValueError: ``api_version`` is outside ``FETCH_RESPONSE_VERSIONS``, or a partition has
@@ -173,6 +221,16 @@ def encode_fetch_response(
         raise ValueError(
             f"Fetch response v{api_version} is not encoded here "
             f"(supported: {FETCH_RESPONSE_VERSIONS})"
+        )
+    if api_version >= _FIRST_FLEXIBLE:
+        return _encode_flexible(
+            api_version,
+            correlation_id,
+            responses,
+            throttle_time_ms,
+            error_code,
+            session_id,
+            node_endpoints if api_version >= _FIRST_NODE_ENDPOINTS else (),
         )
     with_log_start_offset = api_version >= 5
     with_preferred_read_replica = api_version >= 11
@@ -193,7 +251,7 @@ def encode_fetch_response(
     framing: list[bytes] = [head]
     size = 0
     # Unpacking relies on the input types' field order (see FetchPartitionData).
-    for topic, partitions in responses:
+    for topic, partitions, _topic_id in responses:
         framing.append(string(topic) + _INT32.pack(len(partitions)))
         for (
             index,
@@ -205,6 +263,8 @@ def encode_fetch_response(
             preferred_read_replica,
             records,
             records_size,
+            _diverging_epoch,
+            _current_leader,
         ) in partitions:
             if records_size < 0:
                 raise ValueError(f"{topic}-{index}: negative records_size {records_size}")
@@ -286,3 +346,105 @@ def encode_fetch_response(
     assert isinstance(first, bytes)
     parts[0] = _SIZE.pack(size) + first
     return FetchResponseFrame(correlation_id, tuple(parts), size + 4)
+
+
+def _encode_flexible(
+    api_version: int,
+    correlation_id: int,
+    responses: Sequence[FetchableTopicResponse[R]],
+    throttle_time_ms: int,
+    error_code: int,
+    session_id: int,
+    node_endpoints: Sequence[NodeEndpoint],
+) -> FetchResponseFrame[R]:
+    """v12+: the layout in the module docstring."""
+    by_id = api_version >= _FIRST_TOPIC_ID
+    parts: list[bytes | RecordsSlot[R]] = []
+    framing: list[bytes] = [
+        _HEADER_FLEXIBLE.pack(correlation_id, 0, throttle_time_ms, error_code, session_id),
+        compact_array_length(len(responses)),
+    ]
+    size = 0
+    for topic, partitions, topic_id in responses:
+        if by_id:
+            framing.append(_ZERO_UUID if topic_id is None else topic_id.bytes)
+        else:
+            framing.append(compact_string(topic))
+        framing.append(compact_array_length(len(partitions)))
+        for (
+            index,
+            partition_error_code,
+            high_watermark,
+            last_stable_offset,
+            log_start_offset,
+            aborted,
+            preferred_read_replica,
+            records,
+            records_size,
+            diverging_epoch,
+            current_leader,
+        ) in partitions:
+            if records_size < 0:
+                raise ValueError(f"{topic}-{index}: negative records_size {records_size}")
+            framing.append(
+                _PARTITION_FLEXIBLE.pack(
+                    index,
+                    partition_error_code,
+                    high_watermark,
+                    last_stable_offset,
+                    log_start_offset,
+                )
+            )
+            if aborted is None:
+                framing.append(b"\x00")
+            else:
+                framing.append(compact_array_length(len(aborted)))
+                framing.extend(_ABORTED_FLEXIBLE.pack(*txn, 0) for txn in aborted)
+            framing.append(_INT32.pack(preferred_read_replica) + uvarint(records_size + 1))
+            if records_size:
+                if records is None:
+                    raise ValueError(
+                        f"{topic}-{index}: records_size {records_size} without records"
+                    )
+                chunk = b"".join(framing)
+                parts.append(chunk)
+                parts.append(_new_tuple(RecordsSlot, (topic, index, records, records_size)))
+                size += len(chunk) + records_size
+                framing = []
+            framing.append(_partition_tags(diverging_epoch, current_leader))
+        framing.append(NO_TAGGED_FIELDS)
+    framing.append(_node_endpoints_tags(node_endpoints))
+    chunk = b"".join(framing)
+    parts.append(chunk)
+    size += len(chunk)
+    first = parts[0]
+    assert isinstance(first, bytes)
+    parts[0] = _SIZE.pack(size) + first
+    return FetchResponseFrame(correlation_id, tuple(parts), size + 4)
+
+
+def _partition_tags(diverging_epoch: tuple[int, int], current_leader: tuple[int, int]) -> bytes:
+    diverges = diverging_epoch != _NO_EPOCH
+    led_elsewhere = current_leader != _NO_EPOCH
+    if not diverges and not led_elsewhere:
+        return NO_TAGGED_FIELDS
+    tags = [bytes([diverges + led_elsewhere])]
+    if diverges:
+        tags.append(_DIVERGING_EPOCH.pack(0, 13, *diverging_epoch, 0))
+    if led_elsewhere:
+        tags.append(_CURRENT_LEADER.pack(1, 9, *current_leader, 0))
+    return b"".join(tags)
+
+
+def _node_endpoints_tags(node_endpoints: Sequence[NodeEndpoint]) -> bytes:
+    if not node_endpoints:
+        return NO_TAGGED_FIELDS
+    value = compact_array_length(len(node_endpoints)) + b"".join(
+        _INT32.pack(node_id)
+        + compact_string(host)
+        + _INT32.pack(port)
+        + compact_nullable_string(rack)
+        + NO_TAGGED_FIELDS
+        for node_id, host, port, rack in node_endpoints
+    )
+    return b"\x01\x00" + uvarint(len(value)) + value

@@ -50,10 +50,8 @@ __all__ = [
 
 
 class FindCoordinatorRequestBody(Protocol):
-    """``key_type`` exists from v1 (0, a group, before)."""
-
-    @property
-    def key(self) -> str: ...
+    """``key_type`` exists from v1 (0, a group, before); v0-v3 name one ``key``, v4+ a batch of
+    ``coordinator_keys`` (KIP-699): both are read through the body."""
 
 
 class JoinGroupProtocol(Protocol):
@@ -145,12 +143,9 @@ class OffsetFetchTopicRequest(Protocol):
 
 
 class OffsetFetchRequestBody(Protocol):
-    """``topics`` null (v2+) asks for every committed offset of the group."""
-
-    @property
-    def group_id(self) -> str: ...
-    @property
-    def topics(self) -> Sequence[OffsetFetchTopicRequest] | None: ...
+    """v0-v7 name one ``group_id`` and its ``topics`` (null, v2+: every committed offset of
+    the group); v8+ (KIP-709) a batch of ``groups``, each with its own ``topics``: both are
+    read through the body."""
 
 
 class OffsetDeletePartitionRequest(Protocol):

@@ -1,15 +1,15 @@
 """The hot-path Produce response encoder: ``struct`` packing instead of kio's generic writer.
 
-This module owns the bytes of Produce responses v0-v9 (v9 is the first flexible version). The
+This module owns the bytes of Produce responses v0-v12 (v9 is the first flexible version). The
 rule it keeps: for every input, the output equals kio's encoding of the same response, byte
 for byte (tests/protocol/test_produce_response.py checks it with hypothesis); kio has no
 schema for v0-v2 (Kafka 4 dropped them), which are checked against golden bytes.
 
 Produce response body, by version (Kafka's ``ProduceResponse.json``)::
 
-    responses: array of                          # compact array in v9
-        name: string                             # compact string in v9
-        partition_responses: array of            # compact array in v9
+    responses: array of                          # compact array in v9+
+        name: string                             # compact string in v9+
+        partition_responses: array of            # compact array in v9+
             index: int32
             error_code: int16
             base_offset: int64
@@ -18,14 +18,21 @@ Produce response body, by version (Kafka's ``ProduceResponse.json``)::
             record_errors: array of              # v8+ (KIP-467)
                 batch_index: int32
                 batch_index_error_message: nullable string
-                (tagged fields)                  # v9
+                (tagged fields)                  # v9+
             error_message: nullable string       # v8+
-            (tagged fields)                      # v9
-        (tagged fields)                          # v9
+            (tagged fields)                      # v9+; v10+ tag 0: current_leader
+                                                 #   (leader_id: int32, leader_epoch: int32,
+                                                 #   tagged fields), KIP-951, written only when
+                                                 #   it is not (-1, -1)
+        (tagged fields)                          # v9+
     throttle_time_ms: int32                      # v1+
-    (tagged fields)                              # v9
+    (tagged fields)                              # v9+; v10+ tag 0: node_endpoints, a compact
+                                                 #   array of (node_id: int32, host: compact
+                                                 #   string, port: int32, rack: compact nullable
+                                                 #   string, tagged fields), written when not
+                                                 #   empty (KIP-951)
 
-The frame is ``size: int32`` + response header (v0: correlation id; v1 in v9: + tagged
+The frame is ``size: int32`` + response header (v0: correlation id; v1 in v9+: + tagged
 fields) + body.
 """
 
@@ -44,12 +51,15 @@ from odradek.protocol.wire import (
     compact_string,
     nullable_string,
     string,
+    uvarint,
 )
 
 #: The Produce versions ``encode_produce_response`` writes.
-PRODUCE_RESPONSE_VERSIONS: Final = VersionRange(0, 9)
+PRODUCE_RESPONSE_VERSIONS: Final = VersionRange(0, 12)
 
 _FIRST_FLEXIBLE: Final = 9
+#: The first version with KIP-951's leader-discovery tagged fields.
+_FIRST_LEADER_DISCOVERY: Final = 10
 _MIN_VERSION: Final = PRODUCE_RESPONSE_VERSIONS.min_version
 _MAX_VERSION: Final = PRODUCE_RESPONSE_VERSIONS.max_version
 
@@ -58,6 +68,9 @@ _HEADER_V0 = struct.Struct(">ii")  # size, correlation_id
 _PARTITION_V0 = struct.Struct(">ihq")  # no log_append_time_ms before v2
 _PARTITION_V3 = struct.Struct(">ihqq")
 _PARTITION_V5 = struct.Struct(">ihqqq")
+# One tagged field (count 1, tag 0, size 9): current_leader = leader_id, leader_epoch, no tags.
+_CURRENT_LEADER = struct.Struct(">bbbiib")
+_NO_LEADER: Final = (-1, -1)
 
 
 class BatchIndexAndErrorMessage(NamedTuple):
@@ -83,6 +96,18 @@ class PartitionProduceResponse(NamedTuple):
     log_start_offset: int = -1
     record_errors: tuple[BatchIndexAndErrorMessage, ...] = ()
     error_message: str | None = None
+    #: ``(leader_id, leader_epoch)`` of the partition's leader when this broker is not it
+    #: (v10+, KIP-951; written when not ``(-1, -1)``).
+    current_leader: tuple[int, int] = _NO_LEADER
+
+
+class NodeEndpoint(NamedTuple):
+    """A broker a ``current_leader`` names, so the client need not ask Metadata (v10+)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
 
 
 class TopicProduceResponse(NamedTuple):
@@ -100,8 +125,12 @@ def encode_produce_response(
     correlation_id: int,
     responses: Sequence[TopicProduceResponse],
     throttle_time_ms: int = 0,
+    node_endpoints: Sequence[NodeEndpoint] = (),
 ) -> bytes:
     """Returns a whole Produce response frame: size prefix, response header and body.
+
+    ``node_endpoints`` and each partition's ``current_leader`` are written from v10 and
+    dropped before.
 
     Raises:
         ValueError: ``api_version`` is outside ``PRODUCE_RESPONSE_VERSIONS``.
@@ -113,7 +142,15 @@ def encode_produce_response(
             f"(supported: {PRODUCE_RESPONSE_VERSIONS})"
         )
     if api_version >= _FIRST_FLEXIBLE:
-        return _encode_flexible(correlation_id, responses, throttle_time_ms)
+        if api_version < _FIRST_LEADER_DISCOVERY:
+            node_endpoints = ()
+        return _encode_flexible(
+            api_version >= _FIRST_LEADER_DISCOVERY,
+            correlation_id,
+            responses,
+            throttle_time_ms,
+            node_endpoints,
+        )
     with_log_start_offset = api_version >= 5
     if 3 <= api_version < 8 and len(responses) == 1 and len(responses[0][1]) == 1:
         return _encode_one_partition(
@@ -133,6 +170,7 @@ def encode_produce_response(
             log_start_offset,
             record_errors,
             error_message,
+            _current_leader,
         ) in partitions:
             if with_log_start_offset:
                 append(
@@ -179,9 +217,11 @@ def _encode_one_partition(
 
 
 def _encode_flexible(
+    leader_discovery: bool,
     correlation_id: int,
     responses: Sequence[TopicProduceResponse],
     throttle_time_ms: int,
+    node_endpoints: Sequence[NodeEndpoint],
 ) -> bytes:
     # Response header v1: correlation id + empty tagged fields.
     parts: list[bytes] = [b"", NO_TAGGED_FIELDS, compact_array_length(len(responses))]
@@ -196,6 +236,7 @@ def _encode_flexible(
             log_start_offset,
             record_errors,
             error_message,
+            current_leader,
         ) in partitions:
             append(
                 _PARTITION_V5.pack(
@@ -208,9 +249,33 @@ def _encode_flexible(
                     _INT32.pack(batch_index) + compact_nullable_string(message) + NO_TAGGED_FIELDS
                 )
             append(compact_nullable_string(error_message))
-            append(NO_TAGGED_FIELDS)
+            if leader_discovery and current_leader != _NO_LEADER:
+                append(_CURRENT_LEADER.pack(1, 0, 9, *current_leader, 0))
+            else:
+                append(NO_TAGGED_FIELDS)
         append(NO_TAGGED_FIELDS)
     append(_INT32.pack(throttle_time_ms))
-    append(NO_TAGGED_FIELDS)
+    if leader_discovery and node_endpoints:
+        append(_node_endpoints_tag(node_endpoints))
+    else:
+        append(NO_TAGGED_FIELDS)
     parts[0] = _HEADER_V0.pack(sum(map(len, parts)) + 4, correlation_id)
     return b"".join(parts)
+
+
+def _node_endpoints_tag(node_endpoints: Sequence[NodeEndpoint]) -> bytes:
+    """The top-level tagged fields holding tag 0, ``node_endpoints``."""
+    value = b"".join(
+        [
+            compact_array_length(len(node_endpoints)),
+            *(
+                _INT32.pack(node_id)
+                + compact_string(host)
+                + _INT32.pack(port)
+                + compact_nullable_string(rack)
+                + NO_TAGGED_FIELDS
+                for node_id, host, port, rack in node_endpoints
+            ),
+        ]
+    )
+    return b"\x01\x00" + uvarint(len(value)) + value

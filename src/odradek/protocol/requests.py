@@ -24,7 +24,7 @@ import datetime
 import operator
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from odradek.protocol.codec import Request
 
@@ -42,6 +42,7 @@ __all__ = [
     "ProduceTopicData",
     "duration_ms",
     "fetch_body",
+    "fetch_replica_id",
     "list_offsets_body",
     "metadata_allows_auto_create",
     "metadata_body",
@@ -94,15 +95,16 @@ class FetchPartitionRequest(Protocol):
 
 
 class FetchTopicRequest(Protocol):
-    @property
-    def topic(self) -> str: ...
+    """v4-v12 name the ``topic``; v13+ give its ``topic_id`` (KIP-516): read through the body."""
+
     @property
     def partitions(self) -> Sequence[FetchPartitionRequest]: ...
 
 
 class FetchRequestBody(Protocol):
-    @property
-    def replica_id(self) -> int: ...
+    """The fetcher's replica id is ``replica_id`` before v15, inside ``replica_state`` from
+    v15 (KIP-903): read it with ``fetch_replica_id``."""
+
     @property
     def max_wait(self) -> datetime.timedelta: ...
     @property
@@ -173,6 +175,18 @@ fetch_body: Callable[[Request], FetchRequestBody] = operator.attrgetter("body")
 list_offsets_body: Callable[[Request], ListOffsetsRequestBody] = operator.attrgetter("body")
 #: The body of a Metadata request as its view.
 metadata_body: Callable[[Request], MetadataRequestBody] = operator.attrgetter("body")
+
+
+#: The first Fetch version with the replica id inside ``replica_state``.
+_FETCH_REPLICA_STATE_VERSION = 15
+
+
+def fetch_replica_id(request: Request) -> int:
+    """The fetcher's replica id (-1: a consumer), wherever its version carries it."""
+    body: Any = request.body
+    if request.api_version >= _FETCH_REPLICA_STATE_VERSION:
+        return int(body.replica_state.replica_id)
+    return int(body.replica_id)
 
 
 def metadata_allows_auto_create(request: Request) -> bool:

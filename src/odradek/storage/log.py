@@ -347,6 +347,22 @@ class Log(LogMaintenance):
                     break
         return LogReadInfo(records, start_offset, log_start_offset, log_end_offset)
 
+    def offset_of_max_timestamp(self) -> TimestampAndOffset | None:
+        """The first record (at or after the log start offset) with the largest timestamp in
+        the log (ListOffsets' MAX_TIMESTAMP, KIP-734); None for an empty log."""
+        log_start_offset = self._log_start_offset
+        live = [s for s in self._segments.snapshot() if s.next_offset > log_start_offset]
+        if not live:
+            return None
+        # The earliest segment holding the maximum: its first record at that timestamp.
+        largest = max(segment.largest_timestamp for segment in live)
+        for segment in live:
+            if segment.largest_timestamp == largest:
+                found = segment.find_offset_by_timestamp(largest, log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampAndOffset | None:
         """The first record (at or after the log start offset) whose timestamp is
         ≥ ``timestamp_ms``; None when there is none."""

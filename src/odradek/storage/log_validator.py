@@ -73,17 +73,27 @@ def check_keys(
     decodes the batches (compacted topics only, as Kafka does).
 
     Raises:
-        InvalidRecordError: a record (not in a control batch) has no key.
+        InvalidRecordError: a record (not in a control batch) has no key; its
+            ``record_errors`` name every keyless record by its index in its batch (KIP-467).
     """
+    keyless: list[tuple[int, str]] = []
     for position, header in batches:
         if header.is_control:
             continue
         for record in decode_records(data, header, position):
             if record.key is None:
-                raise InvalidRecordError(
-                    f"{topic_partition}: a compacted topic cannot accept a record "
-                    f"without a key (offset delta {record.offset - header.base_offset})"
+                keyless.append(
+                    (
+                        record.offset - header.base_offset,
+                        "a compacted topic cannot accept a record without a key",
+                    )
                 )
+    if keyless:
+        raise InvalidRecordError(
+            f"{topic_partition}: a compacted topic cannot accept a record without a key "
+            f"({len(keyless)} such record(s), the first at offset delta {keyless[0][0]})",
+            record_errors=tuple(keyless),
+        )
 
 
 def check_follower_offsets(

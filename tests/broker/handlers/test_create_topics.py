@@ -10,6 +10,7 @@ import pytest
 from kafka.admin import KafkaAdminClient
 
 from odradek import Broker
+from odradek.broker.handlers._admin import topic_uuid
 from odradek.errors import ErrorCode
 
 from .conftest import RawClient, ms, partition_dirs, schema, unique_topic
@@ -65,7 +66,12 @@ def test_admin_client_creates_topic_with_partitions_and_configs(
         {topic: {"num_partitions": 2, "replication_factor": 1, "configs": {"retention.ms": "1234"}}}
     )
 
-    assert response["topics"] == [{"name": topic, "error_code": 0, "error_message": None}]
+    (created,) = response["topics"]
+    assert (created["name"], created["error_code"], created["error_message"]) == (topic, 0, None)
+    # kafka-python now sends v7: the topic comes back with its id and description (v5+).
+    assert created["topic_id"] == str(topic_uuid(broker.app.topics.metadata.topic_id(topic)))
+    assert (created["num_partitions"], created["replication_factor"]) == (2, 1)
+    assert created["configs"]["retention.ms"]["value"] == "1234"
     assert partition_count(admin, topic) == 2
     assert [p.name for p in partition_dirs(broker, topic)] == [f"{topic}-0", f"{topic}-1"]
     assert broker.app.topics.log_config_for(topic).retention_ms == 1234
@@ -260,4 +266,4 @@ def test_advertised_versions(raw: RawClient) -> None:
     response = raw.send(m.ApiVersionsRequest(client_software_name="t", client_software_version="1"))
 
     versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    assert versions[19] == (2, 3)
+    assert versions[19] == (2, 7)

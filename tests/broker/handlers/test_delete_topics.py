@@ -10,6 +10,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from odradek import Broker
+from odradek.broker.handlers._admin import topic_uuid
 from odradek.errors import ErrorCode
 
 from .conftest import RawClient, ms, partition_dirs, schema, unique_topic, wait_for
@@ -33,10 +34,14 @@ def test_admin_client_deletes_topic_and_its_data(
     create(admin, topic)
     producer.send(topic, b"doomed", partition=1).get(timeout=10)
     assert len(partition_dirs(broker, topic)) == 2
+    topic_id = str(topic_uuid(broker.app.topics.metadata.topic_id(topic)))
 
     response = admin.delete_topics([topic])
 
-    assert response["topics"] == [{"name": topic, "error_code": 0}]
+    # kafka-python now sends v6: a topic deleted by name is answered with its id too.
+    assert response["topics"] == [
+        {"name": topic, "topic_id": topic_id, "error_code": 0, "error_message": None}
+    ]
     assert topic not in admin.list_topics()
     assert not broker.app.topics.exists(topic)
     wait_for(lambda: partition_dirs(broker, topic) == [], f"{topic}'s directories to go")

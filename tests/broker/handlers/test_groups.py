@@ -106,6 +106,26 @@ def commit(
     )
 
 
+def create_topic(raw: RawClient, topic: str, partitions: int = 2) -> None:
+    module = schema("create_topics", 3)
+    answer = raw.send(
+        module.CreateTopicsRequest(
+            topics=(
+                module.CreatableTopic(
+                    name=topic,
+                    num_partitions=partitions,
+                    replication_factor=1,
+                    assignments=(),
+                    configs=(),
+                ),
+            ),
+            timeout=ms(10_000),
+            validate_only=False,
+        )
+    )
+    assert int(answer.topics[0].error_code) in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS)
+
+
 def fetch_offsets(
     raw: RawClient, group: str, topic: str | None, version: int = 3
 ) -> dict[tuple[str, int], int]:
@@ -157,8 +177,17 @@ def test_group_apis_are_advertised(raw: RawClient) -> None:
         )
     )
     ranges = {int(k.api_key): (k.min_version, k.max_version) for k in answer.api_keys}
-    assert ranges[ApiKey.JOIN_GROUP] == (0, 5)
-    assert ranges[ApiKey.DELETE_GROUPS] == (0, 1)
+    # Kafka 4.0's ranges (JoinGroup keeps v0-v1, which Kafka 4 dropped: see api_keys).
+    assert ranges[ApiKey.FIND_COORDINATOR] == (0, 6)
+    assert ranges[ApiKey.JOIN_GROUP] == (0, 9)
+    assert ranges[ApiKey.SYNC_GROUP] == (0, 5)
+    assert ranges[ApiKey.HEARTBEAT] == (0, 4)
+    assert ranges[ApiKey.LEAVE_GROUP] == (0, 5)
+    assert ranges[ApiKey.OFFSET_COMMIT] == (2, 9)
+    assert ranges[ApiKey.OFFSET_FETCH] == (1, 9)
+    assert ranges[ApiKey.DESCRIBE_GROUPS] == (0, 6)
+    assert ranges[ApiKey.LIST_GROUPS] == (0, 5)
+    assert ranges[ApiKey.DELETE_GROUPS] == (0, 2)
     assert ranges[ApiKey.OFFSET_DELETE] == (0, 0)
 
 
@@ -187,6 +216,7 @@ def test_clients_cannot_produce_to_the_offsets_topic(raw: RawClient) -> None:
 
 def test_one_member_group_life_cycle(raw: RawClient, topic: str) -> None:
     group = f"g-{topic}"
+    create_topic(raw, topic)
     find(raw, group)
     joined = join(raw, group)
     assert int(joined.error_code) == ErrorCode.NONE
@@ -270,6 +300,7 @@ def test_join_group_v0_without_rebalance_timeout(raw: RawClient, topic: str) -> 
 
 def test_unknown_member_is_refused(raw: RawClient, topic: str) -> None:
     group = f"gu-{topic}"
+    create_topic(raw, topic)
     find(raw, group)
     beat = raw.send(
         schema("heartbeat", 1).HeartbeatRequest(group_id=group, generation_id=1, member_id="nobody")
@@ -285,6 +316,7 @@ def test_committed_offsets_survive_a_restart() -> None:
         assert len({partition_for_group(g, OFFSETS_PARTITIONS) for g in groups}) > 1
         with Broker(data_dir, config=GROUP_CONFIG) as first:
             raw = RawClient(first.host, first.port)
+            create_topic(raw, "t")
             find(raw, groups[0])
             for i, group in enumerate(groups):
                 for offset in range(3):  # later commits win on replay

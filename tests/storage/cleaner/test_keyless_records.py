@@ -34,6 +34,8 @@ def test_a_leader_append_with_a_keyless_record_is_refused(
     with pytest.raises(InvalidRecordError, match="without a key") as raised:
         log.append(build_batch(records(b"b", None, b"c"), compression=codec))
     assert raised.value.error_code == ErrorCode.INVALID_RECORD
+    # KIP-467: the keyless record is named by its index in the batch.
+    assert [index for index, _ in raised.value.record_errors] == [1]
     # Nothing of the batch went in; the next append carries on at the same offset.
     assert log.log_end_offset == 1
     assert log.append(build_batch(records(b"d"), compression=codec)).first_offset == 1

@@ -2,10 +2,17 @@
 (``ClusterController``, on its thread), any other broker forwards the request to the
 controller and relays its answer. Either way the answer comes once every live broker serves
 the result. NOT_CONTROLLER (retriable) when the controller changed meanwhile or cannot be
-reached."""
+reached.
+
+DeleteTopics v6 may name a topic by id (KIP-516): ``name_of`` turns an id into the topic's
+name; an id no topic has is passed on as its text, which names no topic either
+(UNKNOWN_TOPIC_OR_PARTITION). The ids that CreateTopics v7+ and DeleteTopics v6+ answer with
+are the zero UUID here (the controller's results carry none; Metadata has the ids).
+"""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -13,11 +20,20 @@ from odradek.broker.ports import ClusterPort
 from odradek.controller.cluster import TopicRequest, TopicResult
 from odradek.errors import ErrorCode, KafkaError, NotControllerError
 from odradek.protocol import ApiKey, Request, ResponsePayload
-from odradek.protocol.builder import build_response
+from odradek.protocol.builder import build_response, has_field
 from odradek.protocol.client_codec import entity_fields
 
+NameOf = Callable[[uuid.UUID], str | None]
+_ZERO_UUID = uuid.UUID(int=0)
 
-async def run(cluster: ClusterPort, request: Request) -> ResponsePayload:
+
+def _no_names(_topic_id: uuid.UUID) -> str | None:
+    return None
+
+
+async def run(
+    cluster: ClusterPort, request: Request, name_of: NameOf = _no_names
+) -> ResponsePayload:
     """Runs or forwards one of the three topic requests; see the module docstring."""
     body: Any = request.body
     api_key = request.api_key
@@ -27,15 +43,15 @@ async def run(cluster: ClusterPort, request: Request) -> ResponsePayload:
         lambda reason: build_response(
             api_key,
             request.api_version,
-            _all_failed(api_key, body, ErrorCode.NOT_CONTROLLER, reason),
+            _all_failed(api_key, body, name_of, ErrorCode.NOT_CONTROLLER, reason),
         ),
     )
     if relayed is not None:
         return relayed
     try:
-        results = await _on_controller(cluster, api_key, body)
+        results = await _on_controller(cluster, api_key, body, name_of)
     except KafkaError as error:
-        fields = _all_failed(api_key, body, error.error_code, str(error))
+        fields = _all_failed(api_key, body, name_of, error.error_code, str(error))
     else:
         fields = _fields(api_key, results)
     return build_response(api_key, request.api_version, fields)
@@ -58,7 +74,9 @@ async def relay_unless_controller(
     return build_response(request.api_key, request.api_version, fields)
 
 
-async def _on_controller(cluster: ClusterPort, api_key: ApiKey, body: Any) -> list[TopicResult]:
+async def _on_controller(
+    cluster: ClusterPort, api_key: ApiKey, body: Any, name_of: NameOf
+) -> list[TopicResult]:
     controller = cluster.controller
     validate_only = bool(getattr(body, "validate_only", False))
     if api_key is ApiKey.CREATE_TOPICS:
@@ -97,18 +115,29 @@ async def _on_controller(cluster: ClusterPort, api_key: ApiKey, body: Any) -> li
         return await cluster.run_on_controller(
             lambda: controller.create_partitions(wanted, validate_only=validate_only)
         )
-    names = [str(name) for name in body.topic_names]
+    names = _names(api_key, body, name_of)
     return await cluster.run_on_controller(lambda: controller.delete_topics(names))
 
 
-def _names(api_key: ApiKey, body: Any) -> list[str]:
-    if api_key is ApiKey.DELETE_TOPICS:
+def _names(api_key: ApiKey, body: Any, name_of: NameOf) -> list[str]:
+    if api_key is not ApiKey.DELETE_TOPICS:
+        return [str(topic.name) for topic in body.topics]
+    if has_field(body, "topic_names"):  # v0-v5
         return [str(name) for name in body.topic_names]
-    return [str(topic.name) for topic in body.topics]
+    return [  # v6+: by name or by id
+        str(topic.name)
+        if topic.name is not None
+        else (name_of(topic.topic_id) or str(topic.topic_id))
+        for topic in body.topics
+    ]
 
 
-def _all_failed(api_key: ApiKey, body: Any, code: ErrorCode, message: str) -> dict[str, Any]:
-    return _fields(api_key, [TopicResult(name, code, message) for name in _names(api_key, body)])
+def _all_failed(
+    api_key: ApiKey, body: Any, name_of: NameOf, code: ErrorCode, message: str
+) -> dict[str, Any]:
+    return _fields(
+        api_key, [TopicResult(name, code, message) for name in _names(api_key, body, name_of)]
+    )
 
 
 def _fields(api_key: ApiKey, results: list[TopicResult]) -> dict[str, Any]:
@@ -116,6 +145,7 @@ def _fields(api_key: ApiKey, results: list[TopicResult]) -> dict[str, Any]:
         topics = [
             {
                 "name": result.name,
+                "topic_id": _ZERO_UUID,  # v7+: the controller's results carry no id
                 "error_code": result.error_code,
                 "error_message": result.message,
                 "num_partitions": -1,
@@ -135,5 +165,7 @@ def _fields(api_key: ApiKey, results: list[TopicResult]) -> dict[str, Any]:
         }
     return {
         "throttle_time": 0,
-        "responses": [{"name": r.name, "error_code": r.error_code} for r in results],
+        "responses": [
+            {"name": r.name, "topic_id": _ZERO_UUID, "error_code": r.error_code} for r in results
+        ],
     }

@@ -15,7 +15,9 @@ operations gets every operation Kafka defines on a topic, as Kafka answers witho
 from __future__ import annotations
 
 import base64
+import functools
 import uuid
+import weakref
 
 from odradek.broker.auth.acls import ResourceType
 from odradek.broker.auth.checks import allowed_operations
@@ -44,7 +46,19 @@ def topic_id_of(ctx: BrokerContext, topic: str) -> uuid.UUID:
     text = ctx.topics.topic_id(topic)
     if text is None:
         return ZERO_UUID
+    return _decoded(text)
+
+
+@functools.lru_cache(maxsize=65536)
+def _decoded(text: str) -> uuid.UUID:
+    """A stored id (22 characters of URL-safe base64, as Kafka writes it) as a UUID."""
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+
+
+#: Topic names by id, per topic manager: Fetch v13+ looks one up per topic per request.
+#: An entry is checked against the topic's current id before it is used, and the map is
+#: built again on a miss (a topic created, deleted or created again).
+_names_by_id: weakref.WeakKeyDictionary[object, dict[uuid.UUID, str]] = weakref.WeakKeyDictionary()
 
 
 def topic_names(ctx: BrokerContext) -> list[str]:
@@ -54,14 +68,29 @@ def topic_names(ctx: BrokerContext) -> list[str]:
     return ctx.topics.topic_names()
 
 
+def topic_exists(ctx: BrokerContext, name: str) -> bool:
+    """Whether this broker knows the topic (the metadata cache's view in a cluster)."""
+    if ctx.cluster is not None:
+        return ctx.cluster.cache.has_topic(name)
+    return ctx.topics.exists(name)
+
+
 def find_topic(ctx: BrokerContext, topic_id: uuid.UUID) -> str | None:
     """The name of the topic with this id (``None``: no such topic, or the zero UUID)."""
     if topic_id == ZERO_UUID:
         return None
+    names = _names_by_id.get(ctx.topics)
+    if names is None:
+        names = _names_by_id[ctx.topics] = {}
+    name = names.get(topic_id)
+    if name is not None and topic_id_of(ctx, name) == topic_id:
+        return name
+    names.clear()
     for name in topic_names(ctx):
-        if topic_id_of(ctx, name) == topic_id:
-            return name
-    return None
+        known = topic_id_of(ctx, name)
+        if known != ZERO_UUID:
+            names[known] = name
+    return names.get(topic_id)
 
 
 def describe_topic(

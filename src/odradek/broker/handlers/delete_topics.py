@@ -2,7 +2,8 @@
 
 A missing topic answers UNKNOWN_TOPIC_OR_PARTITION, ``delete.topic.enable=false``
 TOPIC_DELETION_DISABLED, a name given twice INVALID_REQUEST (and that name is not deleted).
-v6 may name a topic by its id instead (KIP-516): an id no topic has answers UNKNOWN_TOPIC_ID.
+v6 may name a topic by its id instead (KIP-516): an id no topic has answers UNKNOWN_TOPIC_ID;
+a topic named by name is answered with its id too, as Kafka does.
 
 A deleted topic leaves Metadata at once; its logs are renamed ``...-delete`` and its metadata
 removed off the event loop (``TopicManager.start_delete``), and the response comes when that is
@@ -31,6 +32,7 @@ from odradek.broker.handlers._admin import (
     topic_uuid,
 )
 from odradek.broker.handlers._topic_auth import authorize_topics
+from odradek.broker.handlers._topic_metadata import find_topic, topic_id_of
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response, has_field, request_value
@@ -51,7 +53,7 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[
 
 def _handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
     if ctx.cluster is not None:  # the controller decides (handlers/_cluster_admin.py)
-        return _cluster_admin.run(ctx.cluster, request)
+        return _cluster_admin.run(ctx.cluster, request, lambda topic_id: find_topic(ctx, topic_id))
     body: Any = request.body  # a kio request of any supported version
     if has_field(body, "topic_names"):  # v0-v5
         requested: list[tuple[str | None, uuid.UUID]] = [
@@ -59,10 +61,9 @@ def _handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable
         ]
     else:  # v6+: name or id
         requested = [
-            (
-                _name_of(ctx, topic.topic_id) if topic.name is None else str(topic.name),
-                topic.topic_id or _ZERO_UUID,
-            )
+            (str(topic.name), topic_id_of(ctx, str(topic.name)))  # answered with its id
+            if topic.name is not None
+            else (_name_of(ctx, topic.topic_id), topic.topic_id or _ZERO_UUID)
             for topic in body.topics
         ]
     repeated = duplicates(name for name, _ in requested if name is not None)

@@ -2,7 +2,8 @@
 when this broker is not (yet) its coordinator.
 
 Versions: v4 adds each member's ``group.instance.id``; v3 authorized operations (reported as
-Kafka's "not asked" value, -2^31).
+Kafka's "not asked" value, -2^31); v6 (KIP-1043) an error message, and a group that does not
+exist answers GROUP_ID_NOT_FOUND there instead of the Dead state with no error.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from odradek.broker.auth.checks import GROUP_DENIED, Op, group_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import DescribedGroup, DescribeGroupsResult
 from odradek.broker.handlers._groups import runtime
-from odradek.errors import KafkaError
+from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response
 from odradek.protocol.group_requests import describe_groups_body
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
+#: The first version that answers GROUP_ID_NOT_FOUND for an unknown group (KIP-1043).
+NOT_FOUND_VERSION = 6
 _NO_AUTHORIZED_OPERATIONS = -(1 << 31)
 
 
@@ -45,14 +48,22 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
         request.api_version,
         {
             "throttle_time": 0,
-            "groups": [_group(described[group_id]) for group_id in group_ids],
+            "groups": [_group(described[group_id], request.api_version) for group_id in group_ids],
         },
     )
 
 
-def _group(group: DescribedGroup) -> dict[str, Any]:
+def _group(group: DescribedGroup, version: int) -> dict[str, Any]:
+    error_code, message = group.error_code, None
+    if (
+        version >= NOT_FOUND_VERSION
+        and error_code == ErrorCode.NONE
+        and group.group_state == "Dead"
+    ):
+        error_code, message = ErrorCode.GROUP_ID_NOT_FOUND, f"group {group.group_id} not found"
     return {
-        "error_code": group.error_code,
+        "error_code": error_code,
+        "error_message": message,
         "group_id": group.group_id,
         "group_state": group.group_state,
         "protocol_type": group.protocol_type,

@@ -22,11 +22,22 @@ incremental fetch's session — and an incremental fetch's answer keeps only the
 news. A session error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) is the
 response's top-level error, with no partitions. The session is resolved once per request, before
 any long poll.
+
+Newer versions: v12+ are flexible; a partition's ``last_fetched_epoch`` (≥ 0) is checked
+against the leader's epochs as Kafka's ``Partition.fetchRecords`` does — a fetcher whose log
+diverged gets ``diverging_epoch`` (the largest epoch at or below its own, and where it ends)
+and no records, a fetch offset below the log start offset OFFSET_OUT_OF_RANGE. v13+ name
+topics by id (KIP-516): an id no topic has answers UNKNOWN_TOPIC_ID for its partitions (the
+topic is carried under a name no topic can have, so sessions keep it apart). v15+ carry the
+replica id inside ``replica_state``. v16+ (KIP-951) name the current leader of a partition
+answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, and that broker's endpoint.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+import uuid
+from collections.abc import Awaitable, Sequence
+from typing import Any
 
 from odradek._types import TopicPartition
 from odradek.broker.auth.checks import TOPIC_DENIED, fetch_denied
@@ -37,7 +48,9 @@ from odradek.broker.fetch_session import (
     FetchContext,
     SessionError,
 )
+from odradek.broker.handlers._leader_discovery import LeaderDiscovery
 from odradek.broker.handlers._leader_epochs import check_leader_epoch, current_leader_epoch
+from odradek.broker.handlers._topic_metadata import find_topic, topic_id_of
 from odradek.broker.ports import PartitionPort
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.net.sendfile import FileRegion
@@ -50,10 +63,16 @@ from odradek.protocol import (
     Request,
     encode_fetch_response,
 )
-from odradek.protocol.requests import duration_ms, fetch_body
+from odradek.protocol.requests import duration_ms, fetch_body, fetch_replica_id
 
 API_KEY = ApiKey.FETCH
 READ_COMMITTED = 1
+#: The first version with ``last_fetched_epoch`` (diverging epochs); by topic id; KIP-951.
+_FIRST_FLEXIBLE_VERSION = 12
+_FIRST_TOPIC_ID_VERSION = 13
+_FIRST_LEADER_DISCOVERY_VERSION = 16
+#: Names no topic can have (NUL is not a legal topic character): an unknown id's topic.
+_UNKNOWN_ID_PREFIX = "\x00"
 
 
 def handle(
@@ -72,22 +91,34 @@ def handle(
     return _long_poll(ctx, request, context, max_wait_ms)
 
 
+def _topic_name(ctx: BrokerContext, topic: Any, by_id: bool) -> str:
+    """A request topic's name: its ``topic`` (v12-), or the name of the topic with its
+    ``topic_id`` (v13+; a name no topic has when none has that id)."""
+    if not by_id:
+        return str(topic.topic)
+    topic_id: uuid.UUID | None = topic.topic_id
+    name = None if topic_id is None else find_topic(ctx, topic_id)
+    return name if name is not None else f"{_UNKNOWN_ID_PREFIX}{topic_id}"
+
+
 def _context(ctx: BrokerContext, request: Request) -> FetchContext | SessionError:
     body = fetch_body(request)
-    topics = [(str(topic.topic), topic.partitions) for topic in body.topics]
+    by_id = request.api_version >= _FIRST_TOPIC_ID_VERSION
+    topics = [(_topic_name(ctx, topic, by_id), topic.partitions) for topic in body.topics]
     session_epoch = int(getattr(body, "session_epoch", FINAL_EPOCH))
     session_id = int(getattr(body, "session_id", 0))
     if session_epoch == FINAL_EPOCH and session_id == 0:
         return FetchContext(topics)  # sessionless: the common consumer's fetch
     forgotten = [
-        (str(topic.topic), topic.partitions) for topic in getattr(body, "forgotten_topics_data", ())
+        (_topic_name(ctx, topic, by_id), topic.partitions)
+        for topic in getattr(body, "forgotten_topics_data", ())
     ]
     return ctx.fetch_sessions.new_context(
         session_id,
         session_epoch,
         topics,
         forgotten,
-        privileged=body.replica_id >= 0,
+        privileged=fetch_replica_id(request) >= 0,
         now_ms=ctx.clock.monotonic_ms(),
     )
 
@@ -97,12 +128,13 @@ async def _long_poll(
 ) -> FetchResponseFrame[FileRegion]:
     deadline = ctx.clock.monotonic_ms() + max_wait_ms
     body = fetch_body(request)
+    replica = fetch_replica_id(request) >= 0
     partitions = [
         TopicPartition(topic, p.partition) for topic, requests in context.topics for p in requests
     ]
     while True:
         remaining = deadline - ctx.clock.monotonic_ms()
-        woken = await ctx.purgatory.wait(partitions, remaining, replica=body.replica_id >= 0)
+        woken = await ctx.purgatory.wait(partitions, remaining, replica=replica)
         responses, total = _read(ctx, request, context)
         if not woken or total >= body.min_bytes or _has_errors(responses):
             return _frame(ctx, request, context, responses)
@@ -116,18 +148,65 @@ def _frame(
 ) -> FetchResponseFrame[FileRegion]:
     throttle_ms = 0
     quotas = ctx.quotas
-    if quotas is not None and quotas.active and fetch_body(request).replica_id < 0:
+    if quotas is not None and quotas.active and fetch_replica_id(request) < 0:
         size = sum(p.records_size for topic in responses for p in topic.partitions)
         throttle_ms = fetch_throttle_ms(ctx, request, size)
     if context.session is not None:
         responses = _session_answer(context, responses)
+    version = request.api_version
+    if version < _FIRST_FLEXIBLE_VERSION:
+        return encode_fetch_response(
+            version,
+            request.correlation_id,
+            responses,
+            session_id=context.session_id,
+            throttle_time_ms=throttle_ms,
+        )
+    discovery = LeaderDiscovery(ctx)
+    if version >= _FIRST_TOPIC_ID_VERSION or version >= _FIRST_LEADER_DISCOVERY_VERSION:
+        responses = [
+            _newer_fields(ctx, version, discovery, topic, partitions)
+            for topic, partitions, _ in responses
+        ]
     return encode_fetch_response(
-        request.api_version,
+        version,
         request.correlation_id,
         responses,
         session_id=context.session_id,
         throttle_time_ms=throttle_ms,
+        node_endpoints=discovery.node_endpoints,
     )
+
+
+def _newer_fields(
+    ctx: BrokerContext,
+    version: int,
+    discovery: LeaderDiscovery,
+    topic: str,
+    partitions: Sequence[FetchPartitionData[FileRegion]],
+) -> FetchableTopicResponse[FileRegion]:
+    """A topic's answer with its id (v13+), UNKNOWN_TOPIC_ID for an id no topic has, and the
+    current leader of each partition led elsewhere (v16+, KIP-951)."""
+    topic_id: uuid.UUID | None = None
+    if version >= _FIRST_TOPIC_ID_VERSION:
+        if topic.startswith(_UNKNOWN_ID_PREFIX):
+            topic_id = uuid.UUID(topic[len(_UNKNOWN_ID_PREFIX) :])
+            partitions = [p._replace(error_code=ErrorCode.UNKNOWN_TOPIC_ID) for p in partitions]
+        else:
+            topic_id = topic_id_of(ctx, topic)
+    if version >= _FIRST_LEADER_DISCOVERY_VERSION:
+        partitions = [
+            p._replace(
+                current_leader=discovery.current_leader(TopicPartition(topic, p.partition_index))
+            )
+            if p.error_code in _LED_ELSEWHERE
+            else p
+            for p in partitions
+        ]
+    return FetchableTopicResponse(topic, partitions, topic_id)
+
+
+_LED_ELSEWHERE = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
 
 
 def _session_answer(
@@ -138,13 +217,13 @@ def _session_answer(
     answer: list[FetchableTopicResponse[FileRegion]] = []
     incremental = context.incremental
     # ``_read`` answers each partition of the context once, in its order.
-    for (topic, partitions), entries in zip(responses, context.cached, strict=True):
+    for (topic, partitions, _), entries in zip(responses, context.cached, strict=True):
         kept: list[FetchPartitionData[FileRegion]] = []
         for data, cached in zip(partitions, entries, strict=True):
             if not incremental:
                 cached.remember(data.high_watermark, data.log_start_offset)
                 kept.append(data)
-            elif cached.has_news(
+            elif data.diverging_epoch[0] >= 0 or cached.has_news(
                 data.error_code, data.high_watermark, data.log_start_offset, data.records_size
             ):
                 kept.append(data)
@@ -154,7 +233,10 @@ def _session_answer(
 
 
 def _has_errors(responses: list[FetchableTopicResponse[FileRegion]]) -> bool:
-    return any(p.error_code for topic in responses for p in topic.partitions)
+    """Whether some partition must be answered now: an error, or a diverging epoch."""
+    return any(
+        p.error_code or p.diverging_epoch[0] >= 0 for topic in responses for p in topic.partitions
+    )
 
 
 def _read(
@@ -162,8 +244,9 @@ def _read(
 ) -> tuple[list[FetchableTopicResponse[FileRegion]], int]:
     body = fetch_body(request)
     remaining = body.max_bytes
-    replica_id = body.replica_id
+    replica_id = fetch_replica_id(request)
     from_replica = replica_id >= 0
+    with_epochs = request.api_version >= _FIRST_FLEXIBLE_VERSION
     # Once per request: a follower's fetch reads every partition it follows from here, idle
     # ones included (a session's unchanged partitions are read, not decoded), and each costs
     # this loop's body: an idle one the caught-up branch only.
@@ -211,6 +294,11 @@ def _read(
                             aborted,
                         )
                     )
+                    continue
+            if with_epochs:
+                diverged = _diverging_epoch(partition, fetch_partition, aborted)
+                if diverged is not None:
+                    partitions.append(diverged)
                     continue
             max_bytes = min(fetch_partition.partition_max_bytes, max(remaining, 0))
             try:
@@ -271,6 +359,41 @@ def _aborted(
         AbortedTransaction(entry.producer_id, entry.first_offset)
         for entry in partition.aborted_transactions(fetch_offset, last_stable_offset)
     )
+
+
+def _diverging_epoch(
+    partition: PartitionPort, fetch_partition: Any, aborted: tuple[AbortedTransaction, ...] | None
+) -> FetchPartitionData[FileRegion] | None:
+    """The answer to a fetcher whose ``last_fetched_epoch`` shows a log that diverged from
+    this leader's (or a fetch offset below the log start offset), as Kafka's
+    ``Partition.readRecords`` gives it; ``None``: read as usual."""
+    last_fetched_epoch = int(getattr(fetch_partition, "last_fetched_epoch", -1))
+    if last_fetched_epoch < 0:
+        return None
+    fetch_offset = fetch_partition.fetch_offset
+    found = partition.end_offset_for_epoch(last_fetched_epoch)
+    high_watermark = partition.high_watermark
+    log_start_offset = partition.log_start_offset
+    if found.epoch < 0 or found.end_offset < 0 or fetch_offset < log_start_offset:
+        return FetchPartitionData(
+            fetch_partition.partition,
+            ErrorCode.OFFSET_OUT_OF_RANGE,
+            high_watermark,
+            high_watermark,
+            log_start_offset,
+            aborted,
+        )
+    if found.epoch < last_fetched_epoch or found.end_offset < fetch_offset:
+        return FetchPartitionData(
+            fetch_partition.partition,
+            ErrorCode.NONE,
+            high_watermark,
+            high_watermark,
+            log_start_offset,
+            aborted,
+            diverging_epoch=(found.epoch, found.end_offset),
+        )
+    return None
 
 
 def _follower_fetched(

@@ -8,6 +8,10 @@ and writes the store, so it runs on a worker thread and the answer follows. A st
 cannot be reached answers COORDINATOR_NOT_AVAILABLE (retriable). Without a port (handler
 tests) ids come from a process-local counter at a random 31-bit start.
 
+v3+ (KIP-360) may name the producer's current id and epoch to ask for an epoch bump. For a
+producer without a ``transactional_id`` Kafka ignores them and hands out a new id (epoch 0),
+after refusing a request that names only one of the two (INVALID_REQUEST); odradek does the same.
+
 The partitions enforce idempotence (``storage.producer_state``). A request with a
 ``transactional_id`` goes to the transaction coordinator (``broker.txn``), which keeps one
 producer id per transactional id and bumps its epoch at each call, fencing older producers.
@@ -48,6 +52,11 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[
     body = init_producer_id_body(request)
     if body.transactional_id is None and not cluster_allowed(ctx, Op.IDEMPOTENT_WRITE):
         return _answer(request, CLUSTER_DENIED, -1)  # Kafka: IDEMPOTENT_WRITE on the cluster
+    current: Any = request.body  # producer_id and producer_epoch exist from v3
+    if (int(getattr(current, "producer_id", -1)) == -1) != (
+        int(getattr(current, "producer_epoch", -1)) == -1
+    ):
+        return _answer(request, ErrorCode.INVALID_REQUEST, -1)
     if body.transactional_id is not None:
         return _transactional(ctx, request, str(body.transactional_id))
     ids = ctx.producer_ids

@@ -1,7 +1,13 @@
 """ListOffsets: earliest (-2), latest (-1) or the first offset at or after a timestamp.
 
 "Latest" is the high watermark (what a consumer can read); a timestamp after every record
-answers offset -1 and timestamp -1, as Kafka does. The response is encoded by the hand-written
+answers offset -1 and timestamp -1, as Kafka does. The newer specs, answered as Kafka answers
+them for a log without tiered storage (odradek has none): max timestamp (-3, v7+, KIP-734) is
+the first record with the largest timestamp below the high watermark (-1 and -1 for an empty
+log); earliest local (-4, v8+, KIP-405) is the log start offset, since every record is local;
+latest tiered (-5, v9+, KIP-1005) is offset -1 with timestamp -1 (nothing is tiered). A spec
+in a version older than the one that defined it, or any other negative timestamp, is
+INVALID_REQUEST. The response is encoded by the hand-written
 encoder (``protocol.metadata_response``) at the versions it writes, by kio at any other.
 A partition's ``current_leader_epoch`` (v4+, KIP-320) is checked as Fetch checks it
 (``_leader_epochs``): older than this broker's FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
@@ -28,6 +34,11 @@ API_KEY = ApiKey.LIST_OFFSETS
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+#: The first version that may ask for each newer spec.
+_SPEC_VERSIONS = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8, LATEST_TIERED_TIMESTAMP: 9}
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | bytes:
@@ -39,7 +50,12 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | bytes:
         name = str(topic.name)
         partitions = [
             _list_offset(
-                ctx, name, p.partition_index, p.timestamp, current_leader_epoch(p), read_committed
+                ctx,
+                name,
+                p.partition_index,
+                _spec(request.api_version, p.timestamp),
+                current_leader_epoch(p),
+                read_committed,
             )
             if topic_allowed(ctx, Op.DESCRIBE, name)
             else ListOffsetsPartition(p.partition_index, TOPIC_DENIED)
@@ -63,6 +79,16 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | bytes:
     return build_response(API_KEY, request.api_version, fields)
 
 
+def _spec(version: int, timestamp: int) -> int:
+    """The timestamp, or an invalid one (-6) for a spec this version does not know."""
+    if timestamp < EARLIEST_TIMESTAMP and version < _SPEC_VERSIONS.get(timestamp, 0):
+        return _INVALID
+    return timestamp
+
+
+_INVALID = -6
+
+
 def _list_offset(
     ctx: BrokerContext,
     topic: str,
@@ -82,9 +108,14 @@ def _list_offset(
     if timestamp == LATEST_TIMESTAMP:
         latest = partition.last_stable_offset if read_committed else partition.high_watermark
         offset, found_timestamp = latest, -1
-    elif timestamp == EARLIEST_TIMESTAMP:
+    elif timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         offset, found_timestamp = partition.log_start_offset, -1
-    elif timestamp < 0:
+    elif timestamp == LATEST_TIERED_TIMESTAMP:
+        offset, found_timestamp = -1, -1
+    elif timestamp == MAX_TIMESTAMP:
+        newest = partition.offset_of_max_timestamp()
+        offset, found_timestamp = (-1, -1) if newest is None else (newest.offset, newest.timestamp)
+    elif timestamp < 0:  # _INVALID among them
         return ListOffsetsPartition(index, ErrorCode.INVALID_REQUEST)
     else:
         found = partition.offset_for_timestamp(timestamp)

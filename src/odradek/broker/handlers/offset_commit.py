@@ -3,7 +3,9 @@ once appended to ``__consumer_offsets``.
 
 Versions: v2-v4 carry a retention time (-1: the broker's); v6 a leader epoch per partition;
 v7 ``group.instance.id``. A generation of -1 commits from outside any group (an Empty or
-unknown group only). A coordinator error is every partition's error.
+unknown group only). A coordinator error is every partition's error. A partition of a topic
+this broker does not know answers UNKNOWN_TOPIC_OR_PARTITION and is not committed, as Kafka's
+``handleOffsetCommitRequest`` does (the metadata cache decides, before the coordinator).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from odradek.broker.auth.checks import TOPIC_DENIED, Op, denied_topics, require_
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import OffsetCommitPartition
 from odradek.broker.handlers._groups import optional, runtime
+from odradek.broker.handlers._topic_metadata import topic_exists
 from odradek.broker.handlers._topics import by_topic
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
@@ -24,7 +27,8 @@ API_KEY = ApiKey.OFFSET_COMMIT
 
 async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     body = offset_commit_body(request)
-    partitions = [
+    unknown = {str(topic.name) for topic in body.topics if not topic_exists(ctx, str(topic.name))}
+    requested = [
         OffsetCommitPartition(
             str(topic.name),
             int(p.partition_index),
@@ -35,11 +39,15 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
         for topic in body.topics
         for p in topic.partitions
     ]
+    partitions = [p for p in requested if p.topic not in unknown]
     retention = optional(body, "retention_time", -1)
     denied = denied_topics(ctx, Op.READ, {p.topic for p in partitions})
     committed = [p for p in partitions if p.topic not in denied] if denied else partitions
+    errors: list[tuple[TopicPartition, ErrorCode]]
     try:
         require_group(ctx, Op.READ, str(body.group_id))
+        if requested and not partitions:
+            raise KafkaError("no known topic", code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         result = await runtime(ctx).run(
             str(body.group_id),
             lambda coordinator, now_ms: coordinator.commit_offsets(
@@ -52,12 +60,26 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
                 retention_time_ms=int(request_value(retention)),
             ),
         )
+        outcome = dict(result.partitions)
         errors = [
-            (tp, TOPIC_DENIED if tp.topic in denied else result.partitions.get(tp, ErrorCode.NONE))
-            for tp in (TopicPartition(p.topic, p.partition) for p in partitions)
+            (
+                tp,
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if tp.topic in unknown
+                else TOPIC_DENIED
+                if tp.topic in denied
+                else outcome.get(tp, ErrorCode.NONE),
+            )
+            for tp in (TopicPartition(p.topic, p.partition) for p in requested)
         ]
     except KafkaError as error:
-        errors = [(TopicPartition(p.topic, p.partition), error.error_code) for p in partitions]
+        errors = [
+            (
+                TopicPartition(p.topic, p.partition),
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if p.topic in unknown else error.error_code,
+            )
+            for p in requested
+        ]
     return build_response(
         API_KEY,
         request.api_version,

@@ -3,42 +3,78 @@ memory.
 
 Versions: v1 names its partitions and has no group-level error (a coordinator error is put
 on every partition); v2+ may ask for every committed offset (topics null) and report a
-group-level error; v5 adds the leader epoch.
+group-level error; v5 adds the leader epoch; v8+ (KIP-709) ask for several groups at once,
+each answered on its own (one group's coordinator error does not touch the others); v9's
+member id and epoch belong to KIP-848 consumer groups and are not checked for classic groups.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from odradek._types import TopicPartition
 from odradek.broker.auth.checks import TOPIC_DENIED, Op, denied_topics, require_group
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import FetchedOffset
-from odradek.broker.handlers._groups import runtime
+from odradek.broker.handlers._groups import optional, runtime
 from odradek.broker.handlers._topics import by_topic
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
-from odradek.protocol.builder import build_response
+from odradek.protocol.builder import build_response, has_field
 from odradek.protocol.group_requests import offset_fetch_body
 
 API_KEY = ApiKey.OFFSET_FETCH
 
 
 async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
-    body = offset_fetch_body(request)
+    body: Any = offset_fetch_body(request)
+    if has_field(body, "groups"):  # v8+: a batch of groups
+        groups = [
+            {
+                "group_id": str(group.group_id),
+                **await _fetch(
+                    ctx,
+                    request.api_version,
+                    str(group.group_id),
+                    group.topics,
+                    optional(group, "member_id"),
+                    int(optional(group, "member_epoch", -1)),
+                ),
+            }
+            for group in body.groups
+        ]
+        return build_response(API_KEY, request.api_version, {"throttle_time": 0, "groups": groups})
+    answer = await _fetch(ctx, request.api_version, str(body.group_id), body.topics)
+    return build_response(API_KEY, request.api_version, {"throttle_time": 0, **answer})
+
+
+async def _fetch(
+    ctx: BrokerContext,
+    version: int,
+    group_id: str,
+    topics: Any,
+    member_id: str | None = None,
+    member_epoch: int = -1,
+) -> dict[str, Any]:
+    """One group's ``error_code`` and ``topics``, as the response nests them (v9+: the
+    consumer group member asking, checked against its epoch — STALE_MEMBER_EPOCH)."""
     requested = (
         None
-        if body.topics is None
+        if topics is None
         else [
             TopicPartition(str(topic.name), int(index))
-            for topic in body.topics
+            for topic in topics
             for index in topic.partition_indexes
         ]
     )
     error_code = ErrorCode.NONE
     try:
-        require_group(ctx, Op.DESCRIBE, str(body.group_id))
+        require_group(ctx, Op.DESCRIBE, group_id)
         result = await runtime(ctx).run(
-            str(body.group_id),
-            lambda coordinator, _now_ms: coordinator.fetch_offsets(str(body.group_id), requested),
+            group_id,
+            lambda coordinator, _now_ms: coordinator.fetch_offsets(
+                group_id, requested, member_id=member_id, member_epoch=member_epoch
+            ),
         )
         error_code = result.error_code
         offsets = list(result.partitions.items())
@@ -54,24 +90,19 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
             for tp, fetched in offsets
             if requested is not None or tp.topic not in denied
         ]
-    if request.api_version < 2 and error_code is not ErrorCode.NONE:
+    if version < 2 and error_code is not ErrorCode.NONE:
         failed = FetchedOffset(-1, error_code=error_code)
         offsets = [(tp, failed) for tp, _ in offsets]
-    return build_response(
-        API_KEY,
-        request.api_version,
-        {
-            "throttle_time": 0,
-            "error_code": error_code,
-            "topics": by_topic(
-                offsets,
-                lambda index, fetched: {
-                    "partition_index": index,
-                    "committed_offset": fetched.committed_offset,
-                    "committed_leader_epoch": fetched.committed_leader_epoch,
-                    "metadata": fetched.metadata,
-                    "error_code": fetched.error_code,
-                },
-            ),
-        },
-    )
+    return {
+        "error_code": error_code,
+        "topics": by_topic(
+            offsets,
+            lambda index, fetched: {
+                "partition_index": index,
+                "committed_offset": fetched.committed_offset,
+                "committed_leader_epoch": fetched.committed_leader_epoch,
+                "metadata": fetched.metadata,
+                "error_code": fetched.error_code,
+            },
+        ),
+    }

@@ -13,6 +13,12 @@ moved it (an ISR of one), otherwise through the delayed-produce purgatory, whose
 (REQUEST_TIMED_OUT after the request's ``timeout_ms``, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
 NOT_LEADER_OR_FOLLOWER) replaces the partition's error code. The response is encoded by the
 hand-written encoder (hot path).
+
+A batch refused for some of its records — keyless records on a compacted topic — answers
+INVALID_RECORD with those records named in ``record_errors`` (v8+, KIP-467) and the reason in
+``error_message``, so the producer fails only them. From v10 (KIP-951) a partition answered
+NOT_LEADER_OR_FOLLOWER names its current leader and the response carries that broker's
+endpoint (``_leader_discovery``).
 """
 
 from __future__ import annotations
@@ -25,15 +31,18 @@ from odradek.broker.acks import Acks, check_enough_replicas, parse_acks
 from odradek.broker.auth.checks import TOPIC_DENIED, Op, topic_allowed
 from odradek.broker.auth.throttle import produce_throttle_ms
 from odradek.broker.context import BrokerContext
+from odradek.broker.handlers._leader_discovery import LeaderDiscovery
 from odradek.broker.ports import PartitionPort
 from odradek.errors import (
     CorruptRecordError,
     ErrorCode,
+    InvalidRecordError,
     KafkaError,
     UnsupportedForMessageFormatError,
 )
 from odradek.protocol import (
     ApiKey,
+    BatchIndexAndErrorMessage,
     PartitionProduceResponse,
     Request,
     TopicProduceResponse,
@@ -53,6 +62,8 @@ logger = logging.getLogger(__name__)
 API_KEY = ApiKey.PRODUCE
 #: Produce v3 (KIP-98) is the first version that carries v2 record batches only.
 _FIRST_V2_ONLY_VERSION = 3
+#: Produce v10 is the first with KIP-951's leader-discovery fields.
+_FIRST_LEADER_DISCOVERY_VERSION = 10
 
 #: An acks=all partition that appended: its partition, the offset its high watermark must
 #: reach, and where its answer sits (the topic's list of answers, the index in it).
@@ -118,8 +129,41 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
         return _when_replicated(
             ctx, request, responses, waiting, duration_ms(body.timeout), throttle_ms
         )
+    if failed is not None and request.api_version >= _FIRST_LEADER_DISCOVERY_VERSION:
+        return _encode_with_leaders(ctx, request, responses, throttle_ms)
     return encode_produce_response(
         request.api_version, request.correlation_id, responses, throttle_time_ms=throttle_ms
+    )
+
+
+def _encode_with_leaders(
+    ctx: BrokerContext, request: Request, responses: list[TopicProduceResponse], throttle_ms: int
+) -> bytes:
+    """The response with each NOT_LEADER_OR_FOLLOWER partition's current leader named
+    (KIP-951) and those leaders' endpoints."""
+    discovery = LeaderDiscovery(ctx)
+    named = [
+        TopicProduceResponse(
+            name,
+            [
+                answer._replace(
+                    current_leader=discovery.current_leader(
+                        TopicPartition(name, answer.partition_index)
+                    )
+                )
+                if answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+                else answer
+                for answer in partitions
+            ],
+        )
+        for name, partitions in responses
+    ]
+    return encode_produce_response(
+        request.api_version,
+        request.correlation_id,
+        named,
+        throttle_time_ms=throttle_ms,
+        node_endpoints=discovery.node_endpoints,
     )
 
 
@@ -138,6 +182,8 @@ async def _when_replicated(
     for (_, _, answers, index), error in zip(waiting, errors, strict=True):
         if error:
             answers[index] = answers[index]._replace(error_code=error)
+    if any(errors) and request.api_version >= _FIRST_LEADER_DISCOVERY_VERSION:
+        return _encode_with_leaders(ctx, request, responses, throttle_ms)
     return encode_produce_response(
         request.api_version, request.correlation_id, responses, throttle_time_ms=throttle_ms
     )
@@ -192,6 +238,20 @@ def _append(
         info = partition.append_as_leader(records)
     except CorruptRecordError:
         return PartitionProduceResponse(index, ErrorCode.CORRUPT_MESSAGE), None
+    except InvalidRecordError as error:
+        # KIP-467: name the records that made the batch fail, when only some did.
+        return (
+            PartitionProduceResponse(
+                index,
+                error.error_code,
+                record_errors=tuple(
+                    BatchIndexAndErrorMessage(batch_index, message)
+                    for batch_index, message in error.record_errors
+                ),
+                error_message=str(error),
+            ),
+            None,
+        )
     except UnsupportedForMessageFormatError:
         # Kafka's ProduceRequest.validateRecords: v3+ carries magic 2 batches only; anything
         # else is an InvalidRecordException, answered INVALID_RECORD.

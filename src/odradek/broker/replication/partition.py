@@ -624,6 +624,14 @@ class Partition:
             self.bytes_out += info.records.length
         return info
 
+    def offset_of_max_timestamp(self) -> TimestampAndOffset | None:
+        """The first record with the log's largest timestamp, or ``None`` (an empty log, or
+        one whose record is at or past the high watermark)."""
+        found = self.log.offset_of_max_timestamp()
+        if found is None or found.offset >= self.high_watermark:
+            return None
+        return found
+
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampAndOffset | None:
         """The first record at or after the log start offset whose timestamp is at or after
         ``timestamp_ms``, or ``None`` (also for one at or past the high watermark, which a
