@@ -17,16 +17,14 @@ from .conftest import ServeFactory, fetch_values, produce
 __all__ = ["zookeeper", "zookeeper_chroot"]
 
 KAFKA_PROPERTIES = Path(__file__).parent / "kafka-server.properties"
-#: The settings of that file odradek has no use for (one event loop, no transactions yet, the
-#: kernel's socket buffers).
+#: The settings of that file odradek has no use for (one event loop, the kernel's socket
+#: buffers); its transaction.state.log.* settings are the transaction coordinator's.
 NOT_IMPLEMENTED = {
     "num.io.threads",
     "num.network.threads",
     "num.recovery.threads.per.data.dir",
     "socket.receive.buffer.bytes",
     "socket.send.buffer.bytes",
-    "transaction.state.log.min.isr",
-    "transaction.state.log.replication.factor",
 }
 
 
