@@ -155,8 +155,8 @@ def test_unknown_override_fails() -> None:
     [
         "num.io.threads",
         "transaction.state.log.min.isr",
-        "listener.name.internal.ssl.keystore.location",
-        "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config",
+        "listener.name.internal.ssl.keymanager.algorithm",
+        "listener.name.sasl_ssl.scram-sha-256.sasl.login.class",
     ],
 )
 def test_a_kafka_setting_odradek_does_not_implement_is_accepted_and_named(name: str) -> None:
@@ -282,8 +282,8 @@ def test_empty_advertised_listeners_means_the_listeners() -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"listeners": "SSL://localhost:9093"}, "only PLAINTEXT listeners are supported"),
-        ({"listeners": "SASL_PLAINTEXT://h:1"}, "only PLAINTEXT"),
+        ({"listeners": "SSL://localhost:9093"}, "an SSL listener needs ssl.keystore.location"),
+        ({"listeners": "INTERNAL://h:1"}, "listener INTERNAL has no security protocol"),
         ({"listeners": "localhost:9092"}, "expected NAME://host:port"),
         ({"listeners": "PLAINTEXT://localhost"}, "expected NAME://host:port"),
         ({"listeners": "PLAINTEXT://localhost:http"}, "for listeners"),

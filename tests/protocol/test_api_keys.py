@@ -145,6 +145,9 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         if is_implemented(key, version) and is_flexible(key, version)
     }
     assert flexible == {
+        ("ALTER_USER_SCRAM_CREDENTIALS", 0),
+        ("DESCRIBE_USER_SCRAM_CREDENTIALS", 0),
+        ("SASL_AUTHENTICATE", 2),
         ("ALTER_PARTITION", 1),
         ("API_VERSIONS", 3),
         ("METADATA", 9),

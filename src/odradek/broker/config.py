@@ -19,7 +19,8 @@ Deviations from Kafka, on purpose:
   it is only how often the flusher looks for logs past ``flush.ms`` / ``flush.messages``.
   Kafka also uses it as the default of ``log.flush.interval.ms``; we do so only when it is set
   explicitly, so our 1000 ms default does not turn into an fsync of every log every second.
-- Only ``PLAINTEXT`` listeners exist, so a listener's name is its security protocol.
+- Listener security (``listener.security.protocol.map``, ``ssl.*``, ``sasl.*``) is read by
+  ``broker.security.listeners`` into ``security``; ssl keystores must be PEM.
 - ``node.id`` (KRaft's name of the broker's id) is the broker id when ``broker.id`` is not
   given; given both, they must agree.
 - The properties file is read as UTF-8 (Java reads ISO-8859-1; both agree on ASCII).
@@ -36,6 +37,7 @@ from typing import Any
 from odradek.broker.group.config import GroupConfig
 from odradek.broker.kafka_settings import KAFKA_BROKER_SETTINGS, kafka_setting_base
 from odradek.broker.limits import BrokerLimits, parse_overrides, render_overrides
+from odradek.broker.security.listeners import SecurityConfig, is_security_setting
 from odradek.errors import ConfigError
 from odradek.storage.cleaner.config import BROKER_NAMES as CLEANER_BROKER_NAMES
 from odradek.storage.cleaner.config import CleanerConfig
@@ -47,7 +49,6 @@ _MAX_LONG = 2**63 - 1
 
 DEFAULT_LISTENERS = "PLAINTEXT://127.0.0.1:9092"
 DEFAULT_LOG_DIR = "./data/kafka-logs"
-SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT"})
 
 
 # --- Java properties -------------------------------------------------------------------------
@@ -174,10 +175,6 @@ class Listener:
     host: str
     port: int
 
-    @property
-    def security_protocol(self) -> str:
-        return self.name
-
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.name}://{host}:{self.port}"
@@ -259,6 +256,8 @@ class BrokerConfig:
     #: The Kafka settings given that odradek does not implement (accepted, no effect), by
     #: name, as given.
     unimplemented: tuple[tuple[str, str], ...] = ()
+    #: The listeners' security protocols, TLS and SASL settings (``broker.security``).
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
     @classmethod
     def from_properties(
@@ -295,10 +294,13 @@ class BrokerConfig:
         """
         raw: dict[str, str] = {}
         unimplemented: dict[str, str] = {}
+        security: dict[str, str] = {}
         for name, value in settings.items():
             text = (str(value).lower() if isinstance(value, bool) else str(value)).strip()
             if name in _SETTINGS:
                 raw[name] = text
+            elif is_security_setting(name):
+                security[name] = text
             elif (kafka := kafka_setting_base(name)) is not None:
                 _check_kafka_type(name, text, kafka.type)
                 unimplemented[name] = text
@@ -377,6 +379,7 @@ class BrokerConfig:
             offsets_commit_required_acks=get("offsets.commit.required.acks"),
             offsets_commit_timeout_ms=get("offsets.commit.timeout.ms"),
             unimplemented=tuple(sorted(unimplemented.items())),
+            security=SecurityConfig.from_settings(security, [item.name for item in listeners]),
         )
 
     def describe(self) -> dict[str, ConfigEntry]:
@@ -545,10 +548,6 @@ def _listeners(name: str, raw: str) -> tuple[Listener, ...] | None:
         if match is None:
             raise _invalid(name, raw, f"expected NAME://host:port entries, got {entry!r}")
         listener_name = match["name"].upper()
-        if listener_name not in SUPPORTED_SECURITY_PROTOCOLS:
-            raise _invalid(
-                name, raw, f"listener {listener_name}: only PLAINTEXT listeners are supported"
-            )
         port = int(match["port"])
         if port > 65535:
             raise _invalid(name, raw, f"port {port} is out of range 0..65535")

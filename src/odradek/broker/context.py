@@ -18,6 +18,7 @@ from odradek.broker.ports import (
     ReplicasPort,
     TopicsPort,
 )
+from odradek.broker.security.credentials import ScramCredentialStore
 
 if TYPE_CHECKING:
     from odradek.broker.config import BrokerConfig
@@ -47,9 +48,25 @@ class BrokerContext:
     producer_ids: ProducerIdsPort | None = None
     #: Incremental fetch sessions (KIP-227) served by this broker's Fetch handler.
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
+    #: Users' SCRAM credentials (None: none kept, e.g. in handler tests).
+    scram_credentials: ScramCredentialStore | None = None
 
 
 #: The address of the client whose request is being handled (``/127.0.0.1`` as Kafka
 #: reports it), set by the server around each dispatch; read by handlers that record it
 #: (JoinGroup's member host).
 CLIENT_HOST: contextvars.ContextVar[str] = contextvars.ContextVar("client_host", default="")
+
+
+#: The advertised ``(host, port)`` of the listener the client connected to, set by the server
+#: around each dispatch (None: the context's ``host`` / ``port``). Metadata, DescribeCluster
+#: and FindCoordinator answer with it, so a client stays on the listener it chose.
+CLIENT_ENDPOINT: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar(
+    "client_endpoint", default=None
+)
+
+
+def advertised_endpoint(ctx: BrokerContext) -> tuple[str, int]:
+    """This broker's address as the current client should see it (see ``CLIENT_ENDPOINT``)."""
+    endpoint = CLIENT_ENDPOINT.get()
+    return (ctx.host, ctx.port) if endpoint is None else endpoint

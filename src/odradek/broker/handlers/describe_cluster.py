@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from odradek.broker.context import BrokerContext
+from odradek.broker.context import BrokerContext, advertised_endpoint
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.admin_requests import describe_cluster_body
@@ -46,8 +46,8 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
         "brokers": [
             {
                 "broker_id": ctx.broker_id,
-                "host": ctx.host,
-                "port": ctx.port,
+                "host": advertised_endpoint(ctx)[0],
+                "port": advertised_endpoint(ctx)[1],
                 "rack": None,
                 "is_fenced": False,
             }

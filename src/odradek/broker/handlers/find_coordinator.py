@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from odradek.broker.context import BrokerContext
+from odradek.broker.context import BrokerContext, advertised_endpoint
 from odradek.broker.ports import ClusterPort
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
@@ -39,8 +39,8 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
             "error_code": error_code,
             "error_message": message,
             "node_id": ctx.broker_id if found else -1,
-            "host": ctx.host if found else "",
-            "port": ctx.port if found else -1,
+            "host": advertised_endpoint(ctx)[0] if found else "",
+            "port": advertised_endpoint(ctx)[1] if found else -1,
         },
     )
 
