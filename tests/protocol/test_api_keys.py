@@ -96,7 +96,7 @@ def test_is_implemented_rejects_unknown_keys_and_versions() -> None:
     assert not is_implemented(10_000, 0)
     assert not is_implemented(ApiKey.FETCH, 3)
     assert not is_implemented(ApiKey.FETCH, 12)
-    assert not is_implemented(ApiKey.SASL_HANDSHAKE, 0)
+    assert not is_implemented(ApiKey.SASL_HANDSHAKE, 2)
     assert is_implemented(ApiKey.FETCH, 11)
 
 

@@ -542,7 +542,8 @@ class KafkaProtocol(asyncio.Protocol):
             api_key == ApiKey.SASL_HANDSHAKE or not auth.authenticated or auth.reauthenticating
         ):
             if api_key == ApiKey.SASL_HANDSHAKE:
-                step = auth.handshake(str(request.body.mechanism))  # type: ignore[union-attr]
+                mechanism = str(request.body.mechanism)  # type: ignore[union-attr]
+                step = auth.handshake(mechanism, request.api_version)
             else:
                 token = request.body.auth_bytes  # type: ignore[union-attr]
                 step = auth.authenticate(token, self.ctx.clock.monotonic_ms())
@@ -551,7 +552,7 @@ class KafkaProtocol(asyncio.Protocol):
             if step.close:
                 self._write(parts)
                 parts.clear()
-                self.close(after_writes=True)
+                self._close_after_failure()
                 return False
             if auth.authenticated:
                 self.conn.max_frame_bytes = self.server.max_frame_bytes
@@ -568,6 +569,20 @@ class KafkaProtocol(asyncio.Protocol):
         parts.clear()
         self.close(after_writes=True)
         return False
+
+    def _close_after_failure(self) -> None:
+        """Closes after ``connection.failed.authentication.delay.ms`` (KIP-306), not reading
+        meanwhile: slows password guessing, and lets the client read the answer before the
+        connection goes (some clients race the close against the response)."""
+        delay_ms = self.listener.security.failed_authentication_delay_ms
+        transport = self.transport
+        if delay_ms <= 0 or transport is None:
+            self.close(after_writes=True)
+            return
+        self._closing = True  # nothing more is read or served
+        self._reading_paused = True
+        transport.pause_reading()
+        self._loop.call_later(delay_ms / 1000, transport.close)
 
     async def _finish(self, pending: Awaitable[Response], event: RequestReceived) -> None:
         try:

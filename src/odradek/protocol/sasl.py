@@ -352,7 +352,9 @@ class ScramServer:
         proof = _unb64(message[proof_at + 3 :])
         if _unb64(fields["c"]) != self._gs2_header.encode("utf-8"):
             raise authentication_failed("Invalid SCRAM client-final message: channel binding")
-        if fields["r"] != self._server_first[2 : self._server_first.index(",")]:
+        # Kafka only checks that the nonce ends with the combined one (librdkafka before 2.1
+        # sends the client nonce twice), and so do we; the proof covers what was sent.
+        if not fields["r"].endswith(self._server_first[2 : self._server_first.index(",")]):
             raise authentication_failed("Invalid SCRAM client-final message: nonce mismatch")
         credential = self._credential
         assert credential is not None

@@ -2,7 +2,7 @@
 127.0.0.1 / localhost, client certificates (one expired, one from an untrusted CA), in the PEM
 files Kafka's ``ssl.keystore.type=PEM`` settings and every client read.
 
-``make_certificates(directory)`` returns a ``TestCertificates`` of paths. Keys are P-256 (fast
+``make_certificates(directory)`` returns a ``CertificateFiles`` of paths. Keys are P-256 (fast
 to make); the broker's key in ``broker_keystore`` is encrypted with ``key_password``, as a
 Kafka PEM keystore with ``ssl.key.password`` holds it.
 """
@@ -14,13 +14,13 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["TestCertificates", "make_certificates"]
+__all__ = ["CertificateFiles", "make_certificates"]
 
 KEY_PASSWORD = "key-secret"  # noqa: S105 (a test key's password)
 
 
 @dataclass(frozen=True, slots=True)
-class TestCertificates:
+class CertificateFiles:
     """Paths of the PEM files (and the broker key's password)."""
 
     ca: Path
@@ -73,7 +73,7 @@ def _sign(directory: Path, name: str, ca: str, serial: int, days: int, ext: str 
     _openssl(*args, cwd=directory)
 
 
-def make_certificates(directory: Path) -> TestCertificates:
+def make_certificates(directory: Path) -> CertificateFiles:
     """Makes every file in ``directory`` (which must exist).
 
     Raises:
@@ -102,7 +102,7 @@ def make_certificates(directory: Path) -> TestCertificates:
     _sign(directory, "expired", "ca", 4, -1, "extendedKeyUsage=clientAuth\n")
     _key_and_csr(directory, "untrusted", "/O=acme/CN=eve")
     _sign(directory, "untrusted", "untrusted-ca", 5, 30, "extendedKeyUsage=clientAuth\n")
-    return TestCertificates(
+    return CertificateFiles(
         ca=directory / "ca.pem",
         broker_cert=directory / "broker.pem",
         broker_key=directory / "broker.key",

@@ -104,9 +104,14 @@ class Authenticator:
 
     # ------------------------------------------------------------------ SASL
 
-    def handshake(self, mechanism: str) -> AuthenticationStep:
-        """Answers SaslHandshake (v1)."""
+    def handshake(self, mechanism: str, version: int = 1) -> AuthenticationStep:
+        """Answers SaslHandshake; v0 (raw SASL tokens after it, not SaslAuthenticate) is
+        answered UNSUPPORTED_VERSION and the connection closed."""
         enabled = list(self.listener.sasl_mechanisms)
+        if version < 1:
+            return AuthenticationStep(
+                {"error_code": ErrorCode.UNSUPPORTED_VERSION, "mechanisms": enabled}, close=True
+            )
         if self._server is not None and not (self.authenticated and not self._reauthenticating):
             return AuthenticationStep(
                 {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": enabled}, close=True

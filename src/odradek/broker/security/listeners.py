@@ -14,6 +14,8 @@ Settings read here (Kafka's names and defaults):
   and the credentials this broker presents to others);
 - ``sasl.server.max.receive.size`` (524288): the largest frame before authentication;
 - ``connections.max.reauth.ms`` (0: sessions never expire; KIP-368);
+- ``connection.failed.authentication.delay.ms`` (100): how long a connection whose
+  authentication failed stays open, unread, after the failure's answer (KIP-306);
 - every ``ssl.*`` setting of ``security.tls``.
 
 Each of those may be given per listener as ``listener.name.<listener, lower case>.<setting>``,
@@ -53,6 +55,7 @@ _GLOBAL_NAMES = frozenset(
         "inter.broker.listener.name",
         "security.inter.broker.protocol",
         "sasl.mechanism.inter.broker.protocol",
+        "connection.failed.authentication.delay.ms",
     }
 )
 _PER_LISTENER_NAMES = frozenset(
@@ -110,6 +113,7 @@ class ListenerSecurity:
     client_credentials: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE
     connections_max_reauth_ms: int = 0
+    failed_authentication_delay_ms: int = 100
 
     @property
     def uses_tls(self) -> bool:
@@ -225,6 +229,11 @@ def _listener(settings: Mapping[str, str], name: str, protocol: str) -> Listener
         client_credentials=credentials,
         max_receive_size=_int(get, "sasl.server.max.receive.size", DEFAULT_MAX_RECEIVE_SIZE),
         connections_max_reauth_ms=_int(get, "connections.max.reauth.ms", 0),
+        failed_authentication_delay_ms=_int(
+            lambda name, default=None: settings.get(name, default),
+            "connection.failed.authentication.delay.ms",
+            100,
+        ),
     )
 
 
