@@ -7,13 +7,16 @@ authenticated principal of each connection (checked through its server)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import gc
+import json
 import shutil
 import subprocess
 import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import aiokafka
@@ -25,6 +28,7 @@ from odradek import Broker
 from odradek.broker.principal import KafkaPrincipal
 from odradek.testing.certificates import make_certificates
 
+from .conftest import node_env
 from .security_broker import (
     PLAIN_PASSWORD,
     PLAIN_USER,
@@ -449,3 +453,59 @@ def test_kcat_wrong_password(secure: SecureBroker) -> None:
     result = _kcat(secure, "SASL_PLAINTEXT", "PLAIN", "-L", "-m", "5", password="wrong")
     assert result.returncode != 0
     assert b"Authentication failed" in result.stderr
+
+
+# --- kafkajs ---------------------------------------------------------------------------------
+
+JS_DIR = Path(__file__).parent / "js"
+
+
+def _kafkajs(
+    secure: SecureBroker, listener: str, mechanism: str | None, password: str | None = None
+) -> dict[str, Any]:
+    if shutil.which("node") is None or not (JS_DIR / "node_modules" / "kafkajs").is_dir():
+        pytest.fail("node or kafkajs is missing: run scripts/bootstrap")
+    certs = secure.certificates
+    security: dict[str, Any] = {}
+    if "SSL" in PROTOCOL.get(listener, listener):
+        ssl: dict[str, Any] = {"ca": [certs.ca.read_text()]}
+        if listener == "MTLS":
+            ssl.update(cert=certs.client_cert.read_text(), key=certs.client_key.read_text())
+        security["ssl"] = ssl
+    if mechanism is not None:
+        user, secret = _credentials(mechanism)
+        security["sasl"] = {
+            "mechanism": mechanism.lower(),
+            "username": user,
+            "password": secret if password is None else password,
+        }
+    topic = _topic()
+    values = [base64.b64encode(v).decode() for v in _values("js")]
+    result = subprocess.run(
+        ["node", str(JS_DIR / "secure_round_trip.js")],
+        input=json.dumps(
+            {"brokers": secure.address(listener), "topic": topic, "values": values,
+             "security": security}
+        ).encode(),
+        capture_output=True,
+        timeout=90,
+        env=node_env(),
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    answer: dict[str, Any] = json.loads(result.stdout)
+    answer["sent"] = values
+    return answer
+
+
+@pytest.mark.parametrize(("listener", "mechanism"), CASES)
+def test_kafkajs_round_trip(secure: SecureBroker, listener: str, mechanism: str | None) -> None:
+    answer = _kafkajs(secure, listener, mechanism)
+    assert "error" not in answer, answer.get("error")
+    assert sorted(answer["values"]) == sorted(answer["sent"])
+
+
+def test_kafkajs_wrong_password(secure: SecureBroker) -> None:
+    answer = _kafkajs(secure, "SASL_SSL", "SCRAM-SHA-256", password="wrong")
+    assert answer["error"]["name"] == "KafkaJSSASLAuthenticationError"
+    assert "invalid credentials" in answer["error"]["message"]
