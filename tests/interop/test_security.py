@@ -27,9 +27,7 @@ from aiokafka.helpers import create_ssl_context
 from odradek import Broker
 from odradek.broker.principal import KafkaPrincipal
 from odradek.testing.certificates import make_certificates
-
-from .conftest import node_env
-from .security_broker import (
+from odradek.testing.secure_broker import (
     PLAIN_PASSWORD,
     PLAIN_USER,
     SCRAM_PASSWORD,
@@ -38,6 +36,8 @@ from .security_broker import (
     add_scram_user,
     broker_settings,
 )
+
+from .conftest import node_env
 
 with warnings.catch_warnings():
     # kafka-python loads its protocol schemas with the deprecated importlib.resources.read_text.

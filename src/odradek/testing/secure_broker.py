@@ -1,4 +1,4 @@
-"""The secured broker the security interop tests share: six listeners, test certificates, a
+"""A secured embedded broker for tests and benchmarks: six listeners, test certificates, a
 PLAIN user and a SCRAM user with both mechanisms.
 
 Listeners: PLAINTEXT; SSL (no client certificate asked); MTLS (SSL, ``ssl.client.auth=
@@ -22,6 +22,8 @@ LISTENERS = ("PLAINTEXT", "SSL", "MTLS", "SASL_PLAINTEXT", "SASL_SSL", "LIMITED"
 
 @dataclass(frozen=True, slots=True)
 class SecureBroker:
+    """A started broker with ``broker_settings`` and its certificates."""
+
     broker: Broker
     certificates: CertificateFiles
 
@@ -30,6 +32,7 @@ class SecureBroker:
 
 
 def broker_settings(certificates: CertificateFiles) -> dict[str, str]:
+    """The broker settings of the six listeners (every port 0)."""
     listeners = ",".join(f"{name}://127.0.0.1:0" for name in LISTENERS)
     jaas = (
         "org.apache.kafka.common.security.plain.PlainLoginModule required "
@@ -57,8 +60,10 @@ def broker_settings(certificates: CertificateFiles) -> dict[str, str]:
 
 
 def add_scram_user(broker: Broker) -> None:
-    store = broker.app.ctx.scram_credentials if broker.app.ctx is not None else None
-    assert store is not None
+    """Gives ``SCRAM_USER`` both SCRAM credentials (``SCRAM_PASSWORD``)."""
+    ctx = broker.app.ctx
+    store = ctx.scram_credentials if ctx is not None else None
+    assert store is not None, "the broker is not started"
     store.alter(
         SCRAM_USER,
         {m: ScramCredential.from_password(m, SCRAM_PASSWORD, 4096) for m in ScramMechanism},
