@@ -14,10 +14,12 @@ import pytest
 from odradek import Broker
 from odradek.broker.principal import KafkaPrincipal
 from odradek.client import AdminClient, NewTopic
+from odradek.client.config import ADMIN, PRODUCER, SIMPLE_CONSUMER
 from odradek.client.consumer import Consumer
 from odradek.client.producer import Producer
 from odradek.client.security import ClientSecurity
 from odradek.errors import ConfigError, KafkaError
+from odradek.spark.clients import client_settings
 from odradek.testing.certificates import make_certificates
 from odradek.testing.secure_broker import (
     PLAIN_PASSWORD,
@@ -145,3 +147,18 @@ def test_settings_are_checked() -> None:
     assert (from_jaas.username, from_jaas.password) == (PLAIN_USER, PLAIN_PASSWORD)
     assert from_jaas.uses_tls
     assert from_jaas.uses_sasl
+
+
+def test_spark_passes_the_java_clients_security_options_through() -> None:
+    options = {
+        "bootstrap.servers": "127.0.0.1:1",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": JAAS,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/ca.pem",
+    }
+    for client_type in (ADMIN, SIMPLE_CONSUMER, PRODUCER):
+        assert client_settings(options, client_type) == options
+    with pytest.raises(ConfigError, match="only PEM"):
+        ClientSecurity.from_config({"security.protocol": "SSL", "ssl.truststore.type": "JKS"})

@@ -8,7 +8,9 @@ Settings (the Java client's and librdkafka's names; both are accepted where they
   ``ssl.certificate.location`` / ``ssl.key.location`` / ``ssl.key.password`` (a client
   certificate for mutual TLS; or ``ssl.keystore.location``, one PEM with key and chain);
   ``ssl.endpoint.identification.algorithm`` (``https``, the default: check the broker's
-  host name; empty or ``none``: do not);
+  host name; empty or ``none``: do not); ``ssl.truststore.type`` / ``ssl.keystore.type``
+  must be PEM when given (their passwords are accepted and unused: PEM keys use
+  ``ssl.key.password``), so the Java client's options Spark passes work unchanged;
 - ``sasl.mechanism`` / ``sasl.mechanisms`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) with
   ``sasl.username`` / ``sasl.password`` or a ``sasl.jaas.config`` holding
   ``username="..." password="..."``.
@@ -42,6 +44,10 @@ SECURITY_KEYS = (
     "ssl.key.password",
     "ssl.keystore.location",
     "ssl.endpoint.identification.algorithm",
+    "ssl.truststore.type",
+    "ssl.keystore.type",
+    "ssl.truststore.password",
+    "ssl.keystore.password",
     "sasl.mechanism",
     "sasl.mechanisms",
     "sasl.username",
@@ -83,6 +89,10 @@ class ClientSecurity:
         protocol = str(config.get("security.protocol") or "PLAINTEXT").upper()
         if protocol not in PROTOCOLS:
             raise ConfigError(f"security.protocol: {protocol!r} is not one of {list(PROTOCOLS)}")
+        for name in ("ssl.truststore.type", "ssl.keystore.type"):
+            kind = str(config.get(name) or "PEM").upper()
+            if kind != "PEM":
+                raise ConfigError(f"{name}: only PEM files are supported, not {kind}")
         context = _ssl_context(config) if protocol in ("SSL", "SASL_SSL") else None
         algorithm = str(config.get("ssl.endpoint.identification.algorithm") or "https")
         check_hostname = algorithm.lower() not in ("", "none")
