@@ -21,6 +21,7 @@ from odradek.cli.produce import produce
 from odradek.cli.reassign_partitions import reassign_partitions
 from odradek.cli.serve import serve
 from odradek.cli.topics import topics
+from odradek.cli.users import users
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,6 +41,7 @@ cli.add_command(produce)
 cli.add_command(reassign_partitions)
 cli.add_command(serve)
 cli.add_command(topics)
+cli.add_command(users)
 
 
 def main(argv: list[str] | None = None) -> int:
