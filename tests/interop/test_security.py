@@ -252,6 +252,32 @@ def test_confluent_admin_manages_scram_credentials(secure: SecureBroker) -> None
     assert info.value.args[0].code() == confluent_kafka.KafkaError.RESOURCE_NOT_FOUND
 
 
+def test_confluent_kafka_re_authenticates_on_the_same_connection(secure: SecureBroker) -> None:
+    """KIP-368: with connections.max.reauth.ms the broker tells librdkafka the session
+    lifetime; librdkafka logs in again on the open connection before it ends, and produces
+    on."""
+    settings = {**broker_settings(secure.certificates), "connections.max.reauth.ms": "1500"}
+    with Broker(config=settings) as broker:
+        add_scram_user(broker)
+        server = broker.app.server
+        assert server is not None
+        again = SecureBroker(broker, secure.certificates)
+        producer = confluent_kafka.Producer(_librdkafka(again, "SASL_PLAINTEXT", "SCRAM-SHA-256"))
+        topic = _topic()
+
+        def reauthenticated() -> bool:
+            producer.produce(topic, value=b"x")
+            producer.poll(0.1)
+            return any(
+                c.authenticator.reauthentications > 0
+                for c in list(server._connections)
+                if c.listener.name == "SASL_PLAINTEXT"
+            )
+
+        _wait_for(reauthenticated, "a re-authentication")
+        assert producer.flush(30) == 0
+
+
 # --- kafka-python ----------------------------------------------------------------------------
 
 

@@ -96,6 +96,7 @@ def test_a_session_expires_after_connections_max_reauth_ms_and_can_be_renewed() 
     assert not auth.allows(ApiKey.FETCH, 6000)
     auth.authenticate(PlainClient("alice", "alice-secret").first_token(), 6000)
     assert auth.allows(ApiKey.FETCH, 6500)
+    assert auth.reauthentications == 1
 
 
 def test_re_authentication_cannot_change_the_principal() -> None:

@@ -79,6 +79,8 @@ class Authenticator:
         #: Monotonic ms at which the session expires (None: never).
         self.session_expiry_ms: int | None = None
         self.authenticated = not listener.uses_sasl
+        #: Completed re-authentications (KIP-368) of this connection.
+        self.reauthentications = 0
 
     # ------------------------------------------------------------------ gating
 
@@ -169,6 +171,8 @@ class Authenticator:
             )
         self.principal = principal
         self.authenticated = True
+        if self._reauthenticating:
+            self.reauthentications += 1
         self._reauthenticating = False
         self._server = None
         lifetime = self.listener.connections_max_reauth_ms
