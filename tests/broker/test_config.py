@@ -16,6 +16,7 @@ from odradek.broker.config import (
     parse_properties,
 )
 from odradek.broker.kafka_settings import KAFKA_BROKER_SETTINGS
+from odradek.broker.security.listeners import SECURITY_SETTING_NAMES
 from odradek.errors import ConfigError
 from odradek.storage.config import BROKER_NAMES, LogConfig
 
@@ -396,7 +397,8 @@ def test_describe_marks_explicit_settings_and_normalises_values() -> None:
     )
     entries = config.describe()
     assert set(entries) == SETTING_NAMES | KAFKA_BROKER_SETTINGS.keys()
-    assert {name for name, entry in entries.items() if entry.implemented} == SETTING_NAMES
+    implemented = SETTING_NAMES | SECURITY_SETTING_NAMES
+    assert {name for name, entry in entries.items() if entry.implemented} == implemented
     assert entries["broker.id"].value == "2"
     assert not entries["broker.id"].is_default
     assert entries["auto.create.topics.enable"].value == "true"
@@ -409,6 +411,7 @@ def test_describe_marks_explicit_settings_and_normalises_values() -> None:
     assert entries["zookeeper.connect"].value is None
     assert all(entry.read_only for entry in entries.values())
     assert not any(entries[name].sensitive for name in SETTING_NAMES)
+    assert entries["ssl.key.password"].sensitive
 
 
 def test_settings_are_strings_of_every_valued_setting() -> None:

@@ -37,7 +37,11 @@ from typing import Any
 from odradek.broker.group.config import GroupConfig
 from odradek.broker.kafka_settings import KAFKA_BROKER_SETTINGS, kafka_setting_base
 from odradek.broker.limits import BrokerLimits, parse_overrides, render_overrides
-from odradek.broker.security.listeners import SecurityConfig, is_security_setting
+from odradek.broker.security.listeners import (
+    SECURITY_DEFAULTS,
+    SecurityConfig,
+    is_security_setting,
+)
 from odradek.errors import ConfigError
 from odradek.storage.cleaner.config import BROKER_NAMES as CLEANER_BROKER_NAMES
 from odradek.storage.cleaner.config import CleanerConfig
@@ -300,14 +304,14 @@ class BrokerConfig:
             if name in _SETTINGS:
                 raw[name] = text
             elif is_security_setting(name):
-                security[name] = text
+                security[name] = text  # validated by SecurityConfig, described as given
             elif (kafka := kafka_setting_base(name)) is not None:
                 _check_kafka_type(name, text, kafka.type)
                 unimplemented[name] = text
             else:
                 raise ConfigError(f"unknown setting {name!r}")
         parsed: dict[str, Any] = {}
-        originals: dict[str, str] = {}
+        originals: dict[str, str] = dict(security)
         for name, text in raw.items():
             setting = _SETTINGS[name]
             value = setting.parse(name, text)
@@ -390,13 +394,17 @@ class BrokerConfig:
         given = dict(self.originals)
         ignored = dict(self.unimplemented)
         entries = {}
-        for name in sorted(_SETTINGS.keys() | KAFKA_BROKER_SETTINGS.keys() | ignored.keys()):
+        names = _SETTINGS.keys() | KAFKA_BROKER_SETTINGS.keys() | ignored.keys() | given.keys()
+        for name in sorted(names):
             kafka = kafka_setting_base(name)
             kafka_type = kafka.type if kafka is not None else _ODRADEK_TYPES.get(name, "UNKNOWN")
             sensitive = kafka_type == "PASSWORD"
-            if name in _SETTINGS:
+            if name in _SETTINGS or is_security_setting(name):
                 is_default = name not in given
-                value = _SETTINGS[name].default if is_default else given[name]
+                default = _SETTINGS[name].default if name in _SETTINGS else None
+                if name not in _SETTINGS and kafka is not None:
+                    default = SECURITY_DEFAULTS.get(name, kafka.default)
+                value = default if is_default else given[name]
                 entries[name] = ConfigEntry(
                     name, value, is_default, sensitive=sensitive, kafka_type=kafka_type
                 )

@@ -134,3 +134,25 @@ def test_security_settings_are_not_reported_as_unimplemented() -> None:
     assert config.security.for_listener("PLAINTEXT").ssl is None
     assert is_security_setting("listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config")
     assert not is_security_setting("listener.name.sasl_ssl.ssl.keymanager.algorithm")
+
+
+def test_security_settings_are_described_as_given_and_passwords_hidden() -> None:
+    config = BrokerConfig.from_mapping(
+        {
+            "listeners": "SASL_PLAINTEXT://h:1",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+            "sasl.enabled.mechanisms": "PLAIN",
+        }
+    )
+    described = config.describe()
+    mechanisms = described["sasl.enabled.mechanisms"]
+    assert (mechanisms.value, mechanisms.implemented, mechanisms.is_default) == (
+        "PLAIN",
+        True,
+        False,
+    )
+    jaas = described["listener.name.sasl_plaintext.plain.sasl.jaas.config"]
+    assert jaas.sensitive
+    assert jaas.implemented
+    assert described["ssl.client.auth"].value == "none"
+    assert described["ssl.client.auth"].is_default

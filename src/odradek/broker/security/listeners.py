@@ -36,7 +36,9 @@ from odradek.errors import ConfigError
 from odradek.protocol.sasl import PLAIN, ScramMechanism
 
 __all__ = [
+    "SECURITY_DEFAULTS",
     "SECURITY_PROTOCOLS",
+    "SECURITY_SETTING_NAMES",
     "ListenerSecurity",
     "SecurityConfig",
     "is_security_setting",
@@ -69,7 +71,6 @@ _PER_LISTENER_NAMES = frozenset(
         "ssl.keystore.key",
         "ssl.keystore.certificate.chain",
         "ssl.key.password",
-        "ssl.keystore.password",
         "ssl.truststore.type",
         "ssl.truststore.location",
         "ssl.truststore.certificates",
@@ -77,10 +78,19 @@ _PER_LISTENER_NAMES = frozenset(
         "ssl.client.auth",
         "ssl.cipher.suites",
         "ssl.principal.mapping.rules",
-        "ssl.protocol",
-        "ssl.endpoint.identification.algorithm",
     }
 )
+#: Every plain (not per-listener) setting name read here.
+SECURITY_SETTING_NAMES = _GLOBAL_NAMES | _PER_LISTENER_NAMES
+#: odradek's defaults where they differ from Kafka's (PEM stores, no GSSAPI), or where
+#: Kafka has none; DescribeConfigs reports these.
+SECURITY_DEFAULTS: Mapping[str, str] = {
+    "listener.security.protocol.map": ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS),
+    "sasl.enabled.mechanisms": ",".join(DEFAULT_MECHANISMS),
+    "sasl.mechanism.inter.broker.protocol": PLAIN,
+    "ssl.keystore.type": "PEM",
+    "ssl.truststore.type": "PEM",
+}
 _LISTENER_PREFIX = re.compile(r"listener\.name\.(?P<listener>[a-z0-9_]+)\.(?P<rest>.+)")
 _MECHANISM_JAAS = re.compile(r"(?P<mechanism>[a-z0-9\-]+)\.sasl\.jaas\.config")
 
