@@ -341,6 +341,8 @@ class KafkaProtocol(asyncio.Protocol):
         #: Requests are served without asking the authenticator (PLAINTEXT, SSL).
         self._open = not self.listener.security.uses_sasl
         self._endpoint: tuple[str, int] | None = None
+        #: The pending close after a failed authentication (KIP-306's delay).
+        self._delayed_close: asyncio.TimerHandle | None = None
         self.conn: ServerConnection[FileRegion] = ServerConnection(
             supported=server.router.supported_versions,
             max_frame_bytes=server.max_frame_bytes,
@@ -406,6 +408,9 @@ class KafkaProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
+        if self._delayed_close is not None:
+            self._delayed_close.cancel()
+            self._delayed_close = None
         if self._admitted:
             self._admitted = False
             self.server.quotas.release(self.address)
@@ -582,7 +587,14 @@ class KafkaProtocol(asyncio.Protocol):
         self._closing = True  # nothing more is read or served
         self._reading_paused = True
         transport.pause_reading()
-        self._loop.call_later(delay_ms / 1000, transport.close)
+        self._delayed_close = self._loop.call_later(delay_ms / 1000, self._close_delayed)
+
+    def _close_delayed(self) -> None:
+        # Reading again: a TLS transport's close waits for the peer's close_notify.
+        transport = self.transport
+        if transport is not None:
+            transport.resume_reading()
+            transport.close()
 
     async def _finish(self, pending: Awaitable[Response], event: RequestReceived) -> None:
         try:
@@ -684,6 +696,13 @@ class KafkaProtocol(asyncio.Protocol):
         )
 
     def close(self, *, after_writes: bool = False) -> None:
+        delayed = self._delayed_close
+        if delayed is not None and self.transport is not None:
+            # The server stops: what waits out an authentication failure (or the TLS
+            # close_notify after it) goes now.
+            delayed.cancel()
+            self.transport.abort()
+            return
         if self._closing or self.transport is None:
             return
         self._closing = True
