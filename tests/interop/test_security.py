@@ -157,6 +157,35 @@ def test_confluent_kafka_round_trip(
     assert sorted(got) == sorted(values)
 
 
+@pytest.mark.parametrize("listener", ["SSL", "SASL_SSL"])
+def test_large_fetches_over_tls_come_back_whole(secure: SecureBroker, listener: str) -> None:
+    """Fetch slices of 64 KiB and more are read from the segment in chunks and written through
+    the TLS transport (no sendfile under TLS): 2 MB in one partition read back byte for byte."""
+    mechanism = "SCRAM-SHA-256" if listener == "SASL_SSL" else None
+    conf = _librdkafka(secure, listener, mechanism)
+    topic = _topic()
+    values = [bytes([i % 251]) * 10_000 + i.to_bytes(4, "big") for i in range(200)]
+    producer = confluent_kafka.Producer({**conf, "linger.ms": 20})
+    for value in values:
+        producer.produce(topic, value=value, partition=0)
+    assert producer.flush(30) == 0
+    consumer = confluent_kafka.Consumer(
+        {**conf, "group.id": f"g-{topic}", "fetch.max.bytes": 4_000_000,
+         "max.partition.fetch.bytes": 4_000_000}
+    )  # fmt: skip
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(got) < len(values) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                got.append(message.value())
+    finally:
+        consumer.close()
+    assert got == values
+
+
 def _librdkafka_errors(conf: dict[str, Any]) -> list[confluent_kafka.KafkaError]:
     errors: list[confluent_kafka.KafkaError] = []
     producer = confluent_kafka.Producer({**conf, "error_cb": errors.append})
