@@ -37,11 +37,7 @@ from typing import Any
 from odradek.broker.group.config import GroupConfig
 from odradek.broker.kafka_settings import KAFKA_BROKER_SETTINGS, kafka_setting_base
 from odradek.broker.limits import BrokerLimits, parse_overrides, render_overrides
-from odradek.broker.security.listeners import (
-    SECURITY_DEFAULTS,
-    SecurityConfig,
-    is_security_setting,
-)
+from odradek.broker.security.listeners import SecurityConfig, described_default, is_security_setting
 from odradek.errors import ConfigError
 from odradek.storage.cleaner.config import BROKER_NAMES as CLEANER_BROKER_NAMES
 from odradek.storage.cleaner.config import CleanerConfig
@@ -401,9 +397,7 @@ class BrokerConfig:
             sensitive = kafka_type == "PASSWORD"
             if name in _SETTINGS or is_security_setting(name):
                 is_default = name not in given
-                default = _SETTINGS[name].default if name in _SETTINGS else None
-                if name not in _SETTINGS and kafka is not None:
-                    default = SECURITY_DEFAULTS.get(name, kafka.default)
+                default = _SETTINGS[name].default if name in _SETTINGS else described_default(name)
                 value = default if is_default else given[name]
                 entries[name] = ConfigEntry(
                     name, value, is_default, sensitive=sensitive, kafka_type=kafka_type

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from odradek.broker.kafka_settings import kafka_setting_base
 from odradek.broker.security.jaas import JaasEntry, parse_jaas_config, plain_users
 from odradek.broker.security.tls import SslSettings
 from odradek.errors import ConfigError
@@ -41,6 +42,7 @@ __all__ = [
     "SECURITY_SETTING_NAMES",
     "ListenerSecurity",
     "SecurityConfig",
+    "described_default",
     "is_security_setting",
 ]
 
@@ -93,6 +95,12 @@ SECURITY_DEFAULTS: Mapping[str, str] = {
 }
 _LISTENER_PREFIX = re.compile(r"listener\.name\.(?P<listener>[a-z0-9_]+)\.(?P<rest>.+)")
 _MECHANISM_JAAS = re.compile(r"(?P<mechanism>[a-z0-9\-]+)\.sasl\.jaas\.config")
+
+
+def described_default(name: str) -> str | None:
+    """The default DescribeConfigs reports for a security setting: odradek's, else Kafka's."""
+    kafka = kafka_setting_base(name)
+    return SECURITY_DEFAULTS.get(name, kafka.default if kafka is not None else None)
 
 
 def is_security_setting(name: str) -> bool:
