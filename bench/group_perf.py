@@ -6,10 +6,16 @@ of 30 partitions. One consumer joins (10 → 11), then the oldest member leaves 
 (``close()``, 11 → 10); each time the clock runs from the ``subscribe`` / ``close`` call until
 every member holds its new assignment, as the rebalance callbacks report it (each callback
 updates the members' shared view under a lock and stamps the moment the view first shows the
-30 partitions owned exactly once, spread evenly over the current members). Eager ``range`` and
-incremental ``cooperative-sticky``; the median of ``--rounds`` rounds. Members learn of a
-rebalance from their heartbeats, so the figures scale with ``heartbeat.interval.ms``
-(``--heartbeat-ms``, librdkafka's default 3000).
+30 partitions owned exactly once, spread evenly over the current members). A producer thread
+writes to every partition every 50 ms meanwhile, and for the join a second clock runs until
+every partition has been *consumed again*: each partition has delivered a record, read after
+the join started, to the member that owns it once the group settled. Eager ``range``,
+incremental ``cooperative-sticky`` (both the classic protocol) and KIP-848's
+``group.protocol=consumer`` (the broker's uniform assignor); the median of ``--rounds`` rounds,
+and each figure's ratio to eager ``range`` measured in the same run. Members learn of a
+rebalance from their heartbeats, so the figures scale with the heartbeat interval
+(``--heartbeat-ms``, librdkafka's default 3000; for KIP-848 the broker's
+``group.consumer.heartbeat.interval.ms``, set to the same value).
 
 Commit throughput: one group member (its assignment settled) commits explicit offsets to one
 partition in a loop, each the previous one + 1: synchronously (``commit(asynchronous=False)``:
@@ -17,6 +23,7 @@ one round trip each) and asynchronously (all issued, then polled until every ``o
 callback has reported; errors are counted and shown).
 
     .venv/bin/python bench/group_perf.py [--rounds 3] [--heartbeat-ms 3000] [--commits 2000]
+        [--strategies range,cooperative-sticky,consumer]
 """
 
 from __future__ import annotations
@@ -31,14 +38,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.testing.serve import start_serve, stop_serve
 
 PARTITIONS = 30
 MEMBERS = 10
-STRATEGIES = ("range", "cooperative-sticky")
+#: Classic eager, classic incremental, and KIP-848 (``group.protocol=consumer``).
+STRATEGIES = ("range", "cooperative-sticky", "consumer")
+#: How often the producer thread writes to each partition.
+PRODUCE_INTERVAL_S = 0.05
 SETTLE_TIMEOUT_S = 60.0
 
 
@@ -58,12 +68,38 @@ class Group:
         self.owned: dict[int, set[int]] = {}  # member number → partitions
         self.members: set[int] = set()  # members that count (joined, not leaving)
         self.settled_at: float | None = None
+        self.started_at = 0.0
+        #: (member, partition) → when that member first read a record of it after
+        #: ``started_at``.
+        self.consumed: dict[tuple[int, int], float] = {}
 
     def expect(self, members: set[int]) -> None:
         """A join or leave starts now: the view must settle again for ``members``."""
         with self.lock:
             self.members = set(members)
             self.settled_at = None
+            self.started_at = time.perf_counter()
+            self.consumed = {}
+
+    def read(self, member: int, partition: int) -> None:
+        """A member read a record of ``partition``."""
+        with self.lock:
+            self.consumed.setdefault((member, partition), time.perf_counter())
+
+    def consumed_again(self) -> float | None:
+        """When every partition had been read by its settled owner since the last
+        ``expect`` (None: not yet, or not settled)."""
+        with self.lock:
+            if self.settled_at is None:
+                return None
+            latest = 0.0
+            for member in self.members:
+                for partition in self.owned.get(member, ()):
+                    seen = self.consumed.get((member, partition))
+                    if seen is None:
+                        return None
+                    latest = max(latest, seen)
+            return latest
 
     def update(self, member: int, change: Callable[[set[int]], None]) -> None:
         with self.lock:
@@ -125,7 +161,9 @@ class Member:
     def _run(self) -> None:
         try:
             while not self.stop.is_set():
-                self.consumer.poll(0.05)
+                message = self.consumer.poll(0.05)
+                if message is not None and not message.error():
+                    self.group.read(self.number, message.partition())
             self.left_at = time.perf_counter()
             self.consumer.close()
         except BaseException as error:  # shown by the main thread
@@ -143,20 +181,26 @@ class Member:
 
 def rebalance_times(
     bootstrap: str, topic: str, strategy: str, rounds: int, heartbeat_ms: int
-) -> tuple[list[float], list[float]]:
-    """Seconds of each join and each leave rebalance, for ``rounds`` rounds."""
+) -> tuple[list[float], list[float], list[float]]:
+    """Seconds of each join (settled, consumed again) and each leave rebalance, for
+    ``rounds`` rounds."""
     group = Group()
-    config = {
+    config: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "group.id": f"bench-{strategy}-{time.time_ns()}",
-        "partition.assignment.strategy": strategy,
         "enable.auto.commit": False,
-        "heartbeat.interval.ms": heartbeat_ms,
-        "session.timeout.ms": max(10_000, 4 * heartbeat_ms),
+        "auto.offset.reset": "latest",
     }
-    cooperative = strategy == "cooperative-sticky"
+    if strategy == "consumer":
+        config["group.protocol"] = "consumer"  # heartbeat interval and session: the broker's
+    else:
+        config["partition.assignment.strategy"] = strategy
+        config["heartbeat.interval.ms"] = heartbeat_ms
+        config["session.timeout.ms"] = max(10_000, 4 * heartbeat_ms)
+    cooperative = strategy != "range"
     members: list[Member] = []
     joins: list[float] = []
+    resumed: list[float] = []
     leaves: list[float] = []
     serial = 0
 
@@ -181,6 +225,10 @@ def rebalance_times(
         for round_number in range(rounds):
             joiner = add()
             joins.append(settle(f"round {round_number}: a join") - joiner.started_at)
+            wait_for(lambda: group.consumed_again() is not None, "every partition consumed")
+            again = group.consumed_again()
+            assert again is not None
+            resumed.append(again - joiner.started_at)
             leaver = members.pop(0)
             group.expect({m.number for m in members})
             left_at = leaver.leave()
@@ -190,7 +238,29 @@ def rebalance_times(
             member.stop.set()
         for member in members:
             member.thread.join(SETTLE_TIMEOUT_S)
-    return joins, leaves
+    return joins, resumed, leaves
+
+
+class Feeder:
+    """A producer thread writing one record to every partition each ``PRODUCE_INTERVAL_S``."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+        self.topic = topic
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="feeder", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(PRODUCE_INTERVAL_S):
+            for partition in range(PARTITIONS):
+                self.producer.produce(self.topic, b"x", partition=partition)
+            self.producer.poll(0)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        self.producer.flush(10)
 
 
 def joined_consumer(bootstrap: str, topic: str, **extra: Any) -> Consumer:
@@ -257,9 +327,15 @@ def commit_rates(bootstrap: str, topic: str, commits: int) -> tuple[float, float
 # ---------------------------------------------------------------------- orchestration
 
 
-def serve(data_dir: str) -> tuple[subprocess.Popen[str], str]:
+def serve(data_dir: str, heartbeat_ms: int) -> tuple[subprocess.Popen[str], str]:
     return start_serve(
-        data_dir, {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "10"}
+        data_dir,
+        {
+            "group.initial.rebalance.delay.ms": "0",
+            "offsets.topic.num.partitions": "10",
+            "group.consumer.heartbeat.interval.ms": str(heartbeat_ms),
+            "group.consumer.session.timeout.ms": str(max(10_000, 4 * heartbeat_ms)),
+        },
     )
 
 
@@ -273,10 +349,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="join/leave rounds per strategy")
     parser.add_argument("--heartbeat-ms", type=int, default=3000, help="heartbeat.interval.ms")
     parser.add_argument("--commits", type=int, default=2000, help="commits per mode")
+    parser.add_argument(
+        "--strategies", default=",".join(STRATEGIES), help="which of " + ",".join(STRATEGIES)
+    )
     args = parser.parse_args()
+    strategies = [name for name in args.strategies.split(",") if name]
 
     with tempfile.TemporaryDirectory(prefix="odradek-group-perf-") as data_dir:
-        server, bootstrap = serve(data_dir)
+        server, bootstrap = serve(data_dir, args.heartbeat_ms)
         try:
             create_topic(bootstrap, "rebalance", PARTITIONS)
             create_topic(bootstrap, "commits", 1)
@@ -288,12 +368,34 @@ def main() -> None:
                 f"rebalance of {MEMBERS} members over {PARTITIONS} partitions, "
                 f"median (min-max) of {args.rounds} rounds, seconds"
             )
-            print(f"{'strategy':<20} {'join (10→11)':>22} {'leave (11→10)':>22}")
-            for strategy in STRATEGIES:
-                joins, leaves = rebalance_times(
-                    bootstrap, "rebalance", strategy, args.rounds, args.heartbeat_ms
-                )
-                print(f"{strategy:<20} {summary(joins):>22} {summary(leaves):>22}", flush=True)
+            print(
+                f"{'strategy':<20} {'join (10→11)':>22} {'join: consumed again':>22} "
+                f"{'leave (11→10)':>22}"
+            )
+            feeder = Feeder(bootstrap, "rebalance")
+            baseline: tuple[float, ...] = ()
+            try:
+                for strategy in strategies:
+                    figures = rebalance_times(
+                        bootstrap, "rebalance", strategy, args.rounds, args.heartbeat_ms
+                    )
+                    medians = tuple(statistics.median(values) for values in figures)
+                    baseline = baseline or medians
+                    print(
+                        f"{strategy:<20} "
+                        + " ".join(f"{summary(values):>22}" for values in figures),
+                        flush=True,
+                    )
+                    print(
+                        f"{'  ratio to range':<20} "
+                        + " ".join(
+                            f"{median / base:>22.2f}"
+                            for median, base in zip(medians, baseline, strict=True)
+                        ),
+                        flush=True,
+                    )
+            finally:
+                feeder.close()
 
             sync_rate, async_rate, failures = commit_rates(bootstrap, "commits", args.commits)
             print(f"\ncommit throughput, {args.commits} commits of one partition's offset")

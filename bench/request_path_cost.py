@@ -13,6 +13,9 @@ Cases, each CPU time (``time.process_time``) per produce, the minimum over inter
 (contention only ever adds time):
 - *produce*: one-record Produce v7 requests (``--value-bytes``), acks=1, round-robin over the
   partitions;
+- *idempotent produce*: the same from an idempotent producer (one producer id, each partition's
+  sequence numbers in order: the broker checks and records its producer state), its frames
+  built before each timed round;
 - *produce + fetch every N*: the same, plus after every N produces one Fetch v11 of four
   partitions from where the last one ended (a consumer tailing them; with N=1 every fetch
   finds one new batch, as at one producer connection), its records read as the server sends
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import struct
 import tempfile
 import time
 from collections.abc import Callable
@@ -39,9 +43,15 @@ from odradek._types import TopicPartition
 from odradek.broker.app import BrokerApp
 from odradek.broker.config import BrokerConfig
 from odradek.protocol import RecordsSlot, ServerConnection
+from odradek.records.batch import ATTRIBUTES_OFFSET, CRC_OFFSET
+from odradek.records.crc import crc32c
 
 PARTITIONS = 8
 FETCHED = (0, 2, 4, 6)
+#: Where an idempotent batch's header holds its producer id, epoch and base sequence.
+_PRODUCER = struct.Struct(">qhi")
+_PRODUCER_OFFSET = 43
+_IDEMPOTENT_PRODUCER_ID = 4242
 
 
 class Rig:
@@ -58,6 +68,9 @@ class Rig:
         blob = prebuilt(1, value_bytes)
         self.nulls = [NullPartition(*blob, follow=True) for _ in range(PARTITIONS)]
         self.produce = [produce_frame(p, 1, value_bytes) for p in range(PARTITIONS)]
+        #: Where each produce frame's batch starts, and the next base sequence per partition.
+        self.batch_starts = [_batch_start(frame) for frame in self.produce]
+        self.sequences = [0] * PARTITIONS
 
     def use(self, kind: str) -> None:
         if kind == "null":
@@ -89,6 +102,32 @@ class Rig:
             self._answer(conn, self.produce[i % PARTITIONS])
         return (time.process_time() - started) / requests
 
+    def idempotent_frames(self, requests: int) -> list[bytes]:
+        """The next ``requests`` idempotent produce frames, round-robin over the partitions,
+        each partition's base sequences continuing from the last round's."""
+        frames = []
+        for i in range(requests):
+            partition = i % PARTITIONS
+            frame = bytearray(self.produce[partition])
+            start = self.batch_starts[partition]
+            sequence = self.sequences[partition]
+            self.sequences[partition] = sequence + 1
+            _PRODUCER.pack_into(
+                frame, start + _PRODUCER_OFFSET, _IDEMPOTENT_PRODUCER_ID, 0, sequence
+            )
+            crc = crc32c(memoryview(frame)[start + ATTRIBUTES_OFFSET :])
+            struct.pack_into(">I", frame, start + CRC_OFFSET, crc)
+            frames.append(bytes(frame))
+        return frames
+
+    def idempotent_produce(self, requests: int) -> float:
+        frames = self.idempotent_frames(requests)
+        conn = self._connection()
+        started = time.process_time()
+        for frame in frames:
+            self._answer(conn, frame)
+        return (time.process_time() - started) / requests
+
     def produce_and_fetch(self, requests: int, every: int) -> float:
         conn = self._connection()
         offsets = {p: self._high_watermark(p) for p in FETCHED}
@@ -108,6 +147,16 @@ class Rig:
         return found.high_watermark
 
 
+def _batch_start(frame: bytes) -> int:
+    """Where the batch that ends ``frame`` (a one-batch produce request) starts: the position
+    whose batch length field names exactly the rest of the frame, magic 2."""
+    for start in range(len(frame) - 61, 0, -1):
+        (length,) = struct.unpack_from(">i", frame, start + 8)
+        if start + 12 + length == len(frame) and frame[start + 16] == 2:
+            return start
+    raise ValueError("no batch at the end of the frame")
+
+
 async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="odradek-path-", dir=args.data_root) as data_dir:
         config = BrokerConfig.from_mapping(
@@ -121,6 +170,7 @@ async def run(args: argparse.Namespace) -> None:
             rig = Rig(app, args.value_bytes)
             cases: dict[str, Callable[[], float]] = {
                 "produce": lambda: rig.produce_only(args.requests),
+                "idempotent produce": lambda: rig.idempotent_produce(args.requests),
             }
             for every in (1, 4):
                 cases[f"produce + fetch every {every}"] = lambda every=every: rig.produce_and_fetch(

@@ -4,10 +4,11 @@
  * caller's limits, checks its CRC32C, writes the base offset (and partition leader epoch) into
  * it and appends it to a file descriptor, in one call. It behaves exactly like
  * ``file_records.py_append_batch``, the Python reference: the same buffers declined (None,
- * nothing written, nothing changed), the same bytes written the same way (a bytearray is
- * patched in place and written whole; any other buffer is left untouched and goes out as a
- * patched copy of its header plus the rest, with writev), the same tuple returned. Writes
- * go out in calls of at most 64 KiB, as the reference's.
+ * nothing written, nothing changed), the same bytes written (a bytearray is patched in place
+ * and written whole; any other buffer is left untouched: up to 16 KiB it is copied, patched
+ * and written whole, larger it goes out as a patched copy of its header plus the rest, with
+ * writev), the same tuple returned. Writes go out in calls of at most 64 KiB, as the
+ * reference's.
  *
  * What stays in Python: the CRC32C itself (``odradek.records.crc``'s, called back once
  * per batch: one CRC32C implementation in the project) and every error about the batch (a
@@ -102,6 +103,9 @@ ranged_arg(PyObject *obj, const char *name, int64_t low, int64_t high, int64_t *
 /* The most bytes one write call takes: file_records.WRITE_PIECE_BYTES (the page cache sizes
  * its folios by the write's length; see that module's docstring). */
 #define WRITE_PIECE_BYTES (64 * 1024)
+/* The largest immutable batch append_batch copies whole to write it in one piece (see
+ * there); within WRITE_PIECE_BYTES. */
+#define SMALL_COPY_BYTES (16 * 1024)
 /* The most pieces of ``iov`` one call passes (append_batch writes one or two). */
 #define MAX_PIECES 2
 
@@ -283,17 +287,22 @@ append_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyTuple_SET_ITEM(answer, 2, records_obj);
     struct iovec iov[2];
     int iovcnt;
+    /* A small immutable batch is copied whole and patched here: one write() costs less than
+     * a writev() of the patched header and the rest (~0.15 µs of the ~1.4 µs of a 270-byte
+     * append, measured); a larger one goes out as header copy + rest, without a copy. */
+    uint8_t small[SMALL_COPY_BYTES];
     uint8_t head[HEADER_SIZE];
-    uint8_t *patched = in_place ? batch : head;
+    int copied = !in_place && size <= SMALL_COPY_BYTES;
+    uint8_t *patched = in_place ? batch : copied ? small : head;
     if (!in_place) {
-        memcpy(head, batch, HEADER_SIZE);
+        memcpy(patched, batch, copied ? (size_t)size : HEADER_SIZE);
     }
     put_be64(patched, (uint64_t)base_offset);
     if (set_epoch) {
         put_be32(patched + PARTITION_LEADER_EPOCH_OFFSET, (uint32_t)leader_epoch);
     }
-    if (in_place) {
-        iov[0].iov_base = batch;
+    if (in_place || copied) {
+        iov[0].iov_base = patched;
         iov[0].iov_len = (size_t)size;
         iovcnt = 1;
     }

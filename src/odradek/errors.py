@@ -129,6 +129,7 @@ class ErrorCode(enum.IntEnum):
     UNRELEASED_INSTANCE_ID = 111
     UNSUPPORTED_ASSIGNOR = 112
     STALE_MEMBER_EPOCH = 113
+    INVALID_REGULAR_EXPRESSION = 130
 
     @property
     def retriable(self) -> bool:

@@ -121,6 +121,7 @@ class FakePartition:
         *,
         min_one_message: bool = True,
         committed_only: bool = True,
+        read_committed: bool = False,
     ) -> Read:
         self.reads.append((fetch_offset, max_bytes, min_one_message))
         if not self.log_start_offset <= fetch_offset <= self.log_end_offset:
@@ -135,6 +136,13 @@ class FakePartition:
                 break
             out += data
         return Read(MemoryRegion(out) if out else None, self.log_start_offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.high_watermark
+
+    def aborted_transactions(self, start: int, end: int) -> list[object]:
+        return []
 
     def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
         if replica_id not in self.followers:

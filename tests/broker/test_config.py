@@ -155,7 +155,7 @@ def test_unknown_override_fails() -> None:
     "name",
     [
         "num.io.threads",
-        "transaction.state.log.min.isr",
+        "background.threads",
         "listener.name.internal.ssl.keymanager.algorithm",
         "listener.name.sasl_ssl.scram-sha-256.sasl.login.class",
     ],
@@ -175,7 +175,7 @@ def test_a_kafka_setting_odradek_does_not_implement_is_accepted_and_named(name: 
     [
         ("num.io.threads", "x", "invalid value 'x' for num.io.threads"),
         ("log.cleaner.io.buffer.load.factor", "high", "expected a number"),
-        ("authorizer.class.name", "y", None),
+        ("control.plane.listener.name", "y", None),
     ],
 )
 def test_an_unimplemented_settings_value_must_still_be_of_its_kafka_type(
@@ -186,6 +186,20 @@ def test_an_unimplemented_settings_value_must_still_be_of_its_kafka_type(
         return
     with pytest.raises(ConfigError, match=re.escape(message)):
         BrokerConfig.from_mapping({name: value})
+
+
+def test_the_authorizer_settings_are_implemented_and_checked() -> None:
+    config = BrokerConfig.from_mapping(
+        {
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:admin;User:ops",
+            "allow.everyone.if.no.acl.found": "true",
+        }
+    )
+    assert config.unimplemented == ()
+    assert dict(config.originals)["super.users"] == "User:admin;User:ops"
+    with pytest.raises(ConfigError, match="not an authorizer odradek has"):
+        BrokerConfig.from_mapping({"authorizer.class.name": "y"})
 
 
 @pytest.mark.parametrize(

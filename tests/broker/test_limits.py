@@ -81,11 +81,19 @@ def test_settings_reach_the_limits_and_describe() -> None:
         ("max.connections.per.ip.overrides", "hostonly", "max.connections.per.ip.overrides"),
         ("max.connections.per.ip.overrides", "a:1,a:2", "appears twice"),
         ("max.connections.per.ip.overrides", "a:-3", "out of range"),
+        ("max.connections.per.ip", "0", "only if max.connections.per.ip.overrides is set"),
     ],
 )
 def test_invalid_limits_name_the_setting(name: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         BrokerConfig.from_mapping({name: value})
+
+
+def test_a_zero_per_ip_limit_with_overrides_admits_only_the_overridden() -> None:
+    config = BrokerConfig.from_mapping(
+        {"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "127.0.0.1:1"}
+    )
+    assert config.limits.max_connections_per_ip == 0
 
 
 def test_overrides_round_trip() -> None:

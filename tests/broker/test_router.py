@@ -29,8 +29,8 @@ def test_advertises_the_implemented_versions_of_the_handled_keys_only() -> None:
     def noop(ctx: BrokerContext, req: Request) -> None:
         return None
 
-    # DESCRIBE_ACLS has a handler but no implemented versions: not advertised.
-    router = Router({ApiKey.FETCH: noop, ApiKey.METADATA: noop, ApiKey.DESCRIBE_ACLS: noop})
+    # VOTE has a handler but no implemented versions: not advertised.
+    router = Router({ApiKey.FETCH: noop, ApiKey.METADATA: noop, ApiKey.VOTE: noop})
 
     assert router.supported_versions == {
         ApiKey.FETCH: IMPLEMENTED_VERSIONS[ApiKey.FETCH],
@@ -38,7 +38,7 @@ def test_advertises_the_implemented_versions_of_the_handled_keys_only() -> None:
     }
     assert list(router.supported_versions) == sorted(router.supported_versions)
     assert router.handler(ApiKey.FETCH) is noop
-    assert router.handler(ApiKey.DESCRIBE_ACLS) is None
+    assert router.handler(ApiKey.VOTE) is None
     assert router.handler(ApiKey.PRODUCE) is None
     assert router.handler(999) is None
 

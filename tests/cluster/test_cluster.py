@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.broker._wire import Wire
 
 from odradek.testing.cluster import Cluster
 from odradek.testing.zookeeper import free_ports
@@ -162,16 +163,18 @@ def test_an_unreachable_zookeeper_fails_with_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "metadata.json").exists()  # never silently standalone
 
 
-def test_a_broker_paused_past_its_session_stops_on_resume(
+def test_a_broker_paused_past_its_session_rejoins_on_resume(
     zookeeper_chroot: str, tmp_path: Path
 ) -> None:
     """Zombie fencing: a broker frozen longer than zookeeper.session.timeout.ms loses its
-    registration (and the controller role) and, once it runs again, exits with one line
-    instead of serving as if it were still registered."""
+    registration (and the controller role); once it runs again it stops serving on the old
+    session and rejoins — a new session, a new registration on the same address — instead of
+    serving as if it were still registered, as a Kafka broker re-registers."""
     with Cluster(2, zookeeper_chroot, tmp_path) as cluster:
         cluster.wait_until(lambda: cluster.controller_id() is not None, what="a controller")
         paused = cluster.controller_id()
         assert paused is not None
+        before = cluster.registration(paused)
         cluster.kill(paused, signal.SIGSTOP)
         cluster.wait_until(lambda: paused not in cluster.registered(), what="registration gone")
         cluster.wait_until(
@@ -179,9 +182,17 @@ def test_a_broker_paused_past_its_session_stops_on_resume(
         )
         assert cluster.controller_epoch() == 2
         cluster.kill(paused, signal.SIGCONT)
-        process = cluster.brokers[paused].process
-        assert process is not None
-        assert process.wait(60) == 1
+        cluster.wait_until(lambda: paused in cluster.registered(), what="registered again")
+        after = cluster.registration(paused)
+        assert after["timestamp"] != before["timestamp"]  # a new registration
+        assert after["endpoints"] == before["endpoints"]  # on the same address
+        assert cluster.brokers[paused].running
+        assert cluster.controller_id() != paused  # the role it lost stays lost
         stderr = cluster.brokers[paused].stderr_path.read_text()
-        assert f"the ZooKeeper session of broker {paused} expired" in stderr.splitlines()[-1]
-        assert paused not in cluster.registered()
+        assert f"the ZooKeeper session of broker {paused} expired" in stderr
+        assert f"broker {paused} rejoins the cluster" in stderr
+        wire = Wire(cluster.brokers[paused].port, timeout_s=30.0)
+        try:
+            assert wire.api_versions() == 0  # it serves again
+        finally:
+            wire.close()

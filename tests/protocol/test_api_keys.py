@@ -35,7 +35,7 @@ WIRE_NOTES_FLOOR = {
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 3),
     ApiKey.DELETE_TOPICS: (1, 1),
-    ApiKey.INIT_PRODUCER_ID: (0, 0),
+    ApiKey.INIT_PRODUCER_ID: (0, 5),  # past the floor: transactional ids (broker/txn)
 }
 
 
@@ -150,6 +150,10 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         ("SASL_AUTHENTICATE", 2),
         ("ALTER_PARTITION", 1),
         ("API_VERSIONS", 3),
+        ("CONSUMER_GROUP_HEARTBEAT", 0),
+        ("CONSUMER_GROUP_HEARTBEAT", 1),
+        ("CONSUMER_GROUP_DESCRIBE", 0),
+        ("CONSUMER_GROUP_DESCRIBE", 1),
         ("METADATA", 9),
         ("METADATA", 10),
         ("METADATA", 11),
@@ -173,6 +177,25 @@ def test_only_these_implemented_versions_are_flexible() -> None:
         ("ALTER_PARTITION_REASSIGNMENTS", 1),
         ("LIST_PARTITION_REASSIGNMENTS", 0),
         ("OFFSET_FOR_LEADER_EPOCH", 4),
+        # Transactions (broker/txn).
+        *(("INIT_PRODUCER_ID", v) for v in range(2, 6)),
+        *(("ADD_PARTITIONS_TO_TXN", v) for v in range(3, 6)),
+        *(("ADD_OFFSETS_TO_TXN", v) for v in range(3, 5)),
+        *(("END_TXN", v) for v in range(3, 6)),
+        ("WRITE_TXN_MARKERS", 1),
+        *(("TXN_OFFSET_COMMIT", v) for v in range(3, 6)),
+        ("DESCRIBE_PRODUCERS", 0),
+        ("DESCRIBE_TRANSACTIONS", 0),
+        ("LIST_TRANSACTIONS", 0),
+        ("LIST_TRANSACTIONS", 1),
+        ("DESCRIBE_ACLS", 2),
+        ("DESCRIBE_ACLS", 3),
+        ("CREATE_ACLS", 2),
+        ("CREATE_ACLS", 3),
+        ("DELETE_ACLS", 2),
+        ("DELETE_ACLS", 3),
+        ("DESCRIBE_CLIENT_QUOTAS", 1),
+        ("ALTER_CLIENT_QUOTAS", 1),
     }
 
 

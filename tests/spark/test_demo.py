@@ -90,10 +90,13 @@ def read_summary(data_dir: Path) -> dict[str, Any]:
 
 
 def lag_table(out: str) -> list[list[Any]]:
-    """The printed consumer-group table: [partition, committed, log end offset, lag] rows."""
+    """The printed consumer-group table: [partition, committed, log end offset, lag] rows (the
+    lag in time, the last column, left out)."""
     rows: list[list[Any]] = []
     for line in out.splitlines():
-        match = re.fullmatch(r"\s+(\d+|total)\s+([\d,]+|-)\s+([\d,]+)\s+([\d,]+)", line)
+        match = re.fullmatch(
+            r"\s+(\d+|total)\s+([\d,]+|-)\s+([\d,]+)\s+([\d,]+)\s+(?:-|\d[\d. a-z]* s)", line
+        )
         if match:
             numbers = [-1 if n == "-" else int(n.replace(",", "")) for n in match.groups()[1:]]
             rows.append([match.group(1), *numbers])
@@ -127,7 +130,7 @@ def read_topic(bootstrap: str, topic: str) -> list[dict[str, Any]]:
 def test_demo_runs_end_to_end(tmp_path: Path, marker: str) -> None:
     data_dir = tmp_path / "demo"
     run = subprocess.run(
-        demo_command(data_dir, "--duration", "12", "--rate", "100", *FAST),
+        demo_command(data_dir, "--duration", "12", "--rate", "100", "--console-port", "0", *FAST),
         env=marked_env(marker),
         capture_output=True,
         text=True,
@@ -145,6 +148,18 @@ def test_demo_runs_end_to_end(tmp_path: Path, marker: str) -> None:
     table = lag_table(out)
     assert [row[0] for row in table] == ["0", "1", "2", "total"]
     assert run.stderr == ""
+    # The console ran beside the broker: its address first, then in every progress line and
+    # the summary; the lag in time is in the progress lines and the summary (0 s: drained).
+    console = re.search(r"^odradek demo: console on (http://127\.0\.0\.1:\d+/)$", out, re.M)
+    assert console is not None, out
+    progress = [line for line in out.splitlines() if line.startswith("[")]
+    assert progress
+    assert all(line.endswith(f" | console {console[1]}") for line in progress)
+    # A line from before the group's first commit knows no lag in time yet.
+    lag_field = re.compile(r"\| lag (-|[\d,]+( \((\d+\.\d s|0 s|\d+ min \d+ s)\))?) \|")
+    assert all(lag_field.search(line) for line in progress), progress
+    assert f"console           {console[1]} (stopped with the demo)" in out
+    assert re.search(r"^\s+total(\s+[\d,]+){3}\s+0 s$", out, re.M), out
 
     summary = read_summary(data_dir)
     produced = summary["events"]["delivered"]
@@ -395,6 +410,32 @@ def summary_of(**changes: Any) -> Summary:
         lag=GroupLag("g", "page-views", (PartitionLag(0, 1001, 1001),)),
     )
     return dataclasses.replace(base, **changes)
+
+
+def test_the_progress_line_gives_the_lag_in_time_and_the_console() -> None:
+    progress = Progress(5.0, 1_000, 2, 900, 1.0, 1.0, 3, 100, None, lag_ms=2_500)
+    line = format_progress(progress, "http://127.0.0.1:8080/")
+    assert "| lag 100 (2.5 s) | console http://127.0.0.1:8080/" in line
+    unknown = dataclasses.replace(progress, lag_ms=None)
+    assert format_progress(unknown).endswith("| lag 100")
+
+
+def test_the_summary_gives_the_lag_in_time_and_the_console() -> None:
+    lag = GroupLag(
+        "g", "page-views", (PartitionLag(0, 900, 1001, 61_000), PartitionLag(1, 5, 5, 0))
+    )
+    text = format_summary(summary_of(lag=lag, console_url="http://127.0.0.1:9/"))
+    assert re.search(r"^\s+0\s+900\s+1,001\s+101\s+1 min 1 s$", text, re.M), text
+    assert re.search(r"^\s+total\s+905\s+1,006\s+101\s+1 min 1 s$", text, re.M), text
+    assert "  console           http://127.0.0.1:9/ (stopped with the demo)" in text
+    assert "console  " not in format_summary(summary_of())
+    assert lag_table(text) == [["0", 900, 1001, 101], ["1", 5, 5, 0], ["total", 905, 1006, 101]]
+    caught_up = GroupLag("g", "page-views", (PartitionLag(0, 7, 7, 0), PartitionLag(1, -1, 0)))
+    assert lag_table(format_summary(summary_of(lag=caught_up))) == [
+        ["0", 7, 7, 0],
+        ["1", -1, 0, 0],
+        ["total", 7, 7, 0],
+    ]
 
 
 def test_the_progress_line_says_whether_the_first_micro_batch_runs() -> None:

@@ -158,6 +158,29 @@ def test_a_valid_batch_is_patched_and_appended(
     assert outcome[3] == (patched(raw, 1234, leader_epoch) if kind == "bytearray" else raw)
 
 
+#: The compiled helper copies an immutable batch of at most this many bytes to write it in one
+#: piece (SMALL_COPY_BYTES in _append.c), and writes a larger one as header copy + rest.
+SMALL_COPY_BYTES = 16 * 1024
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+@pytest.mark.parametrize("kind", list(BUFFER_KINDS))
+@pytest.mark.parametrize("size", [0, SMALL_COPY_BYTES - 1, SMALL_COPY_BYTES, SMALL_COPY_BYTES + 1])
+def test_a_batch_either_side_of_the_small_copy_limit_goes_out_whole(
+    implementation: Any, kind: str, size: int
+) -> None:
+    """Whether the batch is copied whole or written as header + rest, the file gets every
+    byte of it, patched, and the caller's immutable buffer keeps its own (size 0: the
+    smallest batch there is, one empty record)."""
+    raw = batch_of_size(size) if size else batch(count=1, value_bytes=0)
+    data = BUFFER_KINDS[kind](raw)
+    header = parse_header(raw)
+    outcome = run(implementation, data, 2**40 + 7, 9, BIG, BIG, BIG)
+    assert outcome[1] == (header.last_offset_delta, header.max_timestamp, header.records_count)
+    assert outcome[2] == PREFIX + patched(raw, 2**40 + 7, 9)
+    assert outcome[3] == (patched(raw, 2**40 + 7, 9) if kind == "bytearray" else raw)
+
+
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_the_crc32c_is_the_packages(implementation: Any) -> None:
     raw = batch(count=50, value_bytes=300, compression=CompressionType.GZIP)

@@ -350,3 +350,61 @@ def _read_all(log: Log) -> list[Record]:
             position += header.size
             offset = header.next_offset
     return records
+
+
+def _fill_index(log: Log) -> None:
+    """Appends until the active segment's offset index is full (no roll yet)."""
+    while not log.segments()[-1].offset_index.is_full:
+        log.append(make_batch())
+
+
+def _reopen_clean(tmp_path: Path, end: int, segment_index_bytes: int) -> Log:
+    """The log reopened after a clean shutdown (its indexes trusted, not rebuilt)."""
+    config = dataclasses.replace(
+        LogConfig(), segment_index_bytes=segment_index_bytes, index_interval_bytes=0
+    )
+    return Log.open(
+        str(tmp_path / "orders-0"),
+        TP,
+        config,
+        clock=MockClock(START),
+        recovery_point=end,
+        had_clean_shutdown=True,
+    )
+
+
+def test_room_made_in_a_full_index_gives_the_fast_path_back(
+    tmp_path: Path, counting: Counting
+) -> None:
+    """The segment caches whether an index is full (the roll check of every fast append,
+    refreshed where entries or index sizes change): a truncation that drops entries, and a
+    reopen with a larger segment.index.bytes, let the fast path take appends again, without
+    a roll; a reopen with the same size rolls at the next append, as the general path does."""
+    log = open_log(tmp_path, segment_index_bytes=48, index_interval_bytes=0)
+    _fill_index(log)
+    last = log.segments()[-1].offset_index.last_entry().offset
+    log.truncate_to(last)
+    assert not log.segments()[-1].offset_index.is_full
+    accepted = counting.accepted
+    log.append(make_batch())
+    assert counting.accepted == accepted + 1
+    assert len(log.segments()) == 1
+
+    _fill_index(log)
+    end = log.log_end_offset
+    log.close()
+    log = _reopen_clean(tmp_path, end, segment_index_bytes=4_096)
+    accepted = counting.accepted
+    log.append(make_batch())
+    assert counting.accepted == accepted + 1
+    assert len(log.segments()) == 1
+    assert log.log_end_offset == end + 2
+
+    log.close()
+    log = _reopen_clean(tmp_path, end + 2, segment_index_bytes=48)
+    _fill_index(log)
+    accepted = counting.accepted
+    log.append(make_batch())
+    assert counting.accepted == accepted  # full: declined before the helper, rolled
+    assert len(log.segments()) == 2
+    assert [record.offset for record in _read_all(log)] == list(range(log.log_end_offset))

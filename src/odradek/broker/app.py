@@ -24,31 +24,48 @@ import asyncio
 import logging
 
 from odradek._clock import SYSTEM_CLOCK, Clock
+from odradek._types import TopicPartition
+from odradek.broker.auth.acl_store import AclStore
+from odradek.broker.auth.authorizer import AclAuthorizer, AuthorizerConfig
+from odradek.broker.auth.quota_store import QuotaStore
+from odradek.broker.auth.quotas import ClientQuotas
 from odradek.broker.cluster_member import ClusterMember
 from odradek.broker.config import BrokerConfig, Listener
 from odradek.broker.context import BrokerContext
 from odradek.broker.fetch_session import FetchSessionCache
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
 from odradek.broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
     alter_replica_log_dirs,
     alter_user_scram_credentials,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     controlled_shutdown,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_topic_partitions,
+    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -60,6 +77,7 @@ from odradek.broker.handlers import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -70,7 +88,9 @@ from odradek.broker.handlers import (
     sasl_handshake,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
+    write_txn_markers,
 )
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import FetchPurgatory
@@ -82,6 +102,8 @@ from odradek.broker.security.credentials import ScramCredentialStore
 from odradek.broker.security.tls import server_ssl_context
 from odradek.broker.server import BrokerServer, ServerListener
 from odradek.broker.topic_manager import TopicManager
+from odradek.broker.txn.markers import MarkerWriter
+from odradek.broker.txn.runtime import TransactionCoordinatorRuntime
 from odradek.controller.admission import PartitionLimits
 from odradek.controller.brokers import LiveBrokers
 from odradek.controller.cluster import ClusterController, ControllerSettings
@@ -100,6 +122,8 @@ logger = logging.getLogger(__name__)
 
 HANDLER_MODULES = (
     api_versions,
+    consumer_group_heartbeat,
+    consumer_group_describe,
     metadata,
     produce,
     fetch,
@@ -140,6 +164,19 @@ HANDLER_MODULES = (
     sasl_authenticate,
     describe_user_scram_credentials,
     alter_user_scram_credentials,
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
+    write_txn_markers,
+    txn_offset_commit,
+    describe_transactions,
+    list_transactions,
+    describe_producers,
+    describe_acls,
+    create_acls,
+    delete_acls,
+    describe_client_quotas,
+    alter_client_quotas,
 )
 
 
@@ -159,6 +196,7 @@ class BrokerApp:
         self.ctx: BrokerContext | None = None
         self.topics: TopicManager | None = None
         self.groups: GroupCoordinatorRuntime | None = None
+        self.transactions: TransactionCoordinatorRuntime | None = None
         self.cluster: ClusterMember | None = None
         self.live_brokers: LiveBrokers | None = None
         self.isr_changes: IsrChangeManager | None = None
@@ -189,7 +227,8 @@ class BrokerApp:
     async def wait_fatal(self) -> str:
         """Returns (the reason) once the broker cannot go on: its ZooKeeper session expired,
         so its registration and ephemeral nodes are gone and other brokers may have taken
-        over its roles. Its owner stops it (``odradek serve`` exits 1)."""
+        over its roles. Its owner stops it (``odradek serve`` then starts it again: a new
+        session, a new registration)."""
         await self._fatal.wait()
         assert self.fatal_error is not None
         return self.fatal_error
@@ -197,7 +236,7 @@ class BrokerApp:
     def _on_session_lost(self) -> None:
         self.fatal_error = (
             f"the ZooKeeper session of broker {self.config.broker_id} expired: its "
-            "registration is gone, so it stops (start it again to rejoin the cluster)"
+            "registration is gone, so it stops serving (odradek serve then rejoins the cluster)"
         )
         logger.error("%s", self.fatal_error)
         self._fatal.set()
@@ -259,6 +298,21 @@ class BrokerApp:
             else None,
         )
         self.groups.start()
+        producer_ids = ProducerIdManager(self.store, config.broker_id)
+        self.transactions = TransactionCoordinatorRuntime(
+            config.broker_id,
+            config.transaction_config,
+            topics,
+            replicas,
+            self.clock,
+            MarkerWriter(config.broker_id, replicas, self._partition_leader, offsets=self.groups),
+            producer_ids=producer_ids,
+            live_brokers=lambda: len(topics.metadata.registered_brokers()) or 1,
+            in_touch=(lambda: store.connected)
+            if isinstance(store, ZooKeeperMetadataStore)
+            else None,
+        )
+        self.transactions.start()
         router = Router.from_modules(HANDLER_MODULES)
         security = config.security
         inter_broker = security.inter_broker_listener_name
@@ -276,10 +330,22 @@ class BrokerApp:
             port=advertised.port,
             supported_versions=router.supported_versions,
             groups=self.groups,
-            producer_ids=ProducerIdManager(self.store, config.broker_id),
+            producer_ids=producer_ids,
+            transactions=self.transactions,
             fetch_sessions=FetchSessionCache(config.max_incremental_fetch_session_cache_slots),
             scram_credentials=ScramCredentialStore(self.store),
         )
+        authorizer_config = AuthorizerConfig.from_settings(dict(config.originals))
+        if authorizer_config.enabled:
+            # Before the listener: no request is decided on ACLs not yet loaded.
+            self.ctx.authorizer = AclAuthorizer(authorizer_config)
+            self.ctx.acl_store = AclStore(self.store, self.ctx.authorizer)
+            await asyncio.to_thread(self.ctx.acl_store.start)
+        self.ctx.quotas = ClientQuotas(
+            window_size_ms=1000 * int(dict(config.originals).get("quota.window.size.seconds", 1))
+        )
+        self.ctx.quota_store = QuotaStore(self.store, self.ctx.quotas)
+        await asyncio.to_thread(self.ctx.quota_store.start)
         self.server = BrokerServer(
             self.ctx,
             router,
@@ -382,6 +448,7 @@ class BrokerApp:
             ),
         )
         self.cluster.groups = self.groups
+        self.cluster.transactions = self.transactions
         self.ctx.cluster = self.cluster
         self.isr_changes = IsrChangeManager(
             replicas,
@@ -394,6 +461,18 @@ class BrokerApp:
         self.live_brokers = live
         live.start()
         controller.start()
+
+    def _partition_leader(self, tp: TopicPartition) -> tuple[int, str, int] | None:
+        """Where a partition's leader is, for transaction markers: this broker when it leads
+        it (or holds it, without a cluster), else the metadata cache's leader."""
+        assert self.topics is not None
+        partition = self.topics.replicas.get(tp)
+        if self.cluster is None:
+            return None if partition is None else (self.config.broker_id, "", 0)
+        if partition is not None and partition.is_leader:
+            return (self.config.broker_id, "", 0)
+        leader = self.cluster.cache.leader(tp)
+        return None if leader is None else (leader.broker_id, leader.host, leader.port)
 
     def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         broker = None if self.cluster is None else self.cluster.cache.broker(broker_id)
@@ -411,6 +490,8 @@ class BrokerApp:
             await self.isr_changes.stop()
         if self.controller is not None:
             await asyncio.to_thread(self.controller.stop)
+        if self.transactions is not None:
+            await self.transactions.stop()
         if self.groups is not None:
             await self.groups.stop()  # answers requests waiting in JoinGroup/SyncGroup
         if self.topics is not None:

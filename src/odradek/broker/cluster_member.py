@@ -37,6 +37,8 @@ from odradek.broker.group.records import partition_for_group
 from odradek.broker.group.runtime import offsets_topic_configs
 from odradek.broker.metadata_cache import LiveBroker, MetadataCache, PartitionMetadata
 from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.txn.config import transaction_state_topic_configs
+from odradek.broker.txn.records import TRANSACTION_STATE_TOPIC, partition_for_transactional_id
 from odradek.controller.cluster import (
     ClusterController,
     IsrUpdate,
@@ -50,6 +52,7 @@ from odradek.protocol.inter_broker import ALTER_PARTITION_VERSION, CONTROLLED_SH
 if TYPE_CHECKING:
     from odradek.broker.group.runtime import GroupCoordinatorRuntime
     from odradek.broker.topic_manager import TopicManager
+    from odradek.broker.txn.runtime import TransactionCoordinatorRuntime
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +96,7 @@ class ClusterMember:
         self.topics = topics
         self.controller = controller
         self.groups: GroupCoordinatorRuntime | None = None
+        self.transactions: TransactionCoordinatorRuntime | None = None
         #: Topics whose creation this broker asked for and that the controller has not
         #: answered yet (a client retrying Metadata or FindCoordinator asks once).
         self._requested: set[str] = set()
@@ -142,10 +146,14 @@ class ClusterMember:
             )
             if tp.topic == OFFSETS_TOPIC and self.groups is not None:
                 self.groups.take_partition(tp.partition)
+            if tp.topic == TRANSACTION_STATE_TOPIC and self.transactions is not None:
+                self.transactions.take_partition(tp.partition)
         else:
             self.replicas.become_follower(tp, replicas, leader_epoch, leader)
             if tp.topic == OFFSETS_TOPIC and self.groups is not None:
                 self.groups.release_partition(tp.partition)
+            if tp.topic == TRANSACTION_STATE_TOPIC and self.transactions is not None:
+                self.transactions.release_partition(tp.partition)
         return ErrorCode.NONE
 
     def update_metadata(self, body: Any) -> dict[str, Any]:
@@ -184,6 +192,8 @@ class ClusterMember:
             tp = TopicPartition(str(entry.topic_name), int(entry.partition_index))
             if tp.topic == OFFSETS_TOPIC and self.groups is not None:
                 self.groups.release_partition(tp.partition)
+            if tp.topic == TRANSACTION_STATE_TOPIC and self.transactions is not None:
+                self.transactions.release_partition(tp.partition)
             self.replicas.remove_partition(tp, delete=delete, checkpoint=False)
             if delete:
                 self.cache.remove_partition(tp)
@@ -395,6 +405,31 @@ class ClusterMember:
             return None
         return self.cache.leader(
             TopicPartition(OFFSETS_TOPIC, partition_for_group(group_id, count))
+        )
+
+    def transaction_coordinator_for(self, transactional_id: str) -> LiveBroker | None:
+        """The broker leading the id's ``__transaction_state`` partition (``None``: none
+        yet; the topic is requested from the controller when missing)."""
+        runtime = self.transactions
+        if runtime is None:
+            return None
+        count = self.cache.partition_count(TRANSACTION_STATE_TOPIC)
+        if count == 0:
+            config = runtime.config
+            factor = max(
+                1, min(config.transaction_state_log_replication_factor, len(self.cache.brokers()))
+            )
+            self.request_topic(
+                TRANSACTION_STATE_TOPIC,
+                config.transaction_state_log_num_partitions,
+                factor,
+                transaction_state_topic_configs(config, factor),
+            )
+            return None
+        return self.cache.leader(
+            TopicPartition(
+                TRANSACTION_STATE_TOPIC, partition_for_transactional_id(transactional_id, count)
+            )
         )
 
 

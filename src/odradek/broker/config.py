@@ -34,10 +34,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from odradek.broker.auth.authorizer import AuthorizerConfig
 from odradek.broker.group.config import GroupConfig
 from odradek.broker.kafka_settings import KAFKA_BROKER_SETTINGS, kafka_setting_base
 from odradek.broker.limits import BrokerLimits, parse_overrides, render_overrides
 from odradek.broker.security.listeners import SecurityConfig, described_default, is_security_setting
+from odradek.broker.txn.config import TXN_SETTINGS, TransactionConfig
 from odradek.errors import ConfigError
 from odradek.storage.cleaner.config import BROKER_NAMES as CLEANER_BROKER_NAMES
 from odradek.storage.cleaner.config import CleanerConfig
@@ -253,6 +255,7 @@ class BrokerConfig:
     #: it waits for the replication before answering COORDINATOR_NOT_AVAILABLE.
     offsets_commit_required_acks: int = -1
     offsets_commit_timeout_ms: int = 5_000
+    transaction_config: TransactionConfig = field(default_factory=TransactionConfig)
     #: The Kafka settings given that odradek does not implement (accepted, no effect), by
     #: name, as given.
     unimplemented: tuple[tuple[str, str], ...] = ()
@@ -378,6 +381,7 @@ class BrokerConfig:
             ),
             offsets_commit_required_acks=get("offsets.commit.required.acks"),
             offsets_commit_timeout_ms=get("offsets.commit.timeout.ms"),
+            transaction_config=TransactionConfig.from_settings(get),
             unimplemented=tuple(sorted(unimplemented.items())),
             security=SecurityConfig.from_settings(security, [item.name for item in listeners]),
         )
@@ -479,6 +483,11 @@ def _group_config(get: Callable[[str], Any]) -> GroupConfig:
                 "offsets.retention.minutes",
                 "offsets.retention.check.interval.ms",
                 "offset.metadata.max.bytes",
+                "group.consumer.session.timeout.ms",
+                "group.consumer.heartbeat.interval.ms",
+                "group.consumer.max.size",
+                "group.consumer.assignors",
+                "group.coordinator.rebalance.protocols",
             )
         }
     )
@@ -529,6 +538,10 @@ def _boolean(name: str, raw: str) -> bool:
 
 def _optional_string(name: str, raw: str) -> str | None:
     return raw or None
+
+
+def _names(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(part.strip().lower() for part in raw.split(",") if part.strip())
 
 
 def _directories(name: str, raw: str) -> tuple[str, ...]:
@@ -634,6 +647,12 @@ _SETTINGS: dict[str, _Setting] = {
     "offsets.retention.minutes": _int_setting(7 * 24 * 60, 1),
     "offsets.retention.check.interval.ms": _int_setting(600_000, 1, _MAX_LONG),
     "offset.metadata.max.bytes": _int_setting(4_096, 0),
+    # KIP-848 consumer groups (broker/group/consumer_membership.py).
+    "group.consumer.session.timeout.ms": _int_setting(45_000, 1),
+    "group.consumer.heartbeat.interval.ms": _int_setting(5_000, 1),
+    "group.consumer.max.size": _int_setting(_MAX_INT, 1),
+    "group.consumer.assignors": _Setting(_names, _render_list, "uniform,range"),
+    "group.coordinator.rebalance.protocols": _Setting(_names, _render_list, "classic,consumer"),
     # Follower fetchers (FetcherSettings), Kafka's defaults.
     "num.replica.fetchers": _int_setting(1, 1, 64),
     "replica.fetch.max.bytes": _int_setting(1024 * 1024, 0),
@@ -676,6 +695,23 @@ _LIMIT_SETTINGS: dict[str, _Setting] = {
     "controller.quota.window.size.seconds": _int_setting(1, 1),
 }
 _SETTINGS.update(_LIMIT_SETTINGS)
+_SETTINGS.update({name: _int_setting(d, low) for name, d, low in TXN_SETTINGS})
+
+
+#: The authorizer's settings (read by ``broker.auth.authorizer.AuthorizerConfig``).
+def _authorizer_setting(name: str, raw: str) -> str:
+    AuthorizerConfig.from_settings({name: raw})  # raises ConfigError naming the setting
+    return raw
+
+
+_AUTHORIZER_SETTINGS: dict[str, _Setting] = {
+    "authorizer.class.name": _Setting(_authorizer_setting, _text, ""),
+    "super.users": _Setting(_authorizer_setting, _text, ""),
+    "allow.everyone.if.no.acl.found": _Setting(_boolean, _render_bool, "false"),
+    # The client quotas' burst (broker.auth.quotas; quota.window.num has no effect).
+    "quota.window.size.seconds": _int_setting(1, 1),
+}
+_SETTINGS.update(_AUTHORIZER_SETTINGS)
 
 
 # --- log.* settings: parsed here for the message, validated by LogConfig --------------------
@@ -762,6 +798,8 @@ SETTING_NAMES: frozenset[str] = frozenset(_SETTINGS)
 
 #: The ConfigDef types of odradek's own settings (the others take Kafka's).
 _ODRADEK_TYPES: dict[str, str] = {
+    "allow.everyone.if.no.acl.found": "BOOLEAN",
+    "super.users": "STRING",
     "controller.mutation.rate": "DOUBLE",
     "max.broker.partitions": "INT",
     "max.partitions": "INT",

@@ -17,10 +17,15 @@ from odradek.broker.ports import (
     PurgatoryPort,
     ReplicasPort,
     TopicsPort,
+    TransactionsPort,
 )
 from odradek.broker.security.credentials import ScramCredentialStore
 
 if TYPE_CHECKING:
+    from odradek.broker.auth.acl_store import AclStore
+    from odradek.broker.auth.authorizer import AclAuthorizer
+    from odradek.broker.auth.quota_store import QuotaStore
+    from odradek.broker.auth.quotas import ClientQuotas
     from odradek.broker.config import BrokerConfig
     from odradek.protocol import ApiKey, VersionRange
 
@@ -46,10 +51,19 @@ class BrokerContext:
     cluster: ClusterPort | None = None
     #: Where InitProducerId's producer ids come from (None: a process-local counter).
     producer_ids: ProducerIdsPort | None = None
+    #: The transaction coordinator (None: this broker runs none).
+    transactions: TransactionsPort | None = None
     #: Incremental fetch sessions (KIP-227) served by this broker's Fetch handler.
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
     #: Users' SCRAM credentials (None: none kept, e.g. in handler tests).
     scram_credentials: ScramCredentialStore | None = None
+    #: The ACL authorizer (None: ``authorizer.class.name`` empty, everything is allowed).
+    authorizer: AclAuthorizer | None = None
+    #: Where ACLs are stored (None: no authorizer; the ACL APIs answer SECURITY_DISABLED).
+    acl_store: AclStore | None = None
+    #: Client quotas (None: not enforced; the quota APIs answer as if none were set).
+    quotas: ClientQuotas | None = None
+    quota_store: QuotaStore | None = None
 
 
 #: The address of the client whose request is being handled (``/127.0.0.1`` as Kafka

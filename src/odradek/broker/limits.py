@@ -82,6 +82,11 @@ class BrokerLimits:
         for name, value, minimum in checks:
             if value < minimum:
                 raise ConfigError(f"invalid value for {name}: {value} (at least {minimum})")
+        if self.max_connections_per_ip == 0 and not self.max_connections_per_ip_overrides:
+            # Kafka's KafkaConfig check: a zero limit shuts out every address not overridden.
+            raise ConfigError(
+                "max.connections.per.ip can be 0 only if max.connections.per.ip.overrides is set"
+            )
         if self.connections_max_idle_ms == 0 or self.connections_max_idle_ms < -1:
             raise ConfigError(
                 f"invalid value for connections.max.idle.ms: {self.connections_max_idle_ms} "

@@ -25,9 +25,15 @@ from typing import Any, Protocol, TypeVar
 
 from odradek._types import TopicPartition
 from odradek.broker.group.coordinator import GroupCoordinator
-from odradek.broker.group.results import ListGroupsResult, Outcome
+from odradek.broker.group.results import ListGroupsResult, OffsetCommitPartition, Outcome
 from odradek.broker.limits import MutationQuota
 from odradek.broker.metadata_cache import LiveBroker, MetadataCache
+from odradek.broker.txn.coordinator import (
+    InitProducerIdResult,
+    TransactionCoordinator,
+    TxnOutcome,
+)
+from odradek.broker.txn.records import TransactionMetadata
 from odradek.controller.cluster import ClusterController
 from odradek.errors import ErrorCode
 from odradek.net.sendfile import FileRegion
@@ -108,6 +114,15 @@ class EpochEndOffsetResult(Protocol):
     def end_offset(self) -> int: ...
 
 
+class AbortedTxnLike(Protocol):
+    """An aborted transaction of a partition (``storage.txn_index.AbortedTxn``)."""
+
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def first_offset(self) -> int: ...
+
+
 class PartitionPort(Protocol):
     """A partition this broker leads (``odradek.broker.replication.partition.Partition``)."""
 
@@ -151,12 +166,28 @@ class PartitionPort(Protocol):
         *,
         min_one_message: bool = True,
         committed_only: bool = True,
+        read_committed: bool = False,
     ) -> ReadResult:
-        """Reads up to the high watermark (or the log end offset for followers).
+        """Reads up to the high watermark (or the log end offset for followers, the last
+        stable offset for read_committed consumers).
 
         Raises:
             OffsetOutOfRangeError: ``fetch_offset`` outside [log start offset, LEO].
         """
+        ...
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, at most the high watermark."""
+        ...
+
+    def aborted_transactions(self, start: int, end: int) -> Sequence[AbortedTxnLike]:
+        """Aborted transactions that may have records in [start, end)."""
+        ...
+
+    def active_producers(self) -> list[tuple[int, int, int, int, int]]:
+        """(producer id, epoch, last sequence, last timestamp, open transaction's first
+        offset or -1) of each producer the partition knows."""
         ...
 
     def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
@@ -391,6 +422,7 @@ class GroupsPort(Protocol):
 
     def ensure_offsets_topic(self) -> bool: ...
     def is_coordinator_for(self, group_id: str) -> bool: ...
+    def partition_for(self, group_id: str) -> int: ...
 
     async def run(
         self, group_id: str, operation: Callable[[GroupCoordinator, int], Outcome[R]]
@@ -405,6 +437,46 @@ class GroupsPort(Protocol):
     def list_groups(
         self, states_filter: Sequence[str] = (), types_filter: Sequence[str] = ()
     ) -> ListGroupsResult: ...
+
+    async def txn_offset_commit(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[OffsetCommitPartition],
+    ) -> dict[TopicPartition, ErrorCode]: ...
+
+    def complete_transaction(self, index: int, producer_id: int, commit: bool) -> None: ...
+
+
+# ----------------------------------------------------------------- transactions
+
+
+class TransactionsPort(Protocol):
+    """The transaction coordinator runtime (``odradek.broker.txn.runtime``); its coroutines
+    raise ``KafkaError`` (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE) that handlers put in their responses."""
+
+    def ensure_topic(self) -> bool: ...
+    def is_coordinator_for(self, transactional_id: str) -> bool: ...
+    def partition_for(self, transactional_id: str) -> int: ...
+
+    async def init_producer_id(
+        self,
+        transactional_id: str,
+        timeout_ms: int,
+        expected_producer_id: int = -1,
+        expected_epoch: int = -1,
+    ) -> InitProducerIdResult: ...
+
+    async def run(
+        self,
+        transactional_id: str,
+        operation: Callable[[TransactionCoordinator, int], TxnOutcome[R]],
+    ) -> R: ...
+
+    def transactions(self) -> tuple[ErrorCode, list[TransactionMetadata]]: ...
+    def describe(self, transactional_id: str) -> TransactionMetadata: ...
 
 
 # ----------------------------------------------------------------- cluster
@@ -444,4 +516,8 @@ class ClusterPort(Protocol):
 
     def coordinator_for(self, group_id: str) -> LiveBroker | None:
         """The leader of the group's ``__consumer_offsets`` partition (None: none yet)."""
+        ...
+
+    def transaction_coordinator_for(self, transactional_id: str) -> LiveBroker | None:
+        """The leader of the id's ``__transaction_state`` partition (None: none yet)."""
         ...

@@ -39,11 +39,13 @@ import inspect
 import ipaddress
 import logging
 import ssl
+import time
 from collections import deque
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
+from odradek.broker.auth.throttle import mute_ms, record_request_time
 from odradek.broker.connection_quotas import ConnectionQuotas, IdleConnections
 from odradek.broker.context import CLIENT_ENDPOINT, CLIENT_HOST, BrokerContext
 from odradek.broker.limits import BrokerLimits, is_ip_address
@@ -355,6 +357,8 @@ class KafkaProtocol(asyncio.Protocol):
         self._drained.set()
         self._closing = False
         self._reading_paused = False
+        #: Until when (monotonic ms) a quota mutes the connection (KIP-219); 0: not muted.
+        self._muted_until_ms = 0
         #: Requests read but not yet handled: they wait for a later turn of the loop.
         self._backlog: deque[Event] = deque()
         self._backlog_scheduled = False
@@ -480,7 +484,7 @@ class KafkaProtocol(asyncio.Protocol):
         (``queued.max.request.bytes``); reads again once the turn is over, the requests
         awaiting a response have fallen to half the bound and the bytes under theirs."""
         transport = self.transport
-        if transport is None or self._closing:
+        if transport is None or self._closing or self._muted_until_ms:
             return
         server = self.server
         if self._reading_paused:
@@ -518,7 +522,13 @@ class KafkaProtocol(asyncio.Protocol):
             CLIENT_HOST.set(self.client_host)
             CLIENT_PRINCIPAL.set(self.authenticator.principal)
             CLIENT_ENDPOINT.set(self._endpoint)
-            result = self.server.router.dispatch(self.ctx, request)
+            quotas = self.ctx.quotas
+            if quotas is not None and quotas.request_time_active:  # request_percentage
+                started_ns = time.perf_counter_ns()
+                result = self.server.router.dispatch(self.ctx, request)
+                record_request_time(self.ctx, request, time.perf_counter_ns() - started_ns)
+            else:
+                result = self.server.router.dispatch(self.ctx, request)
         except Exception as error:
             self._fail(request.api_key.name, error)
             return False
@@ -534,6 +544,8 @@ class KafkaProtocol(asyncio.Protocol):
             except ConnectionStateError as error:
                 self._fail(request.api_key.name, error)
                 return False
+        if (quotas := self.ctx.quotas) is not None and quotas.active:
+            self._mute(mute_ms(self.ctx, request))
         return True
 
     def _admit_request(self, event: RequestReceived, parts: list[Part]) -> bool | None:
@@ -611,7 +623,38 @@ class KafkaProtocol(asyncio.Protocol):
         except ConnectionStateError as error:
             self._fail(event.request.api_key.name, error)
             return
+        if (quotas := self.ctx.quotas) is not None and quotas.active:
+            self._mute(mute_ms(self.ctx, event.request))
         self._update_reading()
+
+    def _mute(self, duration_ms: int) -> None:
+        """Stops reading for ``duration_ms`` after a throttled response (KIP-219); a longer
+        mute while muted extends it."""
+        transport = self.transport
+        if duration_ms <= 0 or transport is None or self._closing:
+            return
+        until = self.ctx.clock.monotonic_ms() + duration_ms
+        if until <= self._muted_until_ms:
+            return
+        muted = bool(self._muted_until_ms)
+        if not muted and not self._reading_paused:
+            transport.pause_reading()
+        self._muted_until_ms = until
+        if not muted:
+            self._loop.call_later(duration_ms / 1000, self._unmute)
+
+    def _unmute(self) -> None:
+        if not self._muted_until_ms or self._closing or self.transport is None:
+            return
+        remaining_ms = self._muted_until_ms - self.ctx.clock.monotonic_ms()
+        if remaining_ms > 0:  # extended meanwhile (or the timer ran early)
+            self._loop.call_later(remaining_ms / 1000, self._unmute)
+            return
+        self._muted_until_ms = 0
+        if self._reading_paused:
+            self._update_reading()
+        else:
+            self.transport.resume_reading()
 
     def _fail(self, api: str, error: Exception) -> None:
         if isinstance(error, KafkaError):

@@ -1,12 +1,15 @@
 """``odradek demo``: the end-to-end pipeline demo (``odradek.demo``) in the foreground.
 
     odradek demo [--duration 40] [--rate 200] [--data-dir data/demo] [--partitions 3] ...
+                 [--console-port PORT]
 
 Starts an embedded broker, produces page views for ``--duration`` seconds, counts them per page
 per event-time window with a Spark Structured Streaming job (local mode) reading and writing
 through the ``odradek`` data source and writing Parquet, prints a progress line every few
-seconds, then a summary read back from the outputs (the run takes 35–40 s more than
-``--duration`` on a 2-core machine: Spark's start, the final drain and the stops).
+seconds (with the group's lag in records and in seconds, and the console's address when
+``--console-port`` serves one beside the broker), then a summary read back from the outputs
+(the run takes 35–40 s more than ``--duration`` on a 2-core machine: Spark's start, the final
+drain and the stops).
 
 Contract:
 
@@ -88,6 +91,13 @@ import click
     "--group", "group_id", default="odradek-demo", show_default=True, help="The query's group."
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed of the events.")
+@click.option(
+    "--console-port",
+    type=click.IntRange(min=0, max=65_535),
+    default=None,
+    metavar="PORT",
+    help="Also serve the web console on 127.0.0.1:PORT while the demo runs (0: a free port).",
+)
 def demo(
     duration: float,
     rate: float,
@@ -98,6 +108,7 @@ def demo(
     trigger_seconds: float,
     group_id: str,
     seed: int,
+    console_port: int | None,
 ) -> None:
     """Stream page views through odradek and Spark, then summarize (Ctrl-C stops early)."""
     try:
@@ -118,6 +129,7 @@ def demo(
         window_seconds=window_seconds,
         watermark_seconds=watermark_seconds,
         trigger_seconds=trigger_seconds,
+        console_port=console_port,
     )
     try:
         summary = run_demo(settings)

@@ -10,7 +10,9 @@ import sys
 import click
 
 from odradek._version import __version__
+from odradek.cli.acls import acls
 from odradek.cli.cluster import cluster
+from odradek.cli.console import console
 from odradek.cli.consume import consume
 from odradek.cli.demo import demo
 from odradek.cli.dump_log import dump_log
@@ -18,6 +20,7 @@ from odradek.cli.groups import groups
 from odradek.cli.leader_election import leader_election
 from odradek.cli.log_dirs import log_dirs
 from odradek.cli.produce import produce
+from odradek.cli.quotas import quotas
 from odradek.cli.reassign_partitions import reassign_partitions
 from odradek.cli.serve import serve
 from odradek.cli.topics import topics
@@ -30,7 +33,9 @@ def cli() -> None:
     """odradek: a Kafka-compatible commit log."""
 
 
+cli.add_command(acls)
 cli.add_command(cluster)
+cli.add_command(console)
 cli.add_command(consume)
 cli.add_command(demo)
 cli.add_command(dump_log)
@@ -38,6 +43,7 @@ cli.add_command(groups)
 cli.add_command(leader_election)
 cli.add_command(log_dirs)
 cli.add_command(produce)
+cli.add_command(quotas)
 cli.add_command(reassign_partitions)
 cli.add_command(serve)
 cli.add_command(topics)

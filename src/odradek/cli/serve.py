@@ -22,14 +22,20 @@ Contract:
   logs, prints one line, exit 1 (the log directory then has no clean-shutdown marker, so the
   next start recovers it).
 - A broker whose ZooKeeper session expires (paused or cut off for longer than
-  ``zookeeper.session.timeout.ms``) stops cleanly and exits 1 with one line: its registration is
-  gone and others may have taken its roles, so it must not go on serving as if nothing
-  happened.
+  ``zookeeper.session.timeout.ms``) must not go on serving as if nothing happened: its
+  registration is gone and others may have taken its roles. It stops cleanly (logs closed with
+  the marker) and rejoins the cluster, as a Kafka broker re-registers: it starts again on the
+  same listener ports with a new session, retrying every ``REJOIN_BACKOFF_S`` (growing to
+  ``REJOIN_MAX_BACKOFF_S``) while ZooKeeper cannot be reached, until it is registered again or
+  a stop signal comes; the controller then makes it a follower of its partitions, which
+  truncate to their leaders where they diverged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import signal
 import sys
@@ -47,6 +53,9 @@ logger = logging.getLogger(__name__)
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+#: How long a broker whose session expired waits before each attempt to rejoin (doubling).
+REJOIN_BACKOFF_S = 0.5
+REJOIN_MAX_BACKOFF_S = 10.0
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -114,7 +123,8 @@ def serve(config_path: Path | None, overrides: tuple[str, ...], log_level: str) 
 
 
 async def _serve(app: BrokerApp) -> None:
-    """Starts ``app``, announces it, waits for a stop signal, stops it."""
+    """Starts ``app``, announces it, serves until a stop signal (rejoining the cluster each
+    time its ZooKeeper session expires), stops it."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in STOP_SIGNALS:
@@ -128,20 +138,64 @@ async def _serve(app: BrokerApp) -> None:
             f"(cluster {ctx.cluster_id})"
         )
         sys.stdout.flush()
-        fatal = asyncio.ensure_future(app.wait_fatal())
-        stopped = asyncio.ensure_future(stop.wait())
-        await asyncio.wait({fatal, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        fatal.cancel()
-        stopped.cancel()
-        try:
-            await app.stop()
-        except (OdradekError, OSError) as error:
-            raise click.ClickException(f"the broker did not stop cleanly: {error}") from None
-        if app.fatal_error is not None:
-            raise click.ClickException(app.fatal_error)
+        while True:
+            fatal = asyncio.ensure_future(app.wait_fatal())
+            stopped = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({fatal, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            fatal.cancel()
+            stopped.cancel()
+            try:
+                await app.stop()
+            except (OdradekError, OSError) as error:
+                raise click.ClickException(f"the broker did not stop cleanly: {error}") from None
+            if stop.is_set():
+                return
+            rejoined = await _rejoin(_pinned(app.config, app.port), stop)
+            if rejoined is None:
+                return
+            app = rejoined
     finally:
         for signum in STOP_SIGNALS:
             loop.remove_signal_handler(signum)
+
+
+async def _rejoin(config: BrokerConfig, stop: asyncio.Event) -> BrokerApp | None:
+    """Starts a broker on ``config`` again after its session expired, retrying with a growing
+    backoff; ``None`` if a stop signal came first."""
+    backoff = REJOIN_BACKOFF_S
+    while True:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), backoff)
+        if stop.is_set():
+            return None
+        logger.warning("broker %d rejoins the cluster", config.broker_id)
+        app = BrokerApp(config)
+        try:
+            await app.start()
+        except (OdradekError, OSError) as error:
+            logger.warning("broker %d could not rejoin yet: %s", config.broker_id, error)
+            await _abandon(app)
+            backoff = min(backoff * 2, REJOIN_MAX_BACKOFF_S)
+            continue
+        return app
+
+
+def _pinned(config: BrokerConfig, port: int) -> BrokerConfig:
+    """``config`` with its first listener (and the advertised listener of that name) on
+    ``port`` where they asked for an ephemeral one: a broker that rejoins keeps its address."""
+    first = config.listeners[0]
+    if first.port != 0:
+        return config
+    return dataclasses.replace(
+        config,
+        listeners=(dataclasses.replace(first, port=port), *config.listeners[1:]),
+        advertised_listeners=tuple(
+            dataclasses.replace(listener, port=port)
+            if listener.name == first.name and listener.port == 0
+            else listener
+            for listener in config.advertised_listeners
+        ),
+    )
 
 
 def _on_signal(signum: signal.Signals, stop: asyncio.Event) -> None:
@@ -160,8 +214,14 @@ async def _start(app: BrokerApp) -> None:
     try:
         await app.start()
     except (OdradekError, OSError) as error:
-        if app.server is not None:
-            await app.stop()
-        elif app.store is not None:
-            app.store.close()
+        await _abandon(app)
         raise click.ClickException(f"cannot start the broker: {error}") from None
+
+
+async def _abandon(app: BrokerApp) -> None:
+    """Undoes a failed ``app.start``: the logs are closed cleanly only once the server
+    exists (they were loaded and checked); before that only the store is closed."""
+    if app.server is not None:
+        await app.stop()
+    elif app.store is not None:
+        app.store.close()

@@ -33,8 +33,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from odradek._clock import SYSTEM_CLOCK, Clock
+from odradek.client.admin_acls import AclAdmin
 from odradek.client.admin_cluster import ClusterAdmin
 from odradek.client.admin_groups import GroupAdmin
+from odradek.client.admin_quotas import QuotaAdmin
 from odradek.client.admin_records import RecordAdmin
 from odradek.client.admin_requests import AdminRequests
 from odradek.client.admin_scram import ScramAdmin
@@ -111,6 +113,8 @@ class AdminClient(Closeable):
         self._groups = GroupAdmin(self._requests)
         self._cluster = ClusterAdmin(self._requests)
         self._scram = ScramAdmin(self._requests)
+        self._acls = AclAdmin(self._requests)
+        self._quotas = QuotaAdmin(self._requests)
 
     @property
     def config(self) -> ClientConfig:
@@ -153,3 +157,10 @@ class AdminClient(Closeable):
     describe_user_scram_credentials = _PartMethod(
         "_scram", ScramAdmin.describe_user_scram_credentials
     )
+    # ACLs
+    create_acls = _PartMethod("_acls", AclAdmin.create_acls)
+    describe_acls = _PartMethod("_acls", AclAdmin.describe_acls)
+    delete_acls = _PartMethod("_acls", AclAdmin.delete_acls)
+    # client quotas
+    describe_client_quotas = _PartMethod("_quotas", QuotaAdmin.describe_client_quotas)
+    alter_client_quotas = _PartMethod("_quotas", QuotaAdmin.alter_client_quotas)

@@ -48,6 +48,7 @@ from odradek.errors import (
     error_for_code,
 )
 from odradek.protocol.api_keys import ApiKey, VersionRange
+from odradek.records.aborted import drop_aborted
 from odradek.records.batch import LOG_OVERHEAD, TimestampType, parse_header, read_prefix
 from odradek.records.codec import decode_batch, decode_records
 from odradek.records.record import Header
@@ -340,10 +341,16 @@ class SimpleConsumer(Closeable):
             records = entry.get("records") or b""
             return FetchResult(request, [], None, high_watermark, log_start, bytes(records))
         try:
+            records = entry.get("records") or b""
+            aborted = entry.get("aborted_transactions")
+            if aborted:  # read_committed: drop the aborted transactions' batches
+                records = drop_aborted(
+                    records, [(int(a["producer_id"]), int(a["first_offset"])) for a in aborted]
+                )
             messages = decode_messages(
                 request.topic,
                 request.partition,
-                entry.get("records") or b"",
+                records,
                 request.offset,
                 check_crcs=self._check_crcs,
             )

@@ -8,7 +8,8 @@ the controller makes them, one round at a time: a broker never sees a later stat
 earlier one.
 
 A broker that cannot be reached or does not answer within ``timeout_s`` gets no answer
-(``None``): it is dead or dying, and the controller learns that from ``/brokers/ids``.
+(``None``): it is dead or dying, and the controller learns that from ``/brokers/ids``. A kept
+connection the broker closed since the last round is replaced before the request goes out.
 
 Thread safety: the controller thread only.
 """
@@ -16,6 +17,7 @@ Thread safety: the controller thread only.
 from __future__ import annotations
 
 import logging
+import select
 import socket
 import struct
 from collections.abc import Mapping
@@ -105,7 +107,7 @@ class ControllerChannel:
     def _connection(self, broker_id: int, host: str, port: int) -> socket.socket | None:
         kept = self._sockets.get(broker_id)
         if kept is not None:
-            if kept[0] == host and kept[1] == port:
+            if kept[0] == host and kept[1] == port and _open(kept[2]):
                 return kept[2]
             self._drop(broker_id)
         try:
@@ -127,6 +129,19 @@ class ControllerChannel:
     def close(self) -> None:
         for broker_id in list(self._sockets):
             self._drop(broker_id)
+
+
+def _open(sock: socket.socket) -> bool:
+    """Whether a kept connection is still open: the broker may have closed it since the last
+    round (it stopped, or rejoined the cluster on the same address), and a request written to
+    it would still go out, only to read end-of-file. Never blocks."""
+    readable, _, _ = select.select([sock], [], [], 0)
+    if not readable:
+        return True  # nothing to read: open and idle, as it should be between rounds
+    try:
+        return sock.recv(1, socket.MSG_PEEK) != b""  # readable: data, or end-of-file
+    except OSError:
+        return False
 
 
 def _read_exactly(sock: socket.socket, size: int) -> bytes:

@@ -44,6 +44,7 @@ from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
+from odradek.controller.session_lease import SessionLease
 from odradek.controller.store import (
     ROOT,
     CheckOp,
@@ -173,6 +174,11 @@ class ZooKeeperMetadataStore:
             ) from None
         self._connected.set()
         self._client.add_listener(self._on_state)
+        self._lease = SessionLease(session_timeout_ms / 1000, time.monotonic())
+        self._ticker_stop = threading.Event()
+        threading.Thread(
+            target=self._tick, name=f"zookeeper-lease-{id(self):x}", daemon=True
+        ).start()
         if self._chroot:
             try:
                 self._client.ensure_path(self._chroot)
@@ -316,8 +322,11 @@ class ZooKeeperMetadataStore:
     @property
     def connected(self) -> bool:
         """Whether the session's connection is up now (false while kazoo reconnects, a
-        state in which the session may already have expired on the ensemble's side)."""
-        return self._connected.is_set() and not self._closed
+        state in which the session may already have expired on the ensemble's side, and
+        after the process stalled until ZooKeeper answers again: ``SessionLease``)."""
+        return (
+            self._connected.is_set() and not self._closed and self._lease.trusted(time.monotonic())
+        )
 
     @property
     def session_id(self) -> int | None:
@@ -346,6 +355,8 @@ class ZooKeeperMetadataStore:
     # --- internals -------------------------------------------------------------------------
 
     def _shutdown(self) -> None:
+        with contextlib.suppress(AttributeError):  # a failed start has no ticker yet
+            self._ticker_stop.set()
         with contextlib.suppress(Exception):
             self._client.stop()
         with contextlib.suppress(Exception):
@@ -402,6 +413,36 @@ class ZooKeeperMetadataStore:
             self._check_open()
             self._watches.append(watch)
         watch.arm()
+
+    def _tick(self) -> None:
+        """The lease's ticker (its own thread): after a stall, a round trip to ZooKeeper
+        (sent again until one succeeds) confirms the session before the store reports itself
+        connected again."""
+        lease = self._lease
+        in_flight = threading.Event()
+        while not self._ticker_stop.wait(lease.tick_s):
+            if lease.tick(time.monotonic()) is not None:
+                logger.warning(
+                    "this process stalled for more than %.1f s: the ZooKeeper session is "
+                    "suspect until ZooKeeper answers",
+                    lease.gap_s,
+                )
+            gap = lease.unconfirmed()
+            if gap is None or self._closed or in_flight.is_set():
+                continue
+            try:
+                pending = self._client.exists_async(self._chroot or ROOT)
+            except Exception as error:
+                logger.debug("lease round trip not sent (tried again): %r", error)
+                continue
+            in_flight.set()
+
+            def answered(result: Any, gap: int = gap) -> None:
+                if result.successful():
+                    lease.confirm(gap)
+                in_flight.clear()
+
+            pending.rawlink(answered)
 
     def _on_state(self, state: str) -> None:
         """kazoo's connection listener (runs on its connection thread: must not block)."""

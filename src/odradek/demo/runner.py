@@ -5,10 +5,13 @@ In order (each step undone in reverse on the way out, whatever happens):
 1. the data directory: ``broker/`` (the embedded broker's logs), ``checkpoint/`` (the streaming
    query's), ``parquet/`` (the windows), ``spark.log`` (the Spark JVM's output) and
    ``summary.json``; the first three are emptied first, so every run starts from nothing;
-2. an embedded broker on 127.0.0.1 (a free port) and the two topics;
+2. an embedded broker on 127.0.0.1 (a free port) and the two topics; with ``console_port``,
+   the web console (``odradek.console``, the ``console`` extra) on 127.0.0.1 beside it, its
+   address printed first and in every progress line and the summary;
 3. a local Spark session and the streaming query (``pipeline``);
 4. the generator (``generator``) for ``duration_s`` seconds, with a progress line every
-   ``progress_interval_s`` from the query's progress and the group's lag;
+   ``progress_interval_s`` from the query's progress and the group's lag (in records and in
+   seconds: the age of the next unconsumed record);
 5. the drain: the end-of-stream marker moves the watermark past every event, and the demo waits
    until the query has run the micro-batch that closes the last windows — for as long as Spark
    keeps finishing micro-batches, giving up only after ``drain_timeout_s`` without one (a slow,
@@ -45,7 +48,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from odradek._clock import SYSTEM_CLOCK
 from odradek.broker.embedded import Broker
-from odradek.client import AdminClient, NewTopic
+from odradek.client import AdminClient, NewTopic, SimpleConsumer
 from odradek.client.producer import Producer
 from odradek.demo.generator import (
     EventGenerator,
@@ -102,6 +105,8 @@ class DemoSettings:
     trigger_seconds: float = 2.0
     progress_interval_s: float = 5.0
     drain_timeout_s: float = 60.0
+    #: Serve the web console on this port while the demo runs (0: a free one; None: no console).
+    console_port: int | None = None
 
     def check(self) -> None:
         """Raises DemoError for settings that cannot work together."""
@@ -165,6 +170,8 @@ class _Run:
         self.data_dir = settings.data_dir
         self.notes: list[str] = []
         self.started = time.monotonic()
+        self.console_url: str | None = None
+        self.lag_reader: SimpleConsumer | None = None
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -181,9 +188,14 @@ class _Run:
             outer.callback(broker.stop)
             bootstrap = broker.bootstrap_servers
             self.say(f"odradek demo: broker on {bootstrap} (data under {self.data_dir})")
+            if s.console_port is not None:
+                self._start_console(outer, bootstrap, s.console_port)
             # Spark and the clients are stopped before the outputs are read back.
             with contextlib.ExitStack() as inner:
                 admin = inner.enter_context(AdminClient({"bootstrap.servers": bootstrap}))
+                self.lag_reader = inner.enter_context(
+                    SimpleConsumer(bootstrap, client_id="odradek-demo-lag")
+                )
                 admin.create_topics(
                     [
                         NewTopic(s.input_topic, s.partitions, 1),
@@ -274,9 +286,8 @@ class _Run:
             _check_query(query)
             if time.monotonic() >= next_line:
                 next_line += s.progress_interval_s
-                self.say(
-                    format_progress(self._progress(query, generator.statistics(), sink, admin))
-                )
+                progress = self._progress(query, generator.statistics(), sink, admin)
+                self.say(format_progress(progress, self.console_url))
 
     def _drain(
         self,
@@ -314,7 +325,8 @@ class _Run:
                 return False
             if time.monotonic() >= next_line:
                 next_line += s.progress_interval_s
-                self.say(format_progress(self._progress(query, events, sink, admin)))
+                progress = self._progress(query, events, sink, admin)
+                self.say(format_progress(progress, self.console_url))
         self.say("stopping early: the drain was interrupted")
         return False
 
@@ -347,10 +359,19 @@ class _Run:
         last = query.lastProgress
         batches, rows_read = _progress_totals(query)
         lag: int | None
+        lag_ms: int | None
         try:
-            lag = group_lag(admin, self.settings.group_id, *self._input()).lag
+            assert self.lag_reader is not None
+            found = group_lag(
+                admin,
+                self.lag_reader,
+                self.settings.group_id,
+                *self._input(),
+                SYSTEM_CLOCK.now_ms(),
+            )
+            lag, lag_ms = found.lag, found.lag_ms
         except Exception:  # a progress line does without it
-            lag = None
+            lag = lag_ms = None
         watermark = None if last is None else last.eventTime.get("watermark")
         return Progress(
             elapsed_s=time.monotonic() - self.started,
@@ -362,8 +383,30 @@ class _Run:
             windows_written=sink.statistics().windows,
             batch_running=_trigger_active(query),
             lag=lag,
+            lag_ms=lag_ms,
             watermark=watermark if watermark and not watermark.startswith("1970") else None,
         )
+
+    def _start_console(self, stack: contextlib.ExitStack, bootstrap: str, port: int) -> None:
+        """The web console beside the embedded broker, stopped with the demo."""
+        try:
+            # Imported here: the web stack is the optional ``console`` extra.
+            from odradek.console.server import ConsoleServer  # noqa: PLC0415
+            from odradek.console.service import ConsoleService  # noqa: PLC0415
+        except ImportError as error:
+            raise DemoError(
+                f"--console-port needs the console extra (pip install 'odradek[console]'): {error}"
+            ) from None
+        service = ConsoleService(bootstrap)
+        stack.callback(service.close)
+        try:
+            server = ConsoleServer(service, "127.0.0.1", port)
+        except OSError as error:
+            raise DemoError(f"the console cannot listen on 127.0.0.1:{port}: {error}") from None
+        server.start()
+        stack.callback(server.stop)
+        self.console_url = server.url
+        self.say(f"odradek demo: console on {server.url}")
 
     def _input(self) -> tuple[str, int]:
         return self.settings.input_topic, self.settings.partitions
@@ -371,8 +414,11 @@ class _Run:
     def _summary(self, bootstrap: str, figures: PipelineFigures) -> Summary:
         s = self.settings
         try:
-            with AdminClient({"bootstrap.servers": bootstrap}) as admin:
-                lag = group_lag(admin, s.group_id, *self._input())
+            with (
+                AdminClient({"bootstrap.servers": bootstrap}) as admin,
+                SimpleConsumer(bootstrap, client_id="odradek-demo-lag") as reader,
+            ):
+                lag = group_lag(admin, reader, s.group_id, *self._input(), SYSTEM_CLOCK.now_ms())
             output = topic_totals(bootstrap, s.output_topic, s.partitions)
             parquet = parquet_totals(self.data_dir / "parquet")
         except (OdradekError, TimeoutError, OSError) as error:
@@ -387,6 +433,7 @@ class _Run:
             output=output,
             lag=lag,
             notes=tuple(self.notes),
+            console_url=self.console_url,
         )
 
 

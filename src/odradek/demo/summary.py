@@ -3,7 +3,8 @@
 The figures do not come from the pipeline's own counters alone: the windows are read back from
 the Parquet files (``parquet_totals``, with pyarrow, not Spark) and from the output topic
 (``topic_totals``, with our consumer), and the pipeline's lag comes from the consumer group's
-committed offsets against the log end offsets (``group_lag``, with our admin client). The
+committed offsets against the log end offsets (``group_lag``, with our admin client), and in
+seconds from the age of each partition's next unconsumed record (``console.lag``). The
 end-to-end check compares them: every event produced was read by Spark and counted in exactly
 one written window (``Summary.problems`` lists what does not add up).
 
@@ -22,10 +23,13 @@ from typing import Any, Final
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from odradek.client import AdminClient, OffsetSpec, TopicPartition
+from odradek.client import AdminClient, OffsetSpec, SimpleConsumer, TopicPartition
 from odradek.client.consumer import Consumer
+from odradek.console.lag import read_group_lag
+from odradek.console.render import format_duration_ms
 from odradek.demo.generator import GeneratorStatistics
 from odradek.demo.pipeline import SinkStatistics
+from odradek.errors import OdradekError
 
 __all__ = [
     "GroupLag",
@@ -52,11 +56,13 @@ READ_BACK_TIMEOUT_S: Final = 30.0
 
 @dataclass(frozen=True, slots=True)
 class PartitionLag:
-    """One partition of the pipeline's consumer group (``committed`` -1: nothing committed)."""
+    """One partition of the pipeline's consumer group (``committed`` -1: nothing committed;
+    ``lag_ms``: the age of its next unconsumed record, 0 when caught up, None when unknown)."""
 
     partition: int
     committed: int
     log_end_offset: int
+    lag_ms: int | None = None
 
     @property
     def lag(self) -> int:
@@ -82,6 +88,12 @@ class GroupLag:
     @property
     def lag(self) -> int:
         return sum(p.lag for p in self.partitions)
+
+    @property
+    def lag_ms(self) -> int | None:
+        """How far behind in time the group is: its slowest partition's lag (None: unknown)."""
+        known = [p.lag_ms for p in self.partitions if p.lag_ms is not None]
+        return max(known) if known else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +130,8 @@ class Progress:
     lag: int | None
     watermark: str | None
     batch_running: bool = False
+    #: The group's lag in time (``GroupLag.lag_ms``); None: not known yet.
+    lag_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +165,8 @@ class Summary(PipelineFigures):
     output: TopicTotals
     lag: GroupLag
     notes: tuple[str, ...] = field(default=())
+    #: The web console's address while the demo ran (``--console-port``), else None.
+    console_url: str | None = None
 
     @property
     def page_views_read(self) -> int:
@@ -208,21 +224,33 @@ class Summary(PipelineFigures):
 # ------------------------------------------------------------------------------ collecting
 
 
-def group_lag(admin: AdminClient, group_id: str, topic: str, partitions: int) -> GroupLag:
-    """The group's committed offsets on ``topic`` against its log end offsets.
+def group_lag(
+    admin: AdminClient,
+    reader: SimpleConsumer,
+    group_id: str,
+    topic: str,
+    partitions: int,
+    now_ms: int,
+) -> GroupLag:
+    """The group's committed offsets on ``topic`` against its log end offsets, and the age of
+    each partition's next unconsumed record at ``now_ms`` (read with ``reader``).
 
     Raises:
-        KafkaError: the broker could not answer.
+        KafkaError: the broker could not answer; OdradekError: a partition had no log end
+            offset.
     """
     wanted = [TopicPartition(topic, p) for p in range(partitions)]
-    committed = admin.list_group_offsets(group_id, wanted).values_by_item
-    ends = admin.list_offsets(dict.fromkeys(wanted, OffsetSpec.latest())).all()
+    found = {
+        p.partition: p for p in read_group_lag(admin, reader, group_id, now_ms, wanted).partitions
+    }
+    missing = [p for p in range(partitions) if p not in found]
+    if missing:
+        raise OdradekError(f"{topic}: no log end offset for partitions {missing}")
     rows = []
-    for tp in wanted:
-        offset = committed.get(tp)
-        rows.append(
-            PartitionLag(tp.partition, -1 if offset is None else offset.offset, ends[tp].offset)
-        )
+    for number in range(partitions):
+        p = found[number]
+        committed = -1 if p.committed is None else p.committed
+        rows.append(PartitionLag(number, committed, p.log_end_offset, p.lag_ms))
     return GroupLag(group_id, topic, tuple(rows))
 
 
@@ -285,10 +313,13 @@ def _offsets(
 # ------------------------------------------------------------------------------ text
 
 
-def format_progress(p: Progress) -> str:
+def format_progress(p: Progress, console_url: str | None = None) -> str:
     """One progress line: events produced; Spark's micro-batches, rows read and its last
-    batch's input and processing rates; windows written; the group's lag; the watermark."""
+    batch's input and processing rates; windows written; the group's lag in records and in
+    time; the watermark; the console's address when one runs."""
     lag = "-" if p.lag is None else f"{p.lag:,}"
+    if p.lag is not None and p.lag_ms is not None:
+        lag += f" ({format_duration_ms(p.lag_ms)})"
     watermark = f" | watermark {p.watermark[11:19]}" if p.watermark else ""
     spark = (
         ("first micro-batch running" if p.batch_running else "starting the query")
@@ -296,9 +327,10 @@ def format_progress(p: Progress) -> str:
         else f"{_plural(p.batches, 'batch')}, {p.rows_read:,} rows read "
         f"(in {p.input_rows_per_s:,.0f}/s, processed {p.processed_rows_per_s:,.0f}/s)"
     )
+    console = f" | console {console_url}" if console_url else ""
     return (
         f"[{p.elapsed_s:4.0f}s] events {p.produced:,} | Spark: {spark} | "
-        f"windows out {p.windows_written:,} | lag {lag}{watermark}"
+        f"windows out {p.windows_written:,} | lag {lag}{watermark}{console}"
     )
 
 
@@ -347,12 +379,30 @@ def format_summary(s: Summary) -> str:
         table = [[page, f"{views:,}"] for page, views in s.parquet.top_pages]
         lines.extend(_table("top pages", table, right=(False, True)))
     lines.append(_line("consumer group", f"{s.lag.group_id} on {s.lag.topic}"))
-    rows = [["partition", "committed", "log end offset", "lag"]]
+    rows = [["partition", "committed", "log end offset", "lag", "lag (time)"]]
     for p in s.lag.partitions:
         committed = "-" if p.committed < 0 else f"{p.committed:,}"
-        rows.append([str(p.partition), committed, f"{p.log_end_offset:,}", f"{p.lag:,}"])
-    rows.append(["total", f"{s.lag.committed:,}", f"{s.lag.log_end_offset:,}", f"{s.lag.lag:,}"])
-    lines.extend(_table("", rows, right=(True, True, True, True)))
+        rows.append(
+            [
+                str(p.partition),
+                committed,
+                f"{p.log_end_offset:,}",
+                f"{p.lag:,}",
+                format_duration_ms(p.lag_ms),
+            ]
+        )
+    rows.append(
+        [
+            "total",
+            f"{s.lag.committed:,}",
+            f"{s.lag.log_end_offset:,}",
+            f"{s.lag.lag:,}",
+            format_duration_ms(s.lag.lag_ms),
+        ]
+    )
+    lines.extend(_table("", rows, right=(True, True, True, True, True)))
+    if s.console_url:
+        lines.append(_line("console", f"{s.console_url} (stopped with the demo)"))
     problems = s.problems()
     if problems:
         lines.extend(_line("CHECK FAILED", problem) for problem in problems)

@@ -182,7 +182,7 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.CREATE_TOPICS: VersionRange(2, 3),
         ApiKey.DELETE_TOPICS: VersionRange(1, 1),
         ApiKey.DELETE_RECORDS: VersionRange(0, 2),
-        ApiKey.INIT_PRODUCER_ID: VersionRange(0, 0),
+        ApiKey.INIT_PRODUCER_ID: VersionRange(0, 5),
         ApiKey.DESCRIBE_CONFIGS: VersionRange(1, 4),
         ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
         ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
@@ -214,6 +214,24 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),
+        # Transactions (KIP-98, KIP-664; broker/txn): every version kio models.
+        ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 5),
+        ApiKey.ADD_OFFSETS_TO_TXN: VersionRange(0, 4),
+        ApiKey.END_TXN: VersionRange(0, 5),
+        ApiKey.WRITE_TXN_MARKERS: VersionRange(1, 1),
+        ApiKey.TXN_OFFSET_COMMIT: VersionRange(0, 5),
+        ApiKey.DESCRIBE_PRODUCERS: VersionRange(0, 0),
+        ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),
+        ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),
+        # The ACL APIs at Kafka 4's versions (v0 removed by KIP-896).
+        ApiKey.DESCRIBE_ACLS: VersionRange(1, 3),
+        ApiKey.CREATE_ACLS: VersionRange(1, 3),
+        ApiKey.DELETE_ACLS: VersionRange(1, 3),
+        ApiKey.DESCRIBE_CLIENT_QUOTAS: VersionRange(0, 1),
+        ApiKey.ALTER_CLIENT_QUOTAS: VersionRange(0, 1),
+        # KIP-848 consumer groups (broker/group/consumer_membership.py), as Kafka 4.x serves.
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),
+        ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
     }
 )
 

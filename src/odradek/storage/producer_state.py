@@ -169,13 +169,14 @@ class ProducerState:
         epoch = header.producer_epoch
         sequence = header.base_sequence
         entry = self._producers.get(producer_id)
-        if entry is not None and epoch == entry.producer_epoch:
+        if entry is not None and epoch == entry.producer_epoch and entry.batches:
             # The common case first: the next batch in order (it cannot also repeat one of
             # the five cached batches, whose sequences all come before it).
             last = entry.batches[-1].last_sequence
             if sequence == (0 if last == MAX_SEQUENCE else last + 1):
                 return None
-        if entry is None:
+        if entry is None or (epoch == entry.producer_epoch and not entry.batches):
+            # Unknown, or known only from a marker (no batch of this epoch yet).
             if sequence != 0:
                 raise KafkaError(
                     f"producer {producer_id} is unknown here and its batch starts at sequence "
@@ -214,14 +215,18 @@ class ProducerState:
         """Records an appended batch: its header, and the base offset and max timestamp it
         was stored with (a leader's are assigned by the append; a follower's are in the
         header), appended at ``now_ms`` (the broker's clock: the entry expires by it).
-        Batches without a producer id, and control batches, leave no entry. No check: a
+        Batches without a producer id leave no entry; a control batch (a transaction
+        marker) only raises its producer's epoch to the marker's (``_mark``). No check: a
         follower takes its leader's batches as they are, and a leader calls ``check``
         first."""
         last_offset = base_offset + header.last_offset_delta
         if last_offset >= self.end_offset:
             self.end_offset = last_offset + 1
         producer_id = header.producer_id
-        if producer_id < 0 or header.attributes & _CONTROL_BIT:
+        if producer_id < 0:
+            return
+        if header.attributes & _CONTROL_BIT:
+            self._mark(producer_id, header.producer_epoch, now_ms)
             return
         base_sequence = header.base_sequence
         # tuple.__new__ skips the NamedTuples' Python-level __new__ (as ``Log.append`` does).
@@ -257,6 +262,14 @@ class ProducerState:
                 now_ms,
             ),
         )
+
+    def _mark(self, producer_id: int, epoch: int, now_ms: int) -> None:
+        """A transaction marker of ``producer_id`` at ``epoch``: a newer epoch than the
+        producer's (the coordinator fenced it, KIP-98) becomes its epoch, with no batches,
+        so its older epoch is refused from now on."""
+        entry = self._producers.get(producer_id)
+        if entry is None or epoch > entry.producer_epoch:
+            self._producers[producer_id] = ProducerEntry(producer_id, epoch, (), now_ms)
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
         """Forgets the producers whose last batch is ``expiration_ms`` or more old

@@ -116,6 +116,9 @@ class LogSegment:
         self.offset_of_max_timestamp = base_offset
         self.first_batch_timestamp = NO_TIMESTAMP
         self._index_trusted = True
+        #: Whether an index is full (a roll is due): ``should_roll``'s check, cached for the
+        #: fast path and refreshed (``_note_index_room``) wherever entries or sizes change.
+        self._indexes_full = offset_index.is_full or time_index.is_full
         self.deleted = False
         #: None until this process knows every batch from an interval point on: a new
         #: segment (``create``), a recovered one, or the next interval point.
@@ -273,11 +276,7 @@ class LogSegment:
         return start
 
     def append_batch(
-        self,
-        data: ReadableBuffer,
-        base_offset: int,
-        leader_epoch: int | None,
-        config: LogConfig,
+        self, data: ReadableBuffer, base_offset: int, leader_epoch: int | None, config: LogConfig
     ) -> BatchFields | None:
         """The leader's fast path: validates one whole batch, gives it ``base_offset`` (and
         ``leader_epoch``), appends it and indexes it, when no roll is due and nothing is
@@ -289,21 +288,22 @@ class LogSegment:
         reasons; an empty segment or one whose first batch has no timestamp always declines).
         The caller holds the log's lock and passes the log end offset.
         """
-        # first_batch_timestamp is >= 0 only while the segment holds a batch: an empty
-        # segment (no roll, but the first batch's timestamp to record) declines.
+        # >= 0 only while the segment holds a batch: an empty segment declines.
         first_timestamp = self.first_batch_timestamp
-        if (
-            first_timestamp < 0
-            or base_offset < self.base_offset
-            or self.offset_index.is_full
-            or self.time_index.is_full
-        ):
+        if first_timestamp < 0 or base_offset < self.base_offset or self._indexes_full:
             return None
-        if self._bytes_since_last_index_entry > self._index_interval_bytes:
+        due = self._bytes_since_last_index_entry > self._index_interval_bytes
+        if due:
+            offset_index = self.offset_index
+            time_index = self.time_index
+            if offset_index.is_full or time_index.is_full:
+                return None  # the cached flag is a shortcut: never index past a full index
             # Index pages first (see IndexFile.reserve_entries).
-            self.offset_index.reserve_entries()
-            self.time_index.reserve_entries()
-        fields = self.log.append_batch(
+            offset_index.reserve_entries()
+            time_index.reserve_entries()
+        records = self.log
+        position = records.size
+        fields = records.append_batch(
             data,
             base_offset,
             leader_epoch,
@@ -319,18 +319,17 @@ class LogSegment:
             self.max_timestamp_so_far = max_timestamp
             self.offset_of_max_timestamp = base_offset
         size = len(data)
-        position = self.log.size - size
-        next_offset = base_offset + fields[0] + 1
-        if self._bytes_since_last_index_entry > self._index_interval_bytes:
+        last_offset = base_offset + fields[0]
+        if due:
             # As ``_index_batch``; neither index was full (checked above).
-            self.offset_index.append_trusted(base_offset, position)
-            time_index = self.time_index
+            offset_index.append_trusted(base_offset, position)
             if self.max_timestamp_so_far > time_index.last_timestamp:
                 time_index.append_trusted(self.max_timestamp_so_far, self.offset_of_max_timestamp)
+            self._indexes_full = offset_index.is_full or time_index.is_full
             self._bytes_since_last_index_entry = size
             if self._tail is None:
-                self._tail = new_tail(base_offset, position, next_offset - 1, size)
-                self.next_offset = next_offset
+                self._tail = new_tail(base_offset, position, last_offset, size)
+                self.next_offset = last_offset + 1
                 return fields
         else:
             self._bytes_since_last_index_entry += size
@@ -343,8 +342,8 @@ class LogSegment:
                 positions = tail[1]
             positions.append(position)
             tail[3].append(size)
-            tail[2].append(next_offset - 1)
-        self.next_offset = next_offset
+            tail[2].append(last_offset)
+        self.next_offset = last_offset + 1
         return fields
 
     def _index_batch(self, header: BatchHeader, position: int) -> None:
@@ -360,6 +359,7 @@ class LogSegment:
             time_index = self.time_index
             if self.max_timestamp_so_far > time_index.last_timestamp and not time_index.is_full:
                 time_index.append_trusted(self.max_timestamp_so_far, self.offset_of_max_timestamp)
+            self._note_index_room()
             self._bytes_since_last_index_entry = 0
             if self._tail is None:
                 self._tail = new_tail(header.base_offset, position, header.last_offset, header.size)
@@ -369,6 +369,10 @@ class LogSegment:
             self._remember_in_tail(position, header.last_offset, header.size)
         self._bytes_since_last_index_entry += header.size
         self.next_offset = header.base_offset + header.last_offset_delta + 1
+
+    def _note_index_room(self) -> None:
+        """Refreshes ``_indexes_full`` (after entries were added or an index resized)."""
+        self._indexes_full = self.offset_index.is_full or self.time_index.is_full
 
     def _remember_in_tail(self, position: int, last_offset: int, size: int) -> None:
         tail = self._tail
@@ -597,6 +601,7 @@ class LogSegment:
         # its first header must not be read (it may be zeros or garbage).
         cut = self._truncate_invalid_tail(valid_end)
         self._load_first_batch_timestamp()
+        self._note_index_room()
         return cut
 
     def _scan_max_timestamp(self, position: int, end: int) -> None:
@@ -638,6 +643,7 @@ class LogSegment:
                 self.first_batch_timestamp = header.max_timestamp
             self._index_batch(header, position)
             valid_end = position + header.size
+        self._note_index_room()
         return self._truncate_invalid_tail(valid_end)
 
     def _truncate_invalid_tail(self, valid_end: int) -> int:
@@ -682,6 +688,7 @@ class LogSegment:
         self.time_index.truncate_to(offset)
         removed = self.log.truncate_to(position)
         self._rescan_after_truncation()
+        self._note_index_room()
         return removed
 
     def _rescan_after_truncation(self) -> None:
@@ -724,11 +731,13 @@ class LogSegment:
                 )
         self.offset_index.trim()
         index.trim()
+        self._note_index_room()
 
     def prepare_for_appends(self, config: LogConfig) -> None:
         """Re-preallocates the indexes of a loaded segment that becomes the active one."""
         for index in (self.offset_index, self.time_index):
             index.resize(max(config.segment_index_bytes, index.size_bytes))
+        self._note_index_room()
 
     # ----------------------------------------------------------------- durability and files
 

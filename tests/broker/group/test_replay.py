@@ -131,7 +131,7 @@ def test_load_applies_tombstones_and_later_values() -> None:
         record(GroupMetadataKey("gone"), GroupMetadataValue("consumer", 2, None, None, 5, ())),
         record(GroupMetadataKey("gone"), None),
         record(OffsetCommitKey("o", "t", 0), OffsetCommitValue(4)),
-        (b"\x00\x05other-kind", b"ignored"),  # a newer record kind
+        (b"\x00\x63other-kind", b"ignored"),  # a record kind not read (version 99)
         (None, b"no key"),  # type: ignore[list-item]
     ]
     coordinator = GroupCoordinator(CONFIG)

@@ -57,7 +57,9 @@ def test_static_follower_restart_keeps_the_generation_and_assignment(h: Harness)
     assert h.sync(restarted.member_id, generation, instance="pod-1").assignment == b"pod-1"
     # the old incarnation is fenced
     assert h.heartbeat(follower, generation, instance="pod-1") == ErrorCode.FENCED_INSTANCE_ID
-    assert h.heartbeat(follower, generation) == ErrorCode.UNKNOWN_MEMBER_ID
+    # also without its instance id (Heartbeat v0-v2): UNKNOWN_MEMBER_ID would make it rejoin
+    # without a member id and take the instance id back
+    assert h.heartbeat(follower, generation) == ErrorCode.FENCED_INSTANCE_ID
     assert h.heartbeat(leader, generation) == ErrorCode.NONE
 
 
@@ -171,3 +173,28 @@ def test_static_member_session_expiry(h: Harness) -> None:
         h.heartbeat(leader, h.generation)
     assert h.state() == "PreparingRebalance"
     assert h.heartbeat(follower, h.generation, instance="pod-1") == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_a_second_process_with_a_live_instance_id_fences_the_first_for_good(h: Harness) -> None:
+    """Two live processes configured with one group.instance.id (KIP-345): the newer one
+    takes over and the older one is fenced on every request it makes, with or without the
+    instance id, so it stops instead of rejoining and taking the instance id back."""
+    leader, first = _static_group(h, "pod-0", "pod-1")
+    generation = h.generation
+    second = h.join(instance="pod-1", client_id="client-pod-1")
+    assert second.error_code is ErrorCode.NONE
+    current = h.coordinator._groups["g"].static_member_id("pod-1")
+    assert current == second.member_id
+    for _ in range(3):  # the old process keeps trying, as a client with old versions would
+        assert h.heartbeat(first, generation) == ErrorCode.FENCED_INSTANCE_ID
+        assert h.sync(first, generation).error_code is ErrorCode.FENCED_INSTANCE_ID
+        rejoin = h.join(first, instance="pod-1")
+        assert not isinstance(rejoin, Pending)
+        assert rejoin.error_code is ErrorCode.FENCED_INSTANCE_ID
+        left = h.leave(first)
+        assert [m.error_code for m in left.members] == [ErrorCode.FENCED_INSTANCE_ID]
+        h.now += 1_000
+    # the instance id stayed with the newer process, which still heartbeats fine
+    assert h.coordinator._groups["g"].static_member_id("pod-1") == current
+    assert h.heartbeat(current, generation, instance="pod-1") == ErrorCode.NONE
+    assert h.heartbeat(leader, generation) == ErrorCode.NONE

@@ -137,10 +137,17 @@ def test_find_coordinator_creates_the_offsets_topic(broker: Broker, raw: RawClie
     assert configs["segment.bytes"] == str(100 * 1024 * 1024)
 
 
-def test_find_coordinator_for_transactions_is_not_available(raw: RawClient) -> None:
+def test_find_coordinator_for_transactions_creates_the_transaction_state(
+    broker: Broker, raw: RawClient
+) -> None:
     answer = find(raw, "txn-1", 1, key_type=1)
-    assert int(answer.error_code) == ErrorCode.COORDINATOR_NOT_AVAILABLE
-    assert answer.node_id == -1
+    assert int(answer.error_code) == ErrorCode.NONE
+    assert (answer.node_id, answer.port) == (0, broker.port)
+    topics = broker.app.topics
+    assert topics is not None
+    assert topics.is_internal("__transaction_state")
+    configs = {e.name: e.value for e in topics.topic_config_entries("__transaction_state")}
+    assert configs["cleanup.policy"] == "compact"
 
 
 def test_group_apis_are_advertised(raw: RawClient) -> None:

@@ -1,8 +1,10 @@
 """InitProducerId against a live broker: fresh ids with epoch 0 for idempotent producers (what
-kafka-python's default producer asks for), and a refusal for transactional ids."""
+kafka-python's default producer asks for), and transactional ids through the transaction
+coordinator."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,11 +33,24 @@ def test_each_request_gets_a_fresh_id_with_epoch_zero(raw: RawClient) -> None:
     assert ids == sorted(ids)
 
 
-def test_transactional_id_is_refused(raw: RawClient) -> None:
+def test_a_transactional_id_goes_to_the_transaction_coordinator(raw: RawClient) -> None:
+    # Before anyone looked the coordinator up, __transaction_state does not exist yet.
     answer = raw.send(init_request("tx-1"))
-
-    assert int(answer.error_code) == ErrorCode.INVALID_REQUEST
+    assert int(answer.error_code) == ErrorCode.COORDINATOR_NOT_AVAILABLE
     assert (answer.producer_id, answer.producer_epoch) == (-1, -1)
+    find = schema("find_coordinator", 1).FindCoordinatorRequest(key="tx-1", key_type=1)
+    assert int(raw.send(find).error_code) == ErrorCode.NONE
+    deadline = time.monotonic() + 30
+    while int((answer := raw.send(init_request("tx-1"))).error_code):
+        assert answer.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    again = raw.send(init_request("tx-1"))
+    # One producer id per transactional id; each call bumps its epoch (fencing the last).
+    assert (again.producer_id, again.producer_epoch) == (
+        answer.producer_id,
+        answer.producer_epoch + 1,
+    )
 
 
 def test_idempotent_kafka_python_producer_writes(

@@ -30,7 +30,11 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from odradek._types import TopicPartition
-from odradek.broker.group import offsets, rebalance
+from odradek.broker.group import consumer_loading, offsets, rebalance
+from odradek.broker.group.config import GroupConfig
+from odradek.broker.group.consumer_group import ConsumerGroup
+from odradek.broker.group.consumer_membership import ConsumerGroupMembership
+from odradek.broker.group.consumer_records import decode_consumer_key
 from odradek.broker.group.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
 from odradek.broker.group.membership import GroupMembership
 from odradek.broker.group.rebalance import Effects
@@ -38,6 +42,7 @@ from odradek.broker.group.records import (
     CoordinatorRecord,
     GroupMetadataKey,
     GroupMetadataValue,
+    OffsetCommitKey,
     OffsetCommitValue,
     decode_record,
 )
@@ -73,7 +78,7 @@ class GroupSnapshot:
     offsets: Mapping[TopicPartition, OffsetCommitValue]
 
 
-class GroupCoordinator(GroupMembership):
+class GroupCoordinator(GroupMembership, ConsumerGroupMembership):
     """The classic groups of one ``__consumer_offsets`` partition (see the module docstring).
 
     Args:
@@ -97,15 +102,20 @@ class GroupCoordinator(GroupMembership):
         metadata: dict[str, GroupMetadataValue | None] = {}
         committed: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
         skipped = 0
+        consumer = consumer_loading.ConsumerGroupLoader()
         for key, value in records:
             record = None if key is None else decode_record(key, value)
             if record is None:
-                skipped += 1
+                consumer_key = None if key is None else decode_consumer_key(key)
+                if consumer_key is None:
+                    skipped += 1
+                else:
+                    consumer.add(consumer_key, value)
                 continue
             if isinstance(record.key, GroupMetadataKey):
                 assert record.value is None or isinstance(record.value, GroupMetadataValue)
                 metadata[record.key.group_id] = record.value
-            else:
+            elif isinstance(record.key, OffsetCommitKey):
                 assert record.value is None or isinstance(record.value, OffsetCommitValue)
                 partition = TopicPartition(record.key.topic, record.key.partition)
                 group_offsets = committed.setdefault(record.key.group_id, {})
@@ -115,11 +125,16 @@ class GroupCoordinator(GroupMembership):
                     group_offsets[partition] = record.value
         self._groups.clear()
         self._timers.clear()
+        self._consumer_groups = consumer.build(now_ms)
         for group_id, stored in metadata.items():
-            if stored is not None:
+            if stored is not None and group_id not in self._consumer_groups:
                 self._groups[group_id] = ClassicGroup.from_metadata(group_id, stored, now_ms)
         for group_id, group_offsets in committed.items():
             if not group_offsets:
+                continue
+            consumer_group = self._consumer_groups.get(group_id)
+            if consumer_group is not None:
+                consumer_group.offsets.update(group_offsets)
                 continue
             group = self._groups.get(group_id)
             if group is None:
@@ -128,8 +143,20 @@ class GroupCoordinator(GroupMembership):
         for group in self._groups.values():
             for member in group.members.values():
                 self._schedule_session(group, member)
+        for consumer_group in self._consumer_groups.values():
+            for member_id in consumer_group.members:
+                deadline = now_ms + self._config.group_consumer_session_timeout_ms
+                consumer_group.session_deadlines[member_id] = deadline
+                self._timers.schedule(
+                    Timer("consumer-session", consumer_group.group_id, member_id), deadline
+                )
         self._schedule_expiry(now_ms)
-        logger.info("loaded %d groups (%d records skipped)", len(self._groups), skipped)
+        logger.info(
+            "loaded %d classic and %d consumer groups (%d records skipped)",
+            len(self._groups),
+            len(self._consumer_groups),
+            skipped,
+        )
 
     # --- offsets --------------------------------------------------------------------------
 
@@ -156,6 +183,21 @@ class GroupCoordinator(GroupMembership):
         def fail(code: ErrorCode) -> Outcome[OffsetCommitResult]:
             return Outcome((), OffsetCommitResult(dict.fromkeys(requested, code)))
 
+        consumer_group = self._consumer_groups.get(group_id)
+        if consumer_group is not None:
+            error = _check_consumer_member(consumer_group, member_id, generation_id)
+            if error is not ErrorCode.NONE:
+                return fail(error)
+            records: list[CoordinatorRecord] = []
+            errors = offsets.commit(
+                consumer_group,
+                partitions,
+                now_ms,
+                retention_time_ms=retention_time_ms,
+                metadata_max_bytes=self._config.offset_metadata_max_bytes,
+                records=records,
+            )
+            return Outcome(tuple(records), OffsetCommitResult(errors))
         group = self._groups.get(group_id)
         if group is None:
             # A group the coordinator does not know: only a consumer outside any group may
@@ -179,7 +221,7 @@ class GroupCoordinator(GroupMembership):
             if error is not ErrorCode.NONE:
                 return fail(error)
             group.members[member_id].last_heartbeat_ms = now_ms
-        records: list[CoordinatorRecord] = []
+        records = []
         errors = offsets.commit(
             group,
             partitions,
@@ -192,11 +234,49 @@ class GroupCoordinator(GroupMembership):
             self._groups[group_id] = group
         return Outcome(tuple(records), OffsetCommitResult(errors))
 
+    def apply_offset_records(
+        self, records: Iterable[tuple[_Buffer | None, _Buffer | None]], now_ms: int
+    ) -> None:
+        """A committed transaction's offsets (TxnOffsetCommit) take effect: ``records`` are
+        the offset commit records already in the log (other records are ignored)."""
+        for key, value in records:
+            record = None if key is None else decode_record(key, value)
+            if record is None or not isinstance(record.key, OffsetCommitKey):
+                continue
+            assert record.value is None or isinstance(record.value, OffsetCommitValue)
+            group_id = record.key.group_id
+            group = self._groups.get(group_id)
+            if group is None:
+                group = self._groups[group_id] = ClassicGroup(group_id, now_ms)
+            partition = TopicPartition(record.key.topic, record.key.partition)
+            if record.value is None:
+                group.offsets.pop(partition, None)
+            else:
+                group.offsets[partition] = record.value
+
     def fetch_offsets(
-        self, group_id: str, partitions: Sequence[TopicPartition] | None = None
+        self,
+        group_id: str,
+        partitions: Sequence[TopicPartition] | None = None,
+        *,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> Outcome[OffsetFetchResult]:
         """OffsetFetch: the committed offsets (-1 where none); all of them when
-        ``partitions`` is None."""
+        ``partitions`` is None.
+
+        Args:
+            member_id, member_epoch: OffsetFetch v9+'s member of a consumer group; when given
+                (epoch >= 0) they must be the member's (UNKNOWN_MEMBER_ID,
+                STALE_MEMBER_EPOCH).
+        """
+        consumer_group = self._consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if member_id is not None and member_epoch >= 0:
+                error = _check_consumer_member(consumer_group, member_id, member_epoch)
+                if error is not ErrorCode.NONE:
+                    return Outcome((), OffsetFetchResult(error, {}))
+            return Outcome((), offsets.fetch(consumer_group, partitions))
         return Outcome((), offsets.fetch(self._groups.get(group_id), partitions))
 
     def delete_offsets(
@@ -208,6 +288,9 @@ class GroupCoordinator(GroupMembership):
         self._schedule_expiry(now_ms)
         if not group_id:
             return Outcome((), OffsetDeleteResult(ErrorCode.INVALID_GROUP_ID, {}))
+        consumer_group = self._consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return self._delete_consumer_offsets(now_ms, consumer_group, partitions)
         group = self._groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
             return Outcome((), OffsetDeleteResult(ErrorCode.GROUP_ID_NOT_FOUND, {}))
@@ -227,12 +310,41 @@ class GroupCoordinator(GroupMembership):
             self._delete_group(group, now_ms, effects, "its last offsets were deleted")
         return Outcome(tuple(effects.records), OffsetDeleteResult(ErrorCode.NONE, errors))
 
+    def _delete_consumer_offsets(
+        self, now_ms: int, group: ConsumerGroup, partitions: Sequence[TopicPartition]
+    ) -> Outcome[OffsetDeleteResult]:
+        errors: dict[TopicPartition, ErrorCode] = {}
+        eligible = []
+        for partition in partitions:
+            if group.members and group.is_subscribed_to(partition.topic):
+                errors[partition] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                errors[partition] = ErrorCode.NONE
+                eligible.append(partition)
+        effects = Effects()
+        offsets.remove(group, eligible, effects.records)
+        if not group.members and not group.offsets:
+            self._delete_consumer_group(group, effects, "its last offsets were deleted")
+        return Outcome(tuple(effects.records), OffsetDeleteResult(ErrorCode.NONE, errors))
+
+    def _delete_consumer_group(self, group: ConsumerGroup, effects: Effects, reason: str) -> None:
+        offsets.remove(group, sorted(group.offsets), effects.records)
+        for member_id in list(group.members):
+            effects.records.extend(group.member_tombstones(member_id))
+        effects.records.extend(group.group_tombstones())
+        del self._consumer_groups[group.group_id]
+        logger.info("consumer group %s: removed: %s", group.group_id, reason)
+
     # --- administration -------------------------------------------------------------------
 
     def describe_groups(self, group_ids: Sequence[str]) -> Outcome[DescribeGroupsResult]:
         """DescribeGroups: state, protocol and members of each group (Dead if unknown)."""
         described = []
         for group_id in group_ids:
+            consumer_group = self._consumer_groups.get(group_id)
+            if consumer_group is not None:
+                described.append(_describe_consumer_group(consumer_group, self._config))
+                continue
             group = self._groups.get(group_id)
             if group is None:
                 described.append(DescribedGroup(ErrorCode.NONE, group_id, "Dead", "", "", ()))
@@ -266,17 +378,24 @@ class GroupCoordinator(GroupMembership):
         self, states_filter: Collection[str] = (), types_filter: Collection[str] = ()
     ) -> Outcome[ListGroupsResult]:
         """ListGroups: every group, optionally only those in the named states (v4+) or of the
-        named group types (v5+; all groups here are "classic"); names match case-insensitively.
+        named group types (v5+: "classic" or "consumer", KIP-848); names match
+        case-insensitively.
         """
         states = {name.lower() for name in states_filter}
         types = {name.lower() for name in types_filter}
-        listed = tuple(
+        listed = [
             ListedGroup(group.group_id, group.protocol_type or "", group.state.value)
             for group in self._groups.values()
             if (not states or group.state.value.lower() in states)
             and (not types or "classic" in types)
+        ]
+        listed.extend(
+            ListedGroup(group.group_id, CONSUMER_PROTOCOL_TYPE, group.state.value, "consumer")
+            for group in self._consumer_groups.values()
+            if (not states or group.state.value.lower() in states)
+            and (not types or "consumer" in types)
         )
-        return Outcome((), ListGroupsResult(ErrorCode.NONE, listed))
+        return Outcome((), ListGroupsResult(ErrorCode.NONE, tuple(listed)))
 
     def delete_groups(self, now_ms: int, group_ids: Sequence[str]) -> Outcome[DeleteGroupsResult]:
         """DeleteGroups: an Empty group goes with its offsets (tombstones for all); a group
@@ -286,6 +405,14 @@ class GroupCoordinator(GroupMembership):
         errors: dict[str, ErrorCode] = {}
         for group_id in group_ids:
             if group_id in errors:
+                continue
+            consumer_group = self._consumer_groups.get(group_id)
+            if consumer_group is not None:
+                if consumer_group.members:
+                    errors[group_id] = ErrorCode.NON_EMPTY_GROUP
+                else:
+                    self._delete_consumer_group(consumer_group, effects, "deleted by request")
+                    errors[group_id] = ErrorCode.NONE
                 continue
             group = self._groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
@@ -325,6 +452,9 @@ class GroupCoordinator(GroupMembership):
                 self._timers.schedule(
                     EXPIRE, now_ms + self._config.offsets_retention_check_interval_ms
                 )
+                continue
+            if timer.kind in ("consumer-session", "consumer-revoke"):
+                self.on_consumer_timer(timer, now_ms, effects)
                 continue
             group = self._groups.get(timer.group_id)
             if group is None:
@@ -375,6 +505,13 @@ class GroupCoordinator(GroupMembership):
                 logger.info("group %s: %d offsets expired", group.group_id, len(expired))
             if group.is_in(GroupState.EMPTY) and not group.offsets:
                 self._delete_group(group, now_ms, effects, "empty, without offsets")
+        for consumer_group in list(self._consumer_groups.values()):
+            expired = _expired_consumer_offsets(consumer_group, now_ms, retention_ms)
+            if expired:
+                offsets.remove(consumer_group, expired, effects.records)
+                logger.info("group %s: %d offsets expired", consumer_group.group_id, len(expired))
+            if not consumer_group.members and not consumer_group.offsets:
+                self._delete_consumer_group(consumer_group, effects, "empty, without offsets")
 
     # --- inspection -----------------------------------------------------------------------
 
@@ -400,6 +537,8 @@ class GroupCoordinator(GroupMembership):
         stats = {
             "groups": len(self._groups),
             "members": sum(len(group.members) for group in self._groups.values()),
+            "consumer_groups": len(self._consumer_groups),
+            "consumer_members": sum(len(g.members) for g in self._consumer_groups.values()),
             "offsets": sum(len(group.offsets) for group in self._groups.values()),
             "timers": len(self._timers),
         }
@@ -408,3 +547,54 @@ class GroupCoordinator(GroupMembership):
                 1 for group in self._groups.values() if group.state is state
             )
         return stats
+
+
+def _check_consumer_member(group: ConsumerGroup, member_id: str, member_epoch: int) -> ErrorCode:
+    """Whether a commit or fetch may use a consumer group (KIP-848): from outside the group
+    (no member id, epoch -1) only while it has no members; from a member, at its epoch."""
+    if not member_id and member_epoch < 0:
+        return ErrorCode.NONE if not group.members else ErrorCode.UNKNOWN_MEMBER_ID
+    member = group.members.get(member_id)
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if member_epoch != member.member_epoch:
+        return ErrorCode.STALE_MEMBER_EPOCH
+    return ErrorCode.NONE
+
+
+def _expired_consumer_offsets(
+    group: ConsumerGroup, now_ms: int, retention_ms: int
+) -> list[TopicPartition]:
+    """A consumer group's expired offsets: all of them once it has been Empty for the
+    retention; while it has members, those of topics nobody subscribes to, the retention
+    after their commit (or at their explicit expire timestamp)."""
+    result = []
+    for partition, value in group.offsets.items():
+        if group.members and group.is_subscribed_to(partition.topic):
+            continue
+        if value.expire_timestamp_ms != -1:
+            if now_ms >= value.expire_timestamp_ms:
+                result.append(partition)
+            continue
+        empty_since = group.state_timestamp_ms if not group.members else None
+        base_ms = value.commit_timestamp_ms if empty_since is None else empty_since
+        if now_ms - base_ms >= retention_ms:
+            result.append(partition)
+    return result
+
+
+def _describe_consumer_group(group: ConsumerGroup, config: GroupConfig) -> DescribedGroup:
+    """DescribeGroups of a KIP-848 group: its type, state and assignor, and its members
+    (without classic metadata or assignment bytes: ConsumerGroupDescribe has those)."""
+    members = tuple(
+        DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host, b"", b"")
+        for m in group.members.values()
+    )
+    return DescribedGroup(
+        ErrorCode.NONE,
+        group.group_id,
+        group.state.value,
+        CONSUMER_PROTOCOL_TYPE,
+        group.preferred_assignor(config.group_consumer_assignors[0]),
+        members,
+    )

@@ -24,6 +24,9 @@ from odradek.broker.group.records import (
 )
 from odradek.broker.group.state import GroupState, check_transition
 
+#: How many replaced static member ids a group remembers to fence.
+FENCED_MEMBERS_KEPT = 256
+
 #: The protocol type of Kafka consumers: their subscriptions name topics (OffsetDelete and
 #: offset expiry look at them).
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -108,6 +111,7 @@ class ClassicGroup:
     """
 
     __slots__ = (
+        "fenced_members",
         "generation_id",
         "group_id",
         "in_initial_delay",
@@ -138,6 +142,10 @@ class ClassicGroup:
         self.members: dict[str, Member] = {}
         #: group.instance.id → member id (KIP-345).
         self.static_members: dict[str, str] = {}
+        #: Member ids a newer incarnation of their static member replaced (soft state, the
+        #: latest ``FENCED_MEMBERS_KEPT``): their requests are FENCED_INSTANCE_ID even when they
+        #: do not carry the instance id (Heartbeat below v3, SyncGroup below v3).
+        self.fenced_members: dict[str, str] = {}
         #: Members that got this generation's JoinGroup response but have not sent SyncGroup.
         self.pending_sync: set[str] = set()
         self.offsets: dict[TopicPartition, OffsetCommitValue] = {}
@@ -194,6 +202,10 @@ class ClassicGroup:
         """Puts ``new_member`` (same group.instance.id, new member id) in the place of the
         old one, taking over its leadership and pending sync; returns the old member."""
         old = self.members.pop(old_member_id)
+        if old.group_instance_id is not None:
+            self.fenced_members[old_member_id] = old.group_instance_id
+            while len(self.fenced_members) > FENCED_MEMBERS_KEPT:
+                del self.fenced_members[next(iter(self.fenced_members))]
         self.members[new_member.member_id] = new_member
         if new_member.group_instance_id is not None:
             self.static_members[new_member.group_instance_id] = new_member.member_id
@@ -208,10 +220,13 @@ class ClassicGroup:
         return self.static_members.get(group_instance_id)
 
     def is_static_member_fenced(self, member_id: str, group_instance_id: str | None) -> bool:
-        """Whether ``group_instance_id`` now belongs to another member id: the request comes
-        from a stale incarnation of a static member (KIP-345)."""
+        """Whether the request comes from a stale incarnation of a static member (KIP-345):
+        ``group_instance_id`` now belongs to another member id, or (without an instance id in
+        the request) ``member_id`` was replaced by a newer incarnation. Answering the latter
+        UNKNOWN_MEMBER_ID made the old process rejoin without a member id and take the
+        instance id back, and the two replaced each other every few seconds."""
         if group_instance_id is None:
-            return False
+            return member_id not in self.members and member_id in self.fenced_members
         current = self.static_members.get(group_instance_id)
         return current is not None and current != member_id
 

@@ -76,7 +76,20 @@ class GroupMembership(CoordinatorShard):
             <= config.group_max_session_timeout_ms
         ):
             return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
-        group = self._groups.get(group_id)
+        effects = Effects()
+        if group_id in self._consumer_groups:
+            # A KIP-848 group: an empty one becomes a classic group again (keeping its
+            # offsets); classic members do not join one with members.
+            consumer_group = self._consumer_groups[group_id]
+            if consumer_group.members or member_id or not protocol_type or not protocols:
+                return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            del self._consumer_groups[group_id]
+            effects.records.extend(consumer_group.group_tombstones())
+            downgraded = ClassicGroup(group_id, now_ms)
+            downgraded.offsets.update(consumer_group.offsets)
+        else:
+            downgraded = None
+        group = self._groups.get(group_id) or downgraded
         if group is None:
             if member_id:
                 return fail(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -89,7 +102,6 @@ class GroupMembership(CoordinatorShard):
         if reason:
             logger.info("group %s: member %r joins: %s", group_id, member_id, reason)
 
-        effects = Effects()
         ticket = next(self._tickets)
         if member_id:
             if group.is_static_member_fenced(member_id, group_instance_id):
@@ -369,6 +381,8 @@ class GroupMembership(CoordinatorShard):
                 return ErrorCode.FENCED_INSTANCE_ID
         else:
             member_id = leaving.member_id
+            if group.is_static_member_fenced(member_id, None):
+                return ErrorCode.FENCED_INSTANCE_ID
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID

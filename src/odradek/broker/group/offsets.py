@@ -18,6 +18,7 @@ Expiry (``offsets.retention.minutes``, KIP-211):
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from odradek._types import TopicPartition
 from odradek.broker.group.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
@@ -29,18 +30,27 @@ from odradek.errors import ErrorCode
 NO_OFFSET = FetchedOffset(committed_offset=-1)
 
 
+class OffsetHolder(Protocol):
+    """A group of either protocol: its id and committed offsets."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def offsets(self) -> dict[TopicPartition, OffsetCommitValue]: ...
+
+
 def java_string_length(text: str) -> int:
     """``String.length()`` in Java: UTF-16 code units (``offset.metadata.max.bytes`` counts
     them, as Kafka does)."""
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def _key(group: ClassicGroup, partition: TopicPartition) -> OffsetCommitKey:
+def _key(group: OffsetHolder, partition: TopicPartition) -> OffsetCommitKey:
     return OffsetCommitKey(group.group_id, partition.topic, partition.partition)
 
 
 def commit(
-    group: ClassicGroup,
+    group: OffsetHolder,
     partitions: Sequence[OffsetCommitPartition],
     now_ms: int,
     *,
@@ -76,7 +86,7 @@ def commit(
 
 
 def fetch(
-    group: ClassicGroup | None, partitions: Sequence[TopicPartition] | None
+    group: OffsetHolder | None, partitions: Sequence[TopicPartition] | None
 ) -> OffsetFetchResult:
     """The committed offsets asked for (-1 where none), or all of them (``partitions`` None)."""
     offsets = {} if group is None else group.offsets
@@ -95,7 +105,7 @@ def fetch(
 
 
 def remove(
-    group: ClassicGroup, partitions: Iterable[TopicPartition], records: list[CoordinatorRecord]
+    group: OffsetHolder, partitions: Iterable[TopicPartition], records: list[CoordinatorRecord]
 ) -> int:
     """Removes these offsets (those committed), with a tombstone each; returns how many."""
     removed = 0

@@ -43,6 +43,12 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from odradek.broker.group.consumer_records import (
+    ConsumerGroupKey,
+    ConsumerRecordValue,
+    encode_consumer_key,
+    encode_consumer_value,
+)
 from odradek.errors import CoordinatorRecordError
 
 #: The key version of an offset commit record (versions 0 and 1 share the layout).
@@ -122,15 +128,16 @@ class GroupMetadataValue:
     members: tuple[MemberMetadata, ...]
 
 
-RecordKey = OffsetCommitKey | GroupMetadataKey
-RecordValue = OffsetCommitValue | GroupMetadataValue
+RecordKey = OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey
+RecordValue = OffsetCommitValue | GroupMetadataValue | ConsumerRecordValue
 
 
 @dataclass(frozen=True, slots=True)
 class CoordinatorRecord:
     """One record of ``__consumer_offsets``: a key and its value, or None for a tombstone.
 
-    An offset key goes with an ``OffsetCommitValue``, a group key with a ``GroupMetadataValue``.
+    An offset key goes with an ``OffsetCommitValue``, a group key with a ``GroupMetadataValue``,
+    a ``ConsumerGroupKey`` with the value of its kind (``consumer_records``).
     """
 
     key: RecordKey
@@ -138,11 +145,16 @@ class CoordinatorRecord:
 
     def encode(self) -> tuple[bytes, bytes | None]:
         """Returns ``(key bytes, value bytes or None)`` for the record batch builder."""
+        if isinstance(self.key, ConsumerGroupKey):
+            return encode_consumer_key(self.key), (
+                None if self.value is None else encode_consumer_value(self.value)  # type: ignore[arg-type]
+            )
         key = encode_key(self.key)
         if self.value is None:
             return key, None
         if isinstance(self.value, OffsetCommitValue):
             return key, encode_offset_commit_value(self.value)
+        assert isinstance(self.value, GroupMetadataValue)
         return key, encode_group_metadata_value(self.value)
 
     @classmethod
@@ -168,7 +180,7 @@ def _bytes(data: bytes) -> bytes:
     return _INT32.pack(len(data)) + data
 
 
-def encode_key(key: RecordKey) -> bytes:
+def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
     """Encodes an offset commit key (version 1) or a group metadata key (version 2)."""
     if isinstance(key, OffsetCommitKey):
         return b"".join(

@@ -47,12 +47,19 @@ from odradek.broker.acks import check_enough_replicas, parse_acks
 from odradek.broker.config import BrokerConfig
 from odradek.broker.group.config import GroupConfig
 from odradek.broker.group.coordinator import GroupCoordinator
-from odradek.broker.group.records import CoordinatorRecord, partition_for_group
+from odradek.broker.group.offsets import java_string_length
+from odradek.broker.group.records import (
+    CoordinatorRecord,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    partition_for_group,
+)
 from odradek.broker.group.results import (
     Completion,
     JoinGroupResult,
     ListedGroup,
     ListGroupsResult,
+    OffsetCommitPartition,
     Outcome,
     Pending,
     SyncGroupResult,
@@ -64,6 +71,7 @@ from odradek.broker.topic_manager import TopicManager
 from odradek.errors import ErrorCode, KafkaError
 from odradek.records.batch import LOG_OVERHEAD, read_prefix
 from odradek.records.codec import SimpleRecord, build_batch, decode_batch
+from odradek.records.control import ControlType, control_type
 from odradek.storage.log import Log
 
 logger = logging.getLogger(__name__)
@@ -84,14 +92,19 @@ def offsets_topic_configs() -> dict[str, str]:
     return {"cleanup.policy": "compact", "segment.bytes": str(OFFSETS_TOPIC_SEGMENT_BYTES)}
 
 
-def read_coordinator_records(log: Log, end_offset: int) -> list[_KeyValue]:
-    """Every (key, value) of ``log`` below ``end_offset`` in offset order, control batches
-    skipped, for ``GroupCoordinator.load``.
+def read_coordinator_records(
+    log: Log, end_offset: int, pending: dict[int, list[_KeyValue]] | None = None
+) -> list[_KeyValue]:
+    """Every (key, value) of ``log`` below ``end_offset`` in offset order, for
+    ``GroupCoordinator.load``. The records of a transactional batch (TxnOffsetCommit) count
+    at their producer's COMMIT marker and are dropped at its ABORT marker; those of
+    transactions still open at ``end_offset`` go to ``pending`` by producer id.
 
     Raises:
         CorruptRecordError: a batch does not decode.
     """
     records: list[_KeyValue] = []
+    open_txns: dict[int, list[_KeyValue]] = {} if pending is None else pending
     offset = log.log_start_offset
     while offset < end_offset:
         data = log.read(offset, LOAD_CHUNK_BYTES, max_offset=end_offset).read_bytes()
@@ -101,7 +114,17 @@ def read_coordinator_records(log: Log, end_offset: int) -> list[_KeyValue]:
             if position + size > len(data):
                 break  # the read ended inside this batch: read it again next time
             batch = decode_batch(data, position)
-            if not batch.header.is_control:
+            header = batch.header
+            if header.is_transactional:
+                kind = control_type(data, header, position) if header.is_control else None
+                txn = open_txns.pop(header.producer_id, []) if kind is not None else None
+                if kind is None:
+                    open_txns.setdefault(header.producer_id, []).extend(
+                        (record.key, record.value) for record in batch.records
+                    )
+                elif kind == ControlType.COMMIT and txn:
+                    records.extend(txn)
+            elif not header.is_control:
                 records.extend((record.key, record.value) for record in batch.records)
             offset = batch.header.next_offset
             position += size
@@ -129,6 +152,10 @@ class _Shard:
     load_task: asyncio.Task[None] | None = None
     #: The offset the high watermark must reach for every append so far to be committed.
     written_offset: int = 0
+    #: TxnOffsetCommit records of open transactions, by producer id (``txn_offsets``).
+    txn_offsets: dict[int, list[_KeyValue]] = field(default_factory=dict)
+    #: Markers that arrived while the shard loaded: (producer id, commit).
+    deferred_markers: list[tuple[int, bool]] = field(default_factory=list)
 
 
 class GroupCoordinatorRuntime:
@@ -272,8 +299,12 @@ class GroupCoordinatorRuntime:
                 read_coordinator_records,
                 partition.log,
                 target,
+                shard.txn_offsets,
             )
             self._finish_load(shard, records)
+            for producer_id, commit in shard.deferred_markers:
+                self.complete_transaction(shard.index, producer_id, commit)
+            shard.deferred_markers.clear()
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -543,6 +574,88 @@ class GroupCoordinatorRuntime:
             return
         with contextlib.suppress(KafkaError):  # logged by _apply; the shard reloads
             self._apply(shard, shard.coordinator.tick(self._clock.now_ms()))
+
+    # --- transactional offsets (KIP-98) ---------------------------------------------------
+
+    async def txn_offset_commit(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[OffsetCommitPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: appends the offsets as a transactional batch of the producer
+        and keeps them pending until its marker (``complete_transaction``); returns the
+        error of each partition once they are replicated.
+
+        Raises:
+            KafkaError: the shard's error (see ``_shard_for``), or the coordinator error of
+                a failed append or replication.
+        """
+        shard = self._shard_for(group_id)
+        now_ms = self._clock.now_ms()
+        errors: dict[TopicPartition, ErrorCode] = {}
+        pending: list[_KeyValue] = []
+        max_bytes = self._group_config.offset_metadata_max_bytes
+        for requested in partitions:
+            tp = TopicPartition(requested.topic, requested.partition)
+            metadata = requested.committed_metadata or ""
+            if java_string_length(metadata) > max_bytes:
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            value = OffsetCommitValue(
+                requested.committed_offset,
+                requested.committed_leader_epoch,
+                metadata,
+                now_ms,
+                -1,
+            )
+            pending.append(
+                CoordinatorRecord(OffsetCommitKey(group_id, tp.topic, tp.partition), value).encode()
+            )
+            errors[tp] = ErrorCode.NONE
+        if not pending:
+            return errors
+        batch = build_batch(
+            (SimpleRecord(now_ms, key, value) for key, value in pending),
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            transactional=True,
+        )
+        partition = shard.partition
+        try:
+            check_enough_replicas(self._acks, partition)
+            partition.append_transactional_as_coordinator(batch)
+        except KafkaError as error:
+            raise KafkaError(
+                "the append failed", code=coordinator_error(error.error_code)
+            ) from error
+        except OSError as error:
+            raise KafkaError("the append failed", code=ErrorCode.NOT_COORDINATOR) from error
+        shard.txn_offsets.setdefault(producer_id, []).extend(pending)
+        shard.written_offset = partition.log_end_offset
+        if self._acks.waits_for_replication:
+            code = (
+                await self._replicas.delayed_produce.wait(
+                    [(partition, shard.written_offset)], self._config.offsets_commit_timeout_ms
+                )
+            )[0]
+            if code:
+                raise KafkaError("not replicated", code=coordinator_error(code))
+        return errors
+
+    def complete_transaction(self, index: int, producer_id: int, commit: bool) -> None:
+        """A marker of ``producer_id`` was appended to ``__consumer_offsets`` partition
+        ``index`` here: its pending offsets take effect (COMMIT) or are dropped (ABORT)."""
+        shard = self._shards.get(index)
+        if shard is None:
+            return
+        if not shard.loaded:
+            shard.deferred_markers.append((producer_id, commit))
+            return
+        records = shard.txn_offsets.pop(producer_id, [])
+        if commit and records:
+            shard.coordinator.apply_offset_records(records, self._clock.now_ms())
 
     # --- inspection -----------------------------------------------------------------------
 

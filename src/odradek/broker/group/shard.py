@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import NamedTuple, cast
 
 from odradek.broker.group.config import GroupConfig
+from odradek.broker.group.consumer_group import ConsumerGroup
 from odradek.broker.group.deadlines import DeadlineQueue
 from odradek.broker.group.group import ClassicGroup, Member
 from odradek.broker.group.rebalance import Effects
@@ -25,7 +26,7 @@ from odradek.errors import ErrorCode
 class Timer(NamedTuple):
     """A queued deadline: a member's session, a group's join or sync phase, or the expiry."""
 
-    kind: str  # "session" | "join" | "sync" | "expire"
+    kind: str  # "session" | "join" | "sync" | "expire" | "consumer-session" | "consumer-revoke"
     group_id: str = ""
     member_id: str = ""
 
@@ -53,6 +54,8 @@ class CoordinatorShard:
         self._config = config or GroupConfig()
         self._new_uuid = new_uuid
         self._groups: dict[str, ClassicGroup] = {}
+        #: KIP-848 consumer groups; a group id is in at most one of the two maps.
+        self._consumer_groups: dict[str, ConsumerGroup] = {}
         self._timers: DeadlineQueue[Timer] = DeadlineQueue()
         self._tickets = itertools.count(1)
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import base64
 import uuid
 
+from odradek.broker.auth.acls import ResourceType
+from odradek.broker.auth.checks import allowed_operations
 from odradek.broker.context import BrokerContext
 from odradek.errors import ErrorCode
 from odradek.protocol.metadata_response import (
@@ -103,6 +105,8 @@ def describe_topic(
             )
             for state in states
         ]
+    if operations == ALL_TOPIC_OPERATIONS and ctx.authorizer is not None:
+        operations = allowed_operations(ctx, ResourceType.TOPIC, name, TOPIC_OPERATIONS)
     return MetadataTopic(
         ErrorCode.NONE,
         name,

@@ -12,6 +12,7 @@ configs yet); any other resource type INVALID_REQUEST.
 
 from __future__ import annotations
 
+from odradek.broker.auth.checks import Op, require_config_access
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._admin import alter_each_resource, check_topic_resource, duplicates
 from odradek.errors import ErrorCode, KafkaError
@@ -51,6 +52,7 @@ def _replace(
         KafkaError: UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, INVALID_CONFIG,
             INVALID_REQUEST.
     """
+    require_config_access(ctx, Op.ALTER_CONFIGS, resource_type, name)
     check_topic_resource("AlterConfigs", resource_type, name)
     names = [str(config.name) for config in resource.configs]
     twice = duplicates(names)

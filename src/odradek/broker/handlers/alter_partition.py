@@ -10,6 +10,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import CLUSTER_DENIED, Op, cluster_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._cluster_admin import relay_unless_controller
 from odradek.broker.ports import ClusterPort
@@ -22,6 +23,8 @@ API_KEY = ApiKey.ALTER_PARTITION
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
+    if not cluster_allowed(ctx, Op.CLUSTER_ACTION):  # Kafka: brokers only
+        return _failed(request, CLUSTER_DENIED)
     if ctx.cluster is None:
         return _failed(request, ErrorCode.NOT_CONTROLLER)
     return _in_cluster(ctx.cluster, request)

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import CLUSTER_DENIED, Op, cluster_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._cluster_admin import relay_unless_controller
 from odradek.broker.ports import ClusterPort
@@ -30,6 +31,8 @@ Results = Mapping[TopicPartition, tuple[ErrorCode, str | None]]
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
     body: Any = request.body
     targets = _targets(body)
+    if not cluster_allowed(ctx, Op.ALTER):  # Kafka: ALTER on the cluster
+        return _response(request, {}, CLUSTER_DENIED, "ALTER on the cluster is not allowed")
     if ctx.cluster is None:
         return _response(request, {tp: _single_broker(ctx, tp, t) for tp, t in targets.items()})
     allow = bool(getattr(body, "allow_replication_factor_change", True))

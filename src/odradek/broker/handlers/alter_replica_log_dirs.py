@@ -24,6 +24,7 @@ import os
 from typing import Any
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import CLUSTER_DENIED, Op, cluster_allowed
 from odradek.broker.context import BrokerContext
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
@@ -48,6 +49,8 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
             name = str(topic.name)
             for partition in topic.partitions:
                 code = _decide(path, known, where.get(TopicPartition(name, int(partition))))
+                if not cluster_allowed(ctx, Op.ALTER):  # Kafka: ALTER on the cluster
+                    code = CLUSTER_DENIED
                 results.setdefault(name, []).append(
                     {"partition_index": int(partition), "error_code": code}
                 )

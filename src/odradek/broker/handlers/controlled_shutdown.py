@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+from odradek.broker.auth.checks import CLUSTER_DENIED, Op, cluster_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.ports import ClusterPort
 from odradek.errors import ErrorCode, KafkaError
@@ -19,6 +20,10 @@ API_KEY = ApiKey.CONTROLLED_SHUTDOWN
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
     body: Any = request.body
     cluster = ctx.cluster
+    if not cluster_allowed(ctx, Op.CLUSTER_ACTION):  # Kafka: brokers only
+        return build_response(
+            API_KEY, request.api_version, {"error_code": CLUSTER_DENIED, "remaining_partitions": []}
+        )
     if cluster is None or not cluster.is_controller:
         return build_response(
             API_KEY,

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
+from odradek.broker.auth.checks import Op, topic_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers import _cluster_admin
 from odradek.broker.handlers._admin import (
@@ -33,6 +34,7 @@ from odradek.broker.handlers._admin import (
     record_mutations,
     throttled_error,
 )
+from odradek.broker.handlers._topic_auth import authorize_topics
 from odradek.broker.limits import check_request_partitions
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey, Request, ResponsePayload
@@ -44,6 +46,13 @@ QUOTA_ERROR_VERSION = 3
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
+    # Kafka's check: ALTER on the topic (handlers/_topic_auth.py).
+    return authorize_topics(
+        ctx, request, lambda ctx, name: topic_allowed(ctx, Op.ALTER, name), _handle
+    )
+
+
+def _handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
     if ctx.cluster is not None:  # the controller decides (handlers/_cluster_admin.py)
         return _cluster_admin.run(ctx.cluster, request)
     body: Any = request.body  # a kio request of any supported version

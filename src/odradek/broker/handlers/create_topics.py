@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Awaitable
 from typing import Any
 
+from odradek.broker.auth.checks import create_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers import _cluster_admin
 from odradek.broker.handlers._admin import (
@@ -40,6 +41,7 @@ from odradek.broker.handlers._admin import (
     throttled_error,
     topic_uuid,
 )
+from odradek.broker.handlers._topic_auth import authorize_topics
 from odradek.broker.limits import check_request_partitions
 from odradek.broker.ports import TopicPlan
 from odradek.errors import ErrorCode, KafkaError
@@ -52,6 +54,11 @@ QUOTA_ERROR_VERSION = 6
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
+    # Kafka's check: CREATE on the cluster or the topic (handlers/_topic_auth.py).
+    return authorize_topics(ctx, request, create_allowed, _handle)
+
+
+def _handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
     if ctx.cluster is not None:  # the controller decides (handlers/_cluster_admin.py)
         return _cluster_admin.run(ctx.cluster, request)
     body: Any = request.body  # a kio request of any supported version

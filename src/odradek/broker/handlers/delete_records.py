@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import TOPIC_DENIED, Op, topic_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._admin import error_of
 from odradek.errors import ErrorCode
@@ -35,6 +36,12 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
         name = str(topic.name)
         partitions = [
             _delete(ctx, TopicPartition(name, int(p.partition_index)), int(p.offset))
+            if topic_allowed(ctx, Op.DELETE, name)
+            else {
+                "partition_index": p.partition_index,
+                "low_watermark": -1,
+                "error_code": TOPIC_DENIED,
+            }
             for p in topic.partitions
         ]
         topics.append({"name": name, "partitions": partitions})

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Awaitable
 from typing import Any
 
+from odradek.broker.auth.checks import Op, topic_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers import _cluster_admin
 from odradek.broker.handlers._admin import (
@@ -29,6 +30,7 @@ from odradek.broker.handlers._admin import (
     throttled_error,
     topic_uuid,
 )
+from odradek.broker.handlers._topic_auth import authorize_topics
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.builder import build_response, has_field, request_value
@@ -41,6 +43,13 @@ _ZERO_UUID = uuid.UUID(int=0)
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
+    # Kafka's check: DELETE on the topic (handlers/_topic_auth.py).
+    return authorize_topics(
+        ctx, request, lambda ctx, name: topic_allowed(ctx, Op.DELETE, name), _handle
+    )
+
+
+def _handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
     if ctx.cluster is not None:  # the controller decides (handlers/_cluster_admin.py)
         return _cluster_admin.run(ctx.cluster, request)
     body: Any = request.body  # a kio request of any supported version

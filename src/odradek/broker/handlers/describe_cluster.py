@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from odradek.broker.auth.acls import AclOperation
+from odradek.broker.auth.checks import CLUSTER_DENIED, Op, cluster_allowed
 from odradek.broker.context import BrokerContext, advertised_endpoint
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
@@ -35,7 +37,11 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     endpoint_type = int(getattr(request.body, "endpoint_type", BROKERS_ENDPOINT_TYPE))  # v1+
     operations = OPERATIONS_NOT_REQUESTED
     if body.include_cluster_authorized_operations:
-        operations = sum(1 << operation for operation in CLUSTER_OPERATIONS)
+        operations = sum(
+            1 << operation
+            for operation in CLUSTER_OPERATIONS
+            if cluster_allowed(ctx, AclOperation(operation))  # all of them without an authorizer
+        )
     fields: dict[str, Any] = {
         "throttle_time": 0,
         "error_code": ErrorCode.NONE,
@@ -62,7 +68,11 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     if ctx.cluster is not None:  # the real controller, as the controller told this broker
         controller_id = ctx.cluster.cache.controller_id
         fields["controller_id"] = -1 if controller_id is None else controller_id
-    if endpoint_type != BROKERS_ENDPOINT_TYPE:
+    if not cluster_allowed(ctx, Op.DESCRIBE):
+        fields.update(
+            error_code=CLUSTER_DENIED, error_message="DESCRIBE on the cluster", brokers=[]
+        )
+    elif endpoint_type != BROKERS_ENDPOINT_TYPE:
         fields.update(
             error_code=ErrorCode.INVALID_REQUEST,
             error_message=f"endpoint type {endpoint_type} is not supported: brokers only (1)",

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from odradek.broker.auth.checks import Op, require_config_access
 from odradek.broker.config import ConfigEntry, topic_config_fallbacks
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._admin import (
@@ -82,6 +83,7 @@ def _describe(ctx: BrokerContext, resource_type: int, name: str) -> Iterable[dic
     Raises:
         KafkaError: UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, INVALID_REQUEST.
     """
+    require_config_access(ctx, Op.DESCRIBE_CONFIGS, resource_type, name)
     if resource_type == ConfigResourceType.TOPIC:
         validate_topic_name(name)
         broker_settings = ctx.config.describe()

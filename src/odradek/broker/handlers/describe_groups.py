@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from odradek.broker.auth.checks import GROUP_DENIED, Op, group_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import DescribedGroup, DescribeGroupsResult
 from odradek.broker.handlers._groups import runtime
@@ -25,15 +26,18 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     body = describe_groups_body(request)
     group_ids = [str(group_id) for group_id in body.groups]
     described: dict[str, DescribedGroup] = {}
+    denied = {g for g in group_ids if not group_allowed(ctx, Op.DESCRIBE, g)}
     try:
         answers, errors = await runtime(ctx).run_each(
-            group_ids, lambda coordinator, _now_ms, ids: coordinator.describe_groups(ids)
+            [g for g in group_ids if g not in denied],
+            lambda coordinator, _now_ms, ids: coordinator.describe_groups(ids),
         )
     except KafkaError as error:
         answers, errors = [], dict.fromkeys(group_ids, error.error_code)
     for _, result in answers:
         assert isinstance(result, DescribeGroupsResult)
         described.update((group.group_id, group) for group in result.groups)
+    errors.update(dict.fromkeys(denied, GROUP_DENIED))
     for group_id, code in errors.items():
         described[group_id] = DescribedGroup(code, group_id, "", "", "", ())
     return build_response(

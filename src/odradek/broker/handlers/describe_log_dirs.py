@@ -16,6 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import CLUSTER_DENIED, Op, cluster_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.ports import LogDirDescription
 from odradek.errors import ErrorCode
@@ -35,6 +36,9 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
             for topic in body.topics
             for partition in topic.partitions
         ]
+    if not cluster_allowed(ctx, Op.DESCRIBE):  # Kafka: DESCRIBE on the cluster
+        fields = {"throttle_time": 0, "error_code": CLUSTER_DENIED, "results": []}
+        return build_response(API_KEY, request.api_version, fields)
     results = [_result(log_dir) for log_dir in ctx.replicas.describe_log_dirs(wanted)]
     fields = {"throttle_time": 0, "error_code": ErrorCode.NONE, "results": results}
     return build_response(API_KEY, request.api_version, fields)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from odradek.broker.auth.checks import TOPIC_DENIED, Op, topic_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._topic_metadata import (
     ZERO_UUID,
@@ -45,7 +46,8 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     if not 0 < limit <= MAX_PARTITIONS_PER_RESPONSE:
         limit = MAX_PARTITIONS_PER_RESPONSE
     listed = sorted({str(topic.name) for topic in body.topics})
-    names = listed or topic_names(ctx)
+    # Kafka: DESCRIBE on each topic; unlisted topics it may not describe are not shown.
+    names = listed or [n for n in topic_names(ctx) if topic_allowed(ctx, Op.DESCRIBE, n)]
     start_topic: str | None = None
     start_partition = 0
     if body.cursor is not None:
@@ -80,6 +82,8 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
 def _describe(ctx: BrokerContext, name: str, operations: int) -> dict[str, Any]:
     error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     try:
+        if not topic_allowed(ctx, Op.DESCRIBE, name):
+            raise KafkaError(name, code=TOPIC_DENIED)  # answered whether it exists or not
         validate_topic_name(name)
     except KafkaError as invalid:
         error = invalid.error_code

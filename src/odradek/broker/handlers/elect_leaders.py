@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import CLUSTER_DENIED, Op, cluster_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._cluster_admin import relay_unless_controller
 from odradek.broker.ports import ClusterPort
@@ -27,6 +28,8 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[
     body: Any = request.body
     election_type = int(getattr(body, "election_type", PREFERRED))
     wanted = _partitions(body)
+    if not cluster_allowed(ctx, Op.ALTER):  # Kafka: ALTER on the cluster
+        return _response(request, {}, CLUSTER_DENIED)
     if ctx.cluster is None:
         results = {
             tp: (

@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Awaitable
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import TOPIC_DENIED, fetch_denied
+from odradek.broker.auth.throttle import fetch_throttle_ms
 from odradek.broker.context import BrokerContext
 from odradek.broker.fetch_session import (
     FINAL_EPOCH,
@@ -40,6 +42,7 @@ from odradek.broker.ports import PartitionPort
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.net.sendfile import FileRegion
 from odradek.protocol import (
+    AbortedTransaction,
     ApiKey,
     FetchableTopicResponse,
     FetchPartitionData,
@@ -65,7 +68,7 @@ def handle(
     responses, total = _read(ctx, request, context)
     max_wait_ms = duration_ms(body.max_wait)
     if total >= body.min_bytes or max_wait_ms <= 0 or _has_errors(responses):
-        return _frame(request, context, responses)
+        return _frame(ctx, request, context, responses)
     return _long_poll(ctx, request, context, max_wait_ms)
 
 
@@ -102,16 +105,28 @@ async def _long_poll(
         woken = await ctx.purgatory.wait(partitions, remaining, replica=body.replica_id >= 0)
         responses, total = _read(ctx, request, context)
         if not woken or total >= body.min_bytes or _has_errors(responses):
-            return _frame(request, context, responses)
+            return _frame(ctx, request, context, responses)
 
 
 def _frame(
-    request: Request, context: FetchContext, responses: list[FetchableTopicResponse[FileRegion]]
+    ctx: BrokerContext,
+    request: Request,
+    context: FetchContext,
+    responses: list[FetchableTopicResponse[FileRegion]],
 ) -> FetchResponseFrame[FileRegion]:
+    throttle_ms = 0
+    quotas = ctx.quotas
+    if quotas is not None and quotas.active and fetch_body(request).replica_id < 0:
+        size = sum(p.records_size for topic in responses for p in topic.partitions)
+        throttle_ms = fetch_throttle_ms(ctx, request, size)
     if context.session is not None:
         responses = _session_answer(context, responses)
     return encode_fetch_response(
-        request.api_version, request.correlation_id, responses, session_id=context.session_id
+        request.api_version,
+        request.correlation_id,
+        responses,
+        session_id=context.session_id,
+        throttle_time_ms=throttle_ms,
     )
 
 
@@ -154,11 +169,17 @@ def _read(
     # this loop's body: an idle one the caught-up branch only.
     now_ms = ctx.clock.monotonic_ms() if from_replica else 0
     replicas = ctx.replicas
-    aborted = () if body.isolation_level == READ_COMMITTED else None
+    read_committed = body.isolation_level == READ_COMMITTED and not from_replica
+    aborted = () if read_committed else None
     total = 0
     responses: list[FetchableTopicResponse[FileRegion]] = []
+    denied = None if ctx.authorizer is None else fetch_denied(ctx, from_replica, context.topics)
     for name, requests in context.topics:
         partitions: list[FetchPartitionData[FileRegion]] = []
+        if denied and name in denied:
+            partitions.extend(FetchPartitionData(p.partition, TOPIC_DENIED) for p in requests)
+            responses.append(FetchableTopicResponse(name, partitions))
+            continue
         for fetch_partition in requests:
             index = fetch_partition.partition
             partition = replicas.get(TopicPartition(name, index))
@@ -201,6 +222,7 @@ def _read(
                     max_bytes,
                     min_one_message=total == 0,
                     committed_only=not from_replica,
+                    read_committed=read_committed,
                 )
             except OffsetOutOfRangeError:
                 partitions.append(
@@ -218,14 +240,19 @@ def _read(
             size = 0 if records is None else records.length
             total += size
             remaining -= size
+            stable = partition.high_watermark
+            found: tuple[AbortedTransaction, ...] | None = aborted
+            if read_committed:
+                stable = partition.last_stable_offset
+                found = _aborted(partition, fetch_offset, stable) if size else ()
             partitions.append(
                 FetchPartitionData(
                     index,
                     ErrorCode.NONE,
                     partition.high_watermark,
-                    partition.high_watermark,
+                    stable,
                     info.log_start_offset,
-                    aborted,
+                    found,
                     -1,
                     records,
                     size,
@@ -233,6 +260,17 @@ def _read(
             )
         responses.append(FetchableTopicResponse(name, partitions))
     return responses, total
+
+
+def _aborted(
+    partition: PartitionPort, fetch_offset: int, last_stable_offset: int
+) -> tuple[AbortedTransaction, ...]:
+    """The aborted transactions a read_committed reader needs to drop records of what was
+    read from ``fetch_offset`` (below the last stable offset)."""
+    return tuple(
+        AbortedTransaction(entry.producer_id, entry.first_offset)
+        for entry in partition.aborted_transactions(fetch_offset, last_stable_offset)
+    )
 
 
 def _follower_fetched(

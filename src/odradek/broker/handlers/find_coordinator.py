@@ -1,9 +1,9 @@
 """FindCoordinator: the broker that coordinates a group (key type 0) — this one, when it leads
 the group's ``__consumer_offsets`` partition, creating that topic on first need.
 
-Transaction coordinators (key type 1) do not exist yet: COORDINATOR_NOT_AVAILABLE, the
-retriable answer Kafka gives while no coordinator can serve a key. Like Kafka, the answer does
-not wait for the partition to load: the group requests say COORDINATOR_LOAD_IN_PROGRESS.
+Transaction coordinators (key type 1): the leader of the id's ``__transaction_state``
+partition, the same way. Like Kafka, the answer does not wait for the partition to load: the
+group and transaction requests say COORDINATOR_LOAD_IN_PROGRESS.
 
 (Served even without a coordinator: librdkafka enables LZ4 only when FindCoordinator appears
 in ApiVersions.)
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from odradek.broker.auth.acls import ResourceType
+from odradek.broker.auth.checks import GROUP_DENIED, Op, allowed, group_allowed
 from odradek.broker.context import BrokerContext, advertised_endpoint
 from odradek.broker.ports import ClusterPort
 from odradek.errors import ErrorCode
@@ -22,14 +24,35 @@ from odradek.protocol.group_requests import find_coordinator_body
 
 API_KEY = ApiKey.FIND_COORDINATOR
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     body = find_coordinator_body(request)
     key_type = int(getattr(body, "key_type", GROUP_KEY_TYPE))
-    if ctx.cluster is not None and key_type == GROUP_KEY_TYPE:
-        return _in_cluster(ctx.cluster, request, str(body.key))
+    denied = _denied(ctx, str(body.key), key_type)
+    if denied is not None:
+        return _answer(ctx, request, denied, f"DESCRIBE on {body.key!r} is not allowed")
+    if ctx.cluster is not None and key_type in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
+        return _in_cluster(ctx.cluster, request, str(body.key), key_type)
     error_code, message = _find(ctx, str(body.key), key_type)
+    return _answer(ctx, request, error_code, message)
+
+
+def _denied(ctx: BrokerContext, key: str, key_type: int) -> ErrorCode | None:
+    """DESCRIBE on the group (or transactional id) the key names, as Kafka checks."""
+    if key_type == GROUP_KEY_TYPE:
+        return None if group_allowed(ctx, Op.DESCRIBE, key) else GROUP_DENIED
+    if key_type == TRANSACTION_KEY_TYPE and not allowed(
+        ctx, Op.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    return None
+
+
+def _answer(
+    ctx: BrokerContext, request: Request, error_code: ErrorCode, message: str | None
+) -> ResponsePayload:
     found = error_code is ErrorCode.NONE
     return build_response(
         API_KEY,
@@ -46,9 +69,17 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
 
 
 def _find(ctx: BrokerContext, key: str, key_type: int) -> tuple[ErrorCode, str | None]:
+    if key_type == TRANSACTION_KEY_TYPE:
+        txns = ctx.transactions
+        if txns is None or not txns.ensure_topic():
+            return (
+                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                "the transaction coordinator is not available",
+            )
+        if not txns.is_coordinator_for(key):
+            return ErrorCode.NOT_COORDINATOR, "another broker coordinates this transactional id"
+        return ErrorCode.NONE, None
     if key_type != GROUP_KEY_TYPE:
-        if key_type == 1:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "no transaction coordinator yet"
         return ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
     groups = ctx.groups
     if groups is None or not groups.ensure_offsets_topic():
@@ -58,11 +89,17 @@ def _find(ctx: BrokerContext, key: str, key_type: int) -> tuple[ErrorCode, str |
     return ErrorCode.NONE, None
 
 
-def _in_cluster(cluster: ClusterPort, request: Request, key: str) -> ResponsePayload:
+def _in_cluster(
+    cluster: ClusterPort, request: Request, key: str, key_type: int = GROUP_KEY_TYPE
+) -> ResponsePayload:
     """The leader of the group's ``__consumer_offsets`` partition, from the metadata cache;
     COORDINATOR_NOT_AVAILABLE while the topic is being created or the partition has no
     leader (the topic is requested from the controller on first need)."""
-    leader = cluster.coordinator_for(key)
+    leader = (
+        cluster.coordinator_for(key)
+        if key_type == GROUP_KEY_TYPE
+        else cluster.transaction_coordinator_for(key)
+    )
     fields: dict[str, Any] = {
         "throttle_time": 0,
         "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,

@@ -5,6 +5,7 @@ Versions: v3 adds ``group.instance.id``.
 
 from __future__ import annotations
 
+from odradek.broker.auth.checks import Op, require_group
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._groups import optional, runtime
 from odradek.errors import KafkaError
@@ -18,6 +19,7 @@ API_KEY = ApiKey.HEARTBEAT
 async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     body = heartbeat_body(request)
     try:
+        require_group(ctx, Op.READ, str(body.group_id))
         result = await runtime(ctx).run(
             str(body.group_id),
             lambda coordinator, now_ms: coordinator.heartbeat(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 
+from odradek.broker.auth.checks import Op, require_config_access
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._admin import (
     TOPIC_CONFIG_TYPES,
@@ -76,6 +77,7 @@ def _alter(
         KafkaError: UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, INVALID_CONFIG,
             INVALID_REQUEST.
     """
+    require_config_access(ctx, Op.ALTER_CONFIGS, resource_type, name)
     check_topic_resource("IncrementalAlterConfigs", resource_type, name)
     names = [str(config.name) for config in configs]
     twice = duplicates(names)

@@ -8,9 +8,9 @@ and writes the store, so it runs on a worker thread and the answer follows. A st
 cannot be reached answers COORDINATOR_NOT_AVAILABLE (retriable). Without a port (handler
 tests) ids come from a process-local counter at a random 31-bit start.
 
-The partitions enforce idempotence (``storage.producer_state``). Transactions are not
-supported: a request with a ``transactional_id`` answers INVALID_REQUEST (transactional
-producers fail at FindCoordinator before they get here).
+The partitions enforce idempotence (``storage.producer_state``). A request with a
+``transactional_id`` goes to the transaction coordinator (``broker.txn``), which keeps one
+producer id per transactional id and bumps its epoch at each call, fencing older producers.
 """
 
 from __future__ import annotations
@@ -22,12 +22,19 @@ import random
 from collections.abc import Awaitable
 from typing import Any
 
+from odradek.broker.auth.checks import (
+    CLUSTER_DENIED,
+    Op,
+    cluster_allowed,
+    require_transactional_id,
+)
 from odradek.broker.context import BrokerContext
+from odradek.broker.handlers._txn import body_of, optional, transactions
 from odradek.broker.ports import ProducerIdsPort
-from odradek.errors import ErrorCode, MetadataStoreError
+from odradek.errors import ErrorCode, KafkaError, MetadataStoreError
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.admin_requests import init_producer_id_body
-from odradek.protocol.builder import build_response
+from odradek.protocol.builder import build_response, request_value
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
 
@@ -39,12 +46,10 @@ _producer_ids = itertools.count(random.randrange(2**31))
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
     body = init_producer_id_body(request)
+    if body.transactional_id is None and not cluster_allowed(ctx, Op.IDEMPOTENT_WRITE):
+        return _answer(request, CLUSTER_DENIED, -1)  # Kafka: IDEMPOTENT_WRITE on the cluster
     if body.transactional_id is not None:
-        logger.warning(
-            "InitProducerId for transactional id %r refused: transactions are not supported",
-            body.transactional_id,
-        )
-        return _answer(request, ErrorCode.INVALID_REQUEST, -1)
+        return _transactional(ctx, request, str(body.transactional_id))
     ids = ctx.producer_ids
     if ids is None:
         return _answer(request, ErrorCode.NONE, next(_producer_ids))
@@ -63,11 +68,32 @@ async def _reserve_and_answer(ids: ProducerIdsPort, request: Request) -> Respons
     return _answer(request, ErrorCode.NONE, producer_id)
 
 
-def _answer(request: Request, error: ErrorCode, producer_id: int) -> ResponsePayload:
+async def _transactional(
+    ctx: BrokerContext, request: Request, transactional_id: str
+) -> ResponsePayload:
+    body = body_of(request)
+    try:
+        require_transactional_id(ctx, transactional_id)
+        result = await transactions(ctx).init_producer_id(
+            transactional_id,
+            int(request_value(body.transaction_timeout)),
+            int(optional(body, "producer_id", -1)),
+            int(optional(body, "producer_epoch", -1)),
+        )
+    except KafkaError as error:
+        return _answer(request, error.error_code, -1)
+    return _answer(request, result.error, result.producer_id, result.producer_epoch)
+
+
+def _answer(
+    request: Request, error: ErrorCode, producer_id: int, producer_epoch: int | None = None
+) -> ResponsePayload:
+    if producer_epoch is None:
+        producer_epoch = 0 if producer_id >= 0 else -1
     fields: dict[str, Any] = {
         "throttle_time": 0,
         "error_code": error,
         "producer_id": producer_id,
-        "producer_epoch": 0 if producer_id >= 0 else -1,
+        "producer_epoch": producer_epoch,
     }
     return build_response(API_KEY, request.api_version, fields)

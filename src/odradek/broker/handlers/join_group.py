@@ -8,6 +8,7 @@ never asked for.
 
 from __future__ import annotations
 
+from odradek.broker.auth.checks import Op, require_group
 from odradek.broker.context import CLIENT_HOST, BrokerContext
 from odradek.broker.group.results import JoinGroupResult
 from odradek.broker.handlers._groups import optional, runtime
@@ -24,6 +25,7 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     session_timeout_ms = int(request_value(body.session_timeout))
     member_id = str(body.member_id)
     try:
+        require_group(ctx, Op.READ, str(body.group_id))
         result = await runtime(ctx).run(
             str(body.group_id),
             lambda coordinator, now_ms: coordinator.join_group(

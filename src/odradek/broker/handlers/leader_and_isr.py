@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from odradek.broker.auth.checks import CLUSTER_DENIED, Op, cluster_allowed
 from odradek.broker.context import BrokerContext
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
@@ -16,8 +17,10 @@ API_KEY = ApiKey.LEADER_AND_ISR
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     body: Any = request.body
-    if ctx.cluster is None:
-        fields: dict[str, Any] = {"error_code": ErrorCode.NOT_CONTROLLER, "partition_errors": []}
+    if not cluster_allowed(ctx, Op.CLUSTER_ACTION):  # Kafka: brokers only
+        fields: dict[str, Any] = {"error_code": CLUSTER_DENIED, "partition_errors": []}
+    elif ctx.cluster is None:
+        fields = {"error_code": ErrorCode.NOT_CONTROLLER, "partition_errors": []}
     else:
         fields = ctx.cluster.leader_and_isr(body)
     return build_response(API_KEY, request.api_version, fields)

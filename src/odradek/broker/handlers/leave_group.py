@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from odradek.broker.auth.checks import Op, require_group
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import LeaveGroupResult, LeavingMember
 from odradek.broker.handlers._groups import runtime
@@ -33,6 +34,7 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     else:
         members = [LeavingMember(str(by_version.member_id))]
     try:
+        require_group(ctx, Op.READ, str(body.group_id))
         result = await runtime(ctx).run(
             str(body.group_id),
             lambda coordinator, now_ms: coordinator.leave_group(

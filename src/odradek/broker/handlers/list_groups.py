@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from odradek.broker.auth.checks import Op, cluster_allowed, group_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import ListGroupsResult
 from odradek.broker.handlers._groups import optional, runtime
@@ -27,6 +28,9 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
         )
     except KafkaError as error:
         result = ListGroupsResult(error.error_code, ())
+    if not cluster_allowed(ctx, Op.DESCRIBE):  # else only the groups it may describe
+        groups = tuple(g for g in result.groups if group_allowed(ctx, Op.DESCRIBE, g.group_id))
+        result = ListGroupsResult(result.error_code, groups)
     return build_response(
         API_KEY,
         request.api_version,

@@ -10,6 +10,7 @@ A partition's ``current_leader_epoch`` (v4+, KIP-320) is checked as Fetch checks
 from __future__ import annotations
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import TOPIC_DENIED, Op, topic_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._leader_epochs import check_leader_epoch, current_leader_epoch
 from odradek.errors import ErrorCode
@@ -31,10 +32,17 @@ EARLIEST_TIMESTAMP = -2
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | bytes:
     topics = []
-    for topic in list_offsets_body(request).topics:
+    body = list_offsets_body(request)
+    # v2+: read_committed (1) readers are answered the last stable offset for "latest".
+    read_committed = int(getattr(body, "isolation_level", 0)) == 1
+    for topic in body.topics:
         name = str(topic.name)
         partitions = [
-            _list_offset(ctx, name, p.partition_index, p.timestamp, current_leader_epoch(p))
+            _list_offset(
+                ctx, name, p.partition_index, p.timestamp, current_leader_epoch(p), read_committed
+            )
+            if topic_allowed(ctx, Op.DESCRIBE, name)
+            else ListOffsetsPartition(p.partition_index, TOPIC_DENIED)
             for p in topic.partitions
         ]
         topics.append(ListOffsetsTopic(name, partitions))
@@ -56,7 +64,12 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | bytes:
 
 
 def _list_offset(
-    ctx: BrokerContext, topic: str, index: int, timestamp: int, leader_epoch: int
+    ctx: BrokerContext,
+    topic: str,
+    index: int,
+    timestamp: int,
+    leader_epoch: int,
+    read_committed: bool = False,
 ) -> ListOffsetsPartition:
     partition = ctx.replicas.get(TopicPartition(topic, index))
     if partition is None:
@@ -67,7 +80,8 @@ def _list_offset(
     if not partition.is_leader:
         return ListOffsetsPartition(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     if timestamp == LATEST_TIMESTAMP:
-        offset, found_timestamp = partition.high_watermark, -1
+        latest = partition.last_stable_offset if read_committed else partition.high_watermark
+        offset, found_timestamp = latest, -1
     elif timestamp == EARLIEST_TIMESTAMP:
         offset, found_timestamp = partition.log_start_offset, -1
     elif timestamp < 0:

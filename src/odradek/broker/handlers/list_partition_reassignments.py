@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import CLUSTER_DENIED, Op, cluster_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._cluster_admin import relay_unless_controller
 from odradek.broker.ports import ClusterPort
@@ -23,6 +24,8 @@ API_KEY = ApiKey.LIST_PARTITION_REASSIGNMENTS
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
+    if not cluster_allowed(ctx, Op.DESCRIBE):  # Kafka: DESCRIBE on the cluster
+        return _response(request, {}, CLUSTER_DENIED, "DESCRIBE on the cluster is not allowed")
     if ctx.cluster is None:
         return _response(request, {})
     return _in_cluster(ctx.cluster, request, _partitions(request.body))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import uuid
 
+from odradek.broker.auth.checks import TOPIC_DENIED, Op, create_allowed, topic_allowed
 from odradek.broker.context import BrokerContext, advertised_endpoint
 from odradek.broker.handlers._topic_metadata import (
     describe_topic,
@@ -64,6 +65,8 @@ def handle(ctx: BrokerContext, request: Request) -> bytes:
     topics: list[MetadataTopic] = []
     if all_topics:
         for name in topic_names(ctx):
+            if not topic_allowed(ctx, Op.DESCRIBE, name):
+                continue  # hidden: the principal may not know it exists
             described = describe_topic(ctx, name, with_id=with_ids, operations=operations)
             if described is not None:
                 topics.append(described)
@@ -74,6 +77,9 @@ def handle(ctx: BrokerContext, request: Request) -> bytes:
                 topics.append(_by_id(ctx, version, metadata_topic_id(entry), operations))
                 continue
             name = str(entry.name)
+            if not topic_allowed(ctx, Op.DESCRIBE, name):
+                topics.append(MetadataTopic(TOPIC_DENIED, name))  # exists or not: not told
+                continue
             described = describe_topic(ctx, name, with_id=with_ids, operations=operations)
             if described is None:
                 described = _missing(ctx, name, allow_create, with_ids, operations)
@@ -101,6 +107,8 @@ def _by_id(
     ctx: BrokerContext, version: int, topic_id: uuid.UUID | None, operations: int
 ) -> MetadataTopic:
     name = None if topic_id is None else find_topic(ctx, topic_id)
+    if name is not None and not topic_allowed(ctx, Op.DESCRIBE, name):
+        name = None  # answered as an unknown id
     described = None
     if name is not None:
         described = describe_topic(ctx, name, with_id=True, operations=operations)
@@ -117,7 +125,10 @@ def _missing(
     ctx: BrokerContext, name: str, allow_create: bool, with_ids: bool, operations: int
 ) -> MetadataTopic:
     """A topic this broker does not know: created when allowed (single broker), requested
-    from the controller (cluster), else UNKNOWN_TOPIC_OR_PARTITION."""
+    from the controller (cluster), else UNKNOWN_TOPIC_OR_PARTITION; TOPIC_AUTHORIZATION_FAILED
+    when it would be created but the principal may not CREATE it."""
+    if allow_create and ctx.config.auto_create_topics_enable and not create_allowed(ctx, name):
+        return MetadataTopic(TOPIC_DENIED, name)
     cluster = ctx.cluster
     if cluster is None:
         try:

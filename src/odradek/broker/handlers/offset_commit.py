@@ -9,6 +9,7 @@ unknown group only). A coordinator error is every partition's error.
 from __future__ import annotations
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import TOPIC_DENIED, Op, denied_topics, require_group
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import OffsetCommitPartition
 from odradek.broker.handlers._groups import optional, runtime
@@ -35,7 +36,10 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
         for p in topic.partitions
     ]
     retention = optional(body, "retention_time", -1)
+    denied = denied_topics(ctx, Op.READ, {p.topic for p in partitions})
+    committed = [p for p in partitions if p.topic not in denied] if denied else partitions
     try:
+        require_group(ctx, Op.READ, str(body.group_id))
         result = await runtime(ctx).run(
             str(body.group_id),
             lambda coordinator, now_ms: coordinator.commit_offsets(
@@ -44,12 +48,12 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
                 generation_id=int(body.generation_id_or_member_epoch),
                 member_id=str(body.member_id),
                 group_instance_id=optional(body, "group_instance_id"),
-                partitions=partitions,
+                partitions=committed,
                 retention_time_ms=int(request_value(retention)),
             ),
         )
         errors = [
-            (tp, result.partitions.get(tp, ErrorCode.NONE))
+            (tp, TOPIC_DENIED if tp.topic in denied else result.partitions.get(tp, ErrorCode.NONE))
             for tp in (TopicPartition(p.topic, p.partition) for p in partitions)
         ]
     except KafkaError as error:

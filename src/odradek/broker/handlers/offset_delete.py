@@ -4,6 +4,7 @@ unless the group is Empty)."""
 from __future__ import annotations
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import TOPIC_DENIED, Op, denied_topics, require_group
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import OffsetDeleteResult
 from odradek.broker.handlers._groups import runtime
@@ -23,7 +24,12 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
         for topic in body.topics
         for p in topic.partitions
     ]
+    denied = denied_topics(ctx, Op.READ, {tp.topic for tp in partitions})
+    refused = [tp for tp in partitions if tp.topic in denied]
+    if denied:  # Kafka: READ on each topic; the others are answered, not deleted
+        partitions = [tp for tp in partitions if tp.topic not in denied]
     try:
+        require_group(ctx, Op.DELETE, str(body.group_id))
         result = await runtime(ctx).run(
             str(body.group_id),
             lambda coordinator, now_ms: coordinator.delete_offsets(
@@ -35,6 +41,7 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     assert isinstance(result, OffsetDeleteResult)
     errors = (
         [(tp, result.partitions.get(tp, ErrorCode.NONE)) for tp in partitions]
+        + [(tp, TOPIC_DENIED) for tp in refused]
         if result.error_code is ErrorCode.NONE
         else []
     )

@@ -9,6 +9,7 @@ group-level error; v5 adds the leader epoch.
 from __future__ import annotations
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import TOPIC_DENIED, Op, denied_topics, require_group
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import FetchedOffset
 from odradek.broker.handlers._groups import runtime
@@ -34,6 +35,7 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     )
     error_code = ErrorCode.NONE
     try:
+        require_group(ctx, Op.DESCRIBE, str(body.group_id))
         result = await runtime(ctx).run(
             str(body.group_id),
             lambda coordinator, _now_ms: coordinator.fetch_offsets(str(body.group_id), requested),
@@ -44,6 +46,14 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
         error_code = error.error_code
         failed = FetchedOffset(-1, error_code=error_code)
         offsets = [(tp, failed) for tp in requested or ()]
+    if denied := denied_topics(ctx, Op.DESCRIBE, {tp.topic for tp, _ in offsets}):
+        # Named topics are answered TOPIC_AUTHORIZATION_FAILED; unnamed ones are not listed.
+        hidden = FetchedOffset(-1, error_code=TOPIC_DENIED)
+        offsets = [
+            (tp, hidden if tp.topic in denied else fetched)
+            for tp, fetched in offsets
+            if requested is not None or tp.topic not in denied
+        ]
     if request.api_version < 2 and error_code is not ErrorCode.NONE:
         failed = FetchedOffset(-1, error_code=error_code)
         offsets = [(tp, failed) for tp, _ in offsets]

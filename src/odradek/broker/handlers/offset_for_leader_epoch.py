@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from odradek._types import TopicPartition
+from odradek.broker.auth.checks import TOPIC_DENIED, Op, cluster_allowed, topic_allowed
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._leader_epochs import check_leader_epoch
 from odradek.errors import ErrorCode
@@ -50,6 +51,12 @@ def _end_offset(
     ctx: BrokerContext, topic: str, asked: OffsetForLeaderPartitionRequest, replica_id: int
 ) -> dict[str, Any]:
     index = int(asked.partition)
+    if ctx.authorizer is not None and not (  # Kafka: a follower CLUSTER_ACTION, else DESCRIBE
+        cluster_allowed(ctx, Op.CLUSTER_ACTION)
+        if replica_id >= 0
+        else topic_allowed(ctx, Op.DESCRIBE, topic)
+    ):
+        return _error(index, TOPIC_DENIED)
     partition = ctx.replicas.get(TopicPartition(topic, index))
     if partition is None:
         return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -22,6 +22,8 @@ from collections.abc import Awaitable
 
 from odradek._types import TopicPartition
 from odradek.broker.acks import Acks, check_enough_replicas, parse_acks
+from odradek.broker.auth.checks import TOPIC_DENIED, Op, topic_allowed
+from odradek.broker.auth.throttle import produce_throttle_ms
 from odradek.broker.context import BrokerContext
 from odradek.broker.ports import PartitionPort
 from odradek.errors import (
@@ -37,7 +39,12 @@ from odradek.protocol import (
     TopicProduceResponse,
     encode_produce_response,
 )
-from odradek.protocol.requests import ProduceRequestBody, duration_ms, produce_body
+from odradek.protocol.requests import (
+    ProduceRequestBody,
+    ProduceTopicData,
+    duration_ms,
+    produce_body,
+)
 from odradek.records.batch import read_prefix
 from odradek.records.legacy import is_legacy_message_set, upconvert_message_set
 
@@ -50,6 +57,7 @@ _FIRST_V2_ONLY_VERSION = 3
 #: An acks=all partition that appended: its partition, the offset its high watermark must
 #: reach, and where its answer sits (the topic's list of answers, the index in it).
 _Waiting = tuple[PartitionPort, int, list[PartitionProduceResponse], int]
+_NONE = ErrorCode.NONE
 
 
 def _upconverted(records: bytes) -> bytes | CorruptRecordError:
@@ -61,6 +69,7 @@ def _upconverted(records: bytes) -> bytes | CorruptRecordError:
 
 def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | None:
     body = produce_body(request)
+    throttle_ms = produce_throttle_ms(ctx, request)  # producer_byte_rate (KIP-219)
     try:
         acks = parse_acks(int(body.acks))
     except KafkaError as error:
@@ -73,13 +82,21 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
     replicated = True  # every acks=all append already passed by the high watermark
     for topic_data in body.topic_data:
         name = str(topic_data.name)
+        # Read once per topic, not per partition.
+        internal = ctx.topics.is_internal(name)
         partitions: list[PartitionProduceResponse] = []
+        if ctx.authorizer is not None and not topic_allowed(ctx, Op.WRITE, name):  # Kafka's
+            responses.append(_refused(topic_data, TOPIC_DENIED))
+            failed = failed or PartitionProduceResponse(-1, TOPIC_DENIED)
+            continue
         for partition_data in topic_data.partition_data:
             raw = partition_data.records
             records: bytes | CorruptRecordError | None = raw
             if legacy and raw and is_legacy_message_set(raw):
                 records = _upconverted(raw)
-            result, partition = _append(ctx, name, int(partition_data.index), records, acks)
+            result, partition = _append(
+                ctx, name, int(partition_data.index), records, acks, internal
+            )
             if result.error_code:
                 if failed is None:
                     failed = result
@@ -98,8 +115,12 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
             )
         return None
     if not replicated:
-        return _when_replicated(ctx, request, responses, waiting, duration_ms(body.timeout))
-    return encode_produce_response(request.api_version, request.correlation_id, responses)
+        return _when_replicated(
+            ctx, request, responses, waiting, duration_ms(body.timeout), throttle_ms
+        )
+    return encode_produce_response(
+        request.api_version, request.correlation_id, responses, throttle_time_ms=throttle_ms
+    )
 
 
 async def _when_replicated(
@@ -108,6 +129,7 @@ async def _when_replicated(
     responses: list[TopicProduceResponse],
     waiting: list[_Waiting],
     timeout_ms: int,
+    throttle_ms: int,
 ) -> bytes:
     """The response once the delayed produce settled each waiting partition."""
     errors = await ctx.replicas.delayed_produce.wait(
@@ -116,19 +138,23 @@ async def _when_replicated(
     for (_, _, answers, index), error in zip(waiting, errors, strict=True):
         if error:
             answers[index] = answers[index]._replace(error_code=error)
-    return encode_produce_response(request.api_version, request.correlation_id, responses)
+    return encode_produce_response(
+        request.api_version, request.correlation_id, responses, throttle_time_ms=throttle_ms
+    )
 
 
 def _refuse_all(request: Request, body: ProduceRequestBody, code: ErrorCode) -> bytes:
     """Every partition answered ``code``, nothing appended (an invalid acks)."""
-    responses = [
-        TopicProduceResponse(
-            str(topic_data.name),
-            [PartitionProduceResponse(int(p.index), code) for p in topic_data.partition_data],
-        )
-        for topic_data in body.topic_data
-    ]
+    responses = [_refused(topic_data, code) for topic_data in body.topic_data]
     return encode_produce_response(request.api_version, request.correlation_id, responses)
+
+
+def _refused(topic_data: ProduceTopicData, code: ErrorCode) -> TopicProduceResponse:
+    """Every partition of the topic answered ``code``."""
+    return TopicProduceResponse(
+        str(topic_data.name),
+        [PartitionProduceResponse(int(p.index), code) for p in topic_data.partition_data],
+    )
 
 
 def _append(
@@ -137,15 +163,17 @@ def _append(
     index: int,
     records: bytes | CorruptRecordError | None,
     acks: Acks,
+    internal: bool,
 ) -> tuple[PartitionProduceResponse, PartitionPort | None]:
-    """One partition's answer, and its partition when the batch was appended."""
+    """One partition's answer, and its partition when the batch was appended (``internal``:
+    whether ``topic`` is an internal topic)."""
     topic_partition = TopicPartition(topic, index)
     partition = ctx.replicas.get(topic_partition)
     if partition is None:
         return PartitionProduceResponse(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), None
     if not partition.is_leader:
         return PartitionProduceResponse(index, ErrorCode.NOT_LEADER_OR_FOLLOWER), None
-    if ctx.topics.is_internal(topic):
+    if internal:
         # Kafka's ReplicaManager: clients may not append to internal topics.
         return PartitionProduceResponse(index, ErrorCode.INVALID_TOPIC_EXCEPTION), None
     try:
@@ -159,7 +187,8 @@ def _append(
                 "a produce request must carry exactly one record batch per partition",
                 code=ErrorCode.INVALID_RECORD if size < len(records) else ErrorCode.CORRUPT_MESSAGE,
             )
-        check_enough_replicas(acks, partition)
+        if acks.waits_for_replication:
+            check_enough_replicas(acks, partition)
         info = partition.append_as_leader(records)
     except CorruptRecordError:
         return PartitionProduceResponse(index, ErrorCode.CORRUPT_MESSAGE), None
@@ -178,13 +207,6 @@ def _append(
     # Wakes fetches waiting for the log end offset (followers); consumers, who read up to the
     # high watermark, are woken by the replica manager's high-watermark listener.
     ctx.purgatory.notify_appended(topic_partition)
-    return (
-        PartitionProduceResponse(
-            index,
-            ErrorCode.NONE,
-            info.first_offset,
-            info.log_append_time_ms,
-            partition.log_start_offset,
-        ),
-        partition,
-    )
+    # tuple.__new__ skips the NamedTuple's Python-level __new__ (same value).
+    answer = (index, _NONE, info.first_offset, info.log_append_time_ms, partition.log_start_offset)
+    return tuple.__new__(PartitionProduceResponse, (*answer, (), None)), partition

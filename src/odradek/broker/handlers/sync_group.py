@@ -6,6 +6,7 @@ group's, and echoed).
 
 from __future__ import annotations
 
+from odradek.broker.auth.checks import Op, require_group
 from odradek.broker.context import BrokerContext
 from odradek.broker.group.results import SyncGroupResult
 from odradek.broker.handlers._groups import optional, runtime
@@ -21,6 +22,7 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     body = sync_group_body(request)
     assignments = {str(a.member_id): bytes(a.assignment) for a in body.assignments}
     try:
+        require_group(ctx, Op.READ, str(body.group_id))
         result = await runtime(ctx).run(
             str(body.group_id),
             lambda coordinator, now_ms: coordinator.sync_group(

@@ -51,6 +51,7 @@ from odradek.broker.replication.isr import (
 )
 from odradek.errors import ErrorCode, KafkaError, KafkaStorageError, OffsetOutOfRangeError
 from odradek.records.batch import HEADER_SIZE, parse_header, validate_batch
+from odradek.records.control import build_marker_batch
 from odradek.storage.leader_epoch_cache import EpochEndOffset
 from odradek.storage.log import AppendInfo, Log, LogReadInfo
 from odradek.storage.producer_snapshots import (
@@ -60,6 +61,8 @@ from odradek.storage.producer_snapshots import (
 )
 from odradek.storage.producer_state import ProducerState
 from odradek.storage.segment import TimestampAndOffset
+from odradek.storage.txn_index import AbortedTxn
+from odradek.storage.txn_state import PartitionTransactions
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +74,8 @@ _PROPOSE_AGAIN = frozenset(
 #: A batch's producer id (int64 at byte 43 of its header): -1 for a non-idempotent producer.
 _PRODUCER_ID = struct.Struct(">q")
 _PRODUCER_ID_OFFSET = 43
+_INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
 #: Kafka's ``producer.id.expiration.ms`` and ``producer.id.expiration.check.interval.ms``.
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
@@ -116,6 +121,8 @@ class Partition:
             producer_id_expiration_ms, DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
         )
         self._snapshot_segment = -1
+        #: Open and aborted transactions (KIP-98), loaded on first use.
+        self.transactions = PartitionTransactions(log)
         #: Whether the leader's last append failed on storage (see ``_leader_append``).
         self._storage_failed = False
         self.broker_id = broker_id
@@ -182,9 +189,30 @@ class Partition:
         """
         if len(data) >= HEADER_SIZE and _PRODUCER_ID.unpack_from(data, _PRODUCER_ID_OFFSET)[0] >= 0:
             return self._append_idempotent(data)
-        info = self._leader_append(data)
-        self._maybe_advance_high_watermark()
+        # ``_leader_append`` and ``_maybe_advance_high_watermark``, inline (the hot path of
+        # every non-idempotent produce).
+        try:
+            info = self.log.append(data, leader_epoch=self.leader_epoch)
+        except (KafkaStorageError, OSError):
+            self._storage_failed = True
+            raise
+        self._storage_failed = False
+        self._advance_after_append(info.last_offset + 1)
         return info
+
+    def _advance_after_append(self, log_end_offset: int) -> None:
+        """``_maybe_advance_high_watermark`` after a leader's append that left the log at
+        ``log_end_offset``, with a shortcut for the leader alone in the ISR (its log end
+        offset is the high watermark)."""
+        broker_id = self.broker_id
+        if self.leader_id != broker_id:
+            return
+        isr = self.isr
+        if self._pending is None and len(isr) == 1 and isr[0] == broker_id:
+            if log_end_offset > self.high_watermark:
+                self.advance_high_watermark(log_end_offset)
+        else:
+            self._maybe_advance_high_watermark()
 
     def _leader_append(self, data: bytes | bytearray) -> AppendInfo:
         """``Log.append`` for the leader, remembering whether the last one failed on storage
@@ -248,8 +276,10 @@ class Partition:
         info = self._leader_append(data)
         now_ms = self._clock.now_ms()
         state.update(header, info.first_offset, info.max_timestamp, now_ms)
+        if header.is_transactional:
+            self.transactions.on_leader_batch(header, info.first_offset, self.high_watermark)
         self._after_producer_append(now_ms)
-        self._maybe_advance_high_watermark()
+        self._advance_after_append(info.last_offset + 1)
         return info
 
     def _after_producer_append(self, now_ms: int) -> None:
@@ -288,6 +318,87 @@ class Partition:
             write_snapshot(self.log.directory, state, self.log.log_start_offset)
         except OSError as error:
             logger.warning("%s: cannot write a producer snapshot: %s", self.topic_partition, error)
+
+    # --- transactions (KIP-98) --------------------------------------------------------------
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> AppendInfo:
+        """Appends the marker ending ``producer_id``'s transaction (WriteTxnMarkers).
+
+        Raises:
+            KafkaError: INVALID_PRODUCER_EPOCH (the producer has a newer epoch here than the
+                marker's), TRANSACTION_COORDINATOR_FENCED (a marker of this producer came from
+                a newer coordinator epoch), NOT_LEADER_OR_FOLLOWER, or the log's append errors.
+        """
+        if not self.is_leader:
+            raise KafkaError(
+                f"{self.topic_partition}: not the leader", code=ErrorCode.NOT_LEADER_OR_FOLLOWER
+            )
+        entry = self.producer_state.get(producer_id)
+        if entry is not None and entry.producer_epoch > producer_epoch:
+            raise KafkaError(
+                f"{self.topic_partition}: marker of producer {producer_id} epoch "
+                f"{producer_epoch}, older than its epoch {entry.producer_epoch} here",
+                code=ErrorCode.INVALID_PRODUCER_EPOCH,
+            )
+        index = self.transactions.index(self.high_watermark)  # loaded before the append
+        if coordinator_epoch < index.coordinator_epoch(producer_id):
+            raise KafkaError(
+                f"{self.topic_partition}: marker of producer {producer_id} from coordinator "
+                f"epoch {coordinator_epoch}, older than {index.coordinator_epoch(producer_id)}",
+                code=ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+            )
+        now_ms = self._clock.now_ms()
+        batch = build_marker_batch(
+            producer_id,
+            producer_epoch,
+            commit,
+            coordinator_epoch=coordinator_epoch,
+            timestamp_ms=now_ms,
+        )
+        info = self._leader_append(batch)
+        self.producer_state.update(parse_header(batch), info.first_offset, now_ms, now_ms)
+        self.transactions.on_marker(
+            producer_id, info.first_offset, commit, self.high_watermark, coordinator_epoch
+        )
+        self._maybe_advance_high_watermark()
+        return info
+
+    def append_transactional_as_coordinator(self, data: bytes) -> AppendInfo:
+        """Appends a coordinator's transactional batch (TxnOffsetCommit's offsets in
+        ``__consumer_offsets``: a producer id and epoch, no sequence) without the idempotence
+        checks, as Kafka's coordinator-origin appends."""
+        info = self._leader_append(data)
+        self.transactions.on_leader_batch(
+            parse_header(data), info.first_offset, self.high_watermark
+        )
+        self._maybe_advance_high_watermark()
+        return info
+
+    def active_producers(self) -> list[tuple[int, int, int, int, int]]:
+        """DescribeProducers (KIP-664): (producer id, epoch, last sequence, last timestamp,
+        first offset of its open transaction or -1) of each producer known here."""
+        open_txns = self.transactions.index(self.high_watermark).open_transactions
+        return [
+            (
+                entry.producer_id,
+                entry.producer_epoch,
+                entry.last_sequence,
+                entry.batches[-1].max_timestamp if entry.batches else -1,
+                open_txns.get(entry.producer_id, -1),
+            )
+            for entry in self.producer_state.entries()
+        ]
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The offset below which every transaction is decided, at most the high watermark."""
+        return self.transactions.last_stable_offset(self.high_watermark)
+
+    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
+        """The aborted transactions that may have records in [start, end)."""
+        return self.transactions.aborted_between(start, end, self.high_watermark)
 
     # --- leader state ----------------------------------------------------------------------
 
@@ -458,11 +569,11 @@ class Partition:
     def _maybe_advance_high_watermark(self) -> None:
         if not self.is_leader:
             return
-        self.advance_high_watermark(
-            high_watermark(
-                self.broker_id, self.log.log_end_offset, self._followers, self.maximal_isr
-            )
+        offset = high_watermark(
+            self.broker_id, self.log.log_end_offset, self._followers, self.maximal_isr
         )
+        if offset > self.high_watermark:
+            self.advance_high_watermark(offset)
 
     def advance_high_watermark(self, offset: int) -> bool:
         """Moves the high watermark forward to ``offset`` (never back, never past the log end
@@ -484,16 +595,21 @@ class Partition:
         *,
         min_one_message: bool = True,
         committed_only: bool = True,
+        read_committed: bool = False,
     ) -> LogReadInfo:
-        """Reads up to the high watermark (consumers) or the log end offset (followers).
+        """Reads up to the high watermark (consumers), the last stable offset
+        (``read_committed`` consumers) or the log end offset (followers).
 
         Raises:
             OffsetOutOfRangeError: ``fetch_offset`` outside [log start offset, LEO].
         """
+        upper = self.high_watermark if committed_only else None
+        if read_committed:
+            upper = self.last_stable_offset
         return self.log.read(
             fetch_offset,
             max_bytes,
-            max_offset=self.high_watermark if committed_only else None,
+            max_offset=upper,
             min_one_message=min_one_message,
         )
 
@@ -516,6 +632,8 @@ class Partition:
             KafkaError: CORRUPT_MESSAGE, or INVALID_RECORD for offsets that go backwards.
         """
         state = self.producer_state  # loaded (if it must be) before this append
+        if not self.transactions.loaded and _has_transactional_batch(data):
+            self.transactions.index(self.high_watermark)  # also loaded before it
         info = self.log.append(data, assign_offsets=False)
         # Producer state without checks: the leader checked (the headers were validated by
         # the append).
@@ -528,6 +646,8 @@ class Partition:
             if header.producer_id >= 0:
                 state.update(header, header.base_offset, header.max_timestamp, now_ms)
                 recorded = True
+                if header.is_transactional:
+                    self.transactions.on_follower_batch(data, position, header, self.high_watermark)
             position += header.size
         if recorded:
             self._after_producer_append(now_ms)
@@ -545,6 +665,7 @@ class Partition:
         truncated = self.log.truncate_to(offset)
         if truncated:
             self._truncate_producer_state()
+            self.transactions.reset()
         self._cap_high_watermark()
         return truncated
 
@@ -568,6 +689,7 @@ class Partition:
         """Empties the log and restarts it at ``offset`` (a follower behind the leader's log
         start offset)."""
         self.log.truncate_fully_and_start_at(offset)
+        self.transactions.reset()
         if self._producer_state is not None:
             self._producer_state.clear(offset)
         delete_snapshots_after(self.log.directory, -1)
@@ -607,3 +729,17 @@ class Partition:
             f"Partition({self.topic_partition}, leo={self.log_end_offset}, "
             f"hw={self.high_watermark}, epoch={self.leader_epoch})"
         )
+
+
+def _has_transactional_batch(data: bytes | bytearray | memoryview) -> bool:
+    """Whether fetched ``data`` (whole batches) holds a transactional batch or marker (read
+    from the length and attributes fields only: this runs for every follower append)."""
+    position = 0
+    end = len(data)
+    while position + HEADER_SIZE <= end:
+        (length,) = _INT32.unpack_from(data, position + 8)
+        (attributes,) = _INT16.unpack_from(data, position + 21)
+        if attributes & 0x10:
+            return True
+        position += 12 + length
+    return False

@@ -143,9 +143,14 @@ class Consumer(Closeable):
         listener: RebalanceListener | None = None,
         *,
         pattern: str | re.Pattern[str] | None = None,
+        exclude_pattern: str | re.Pattern[str] | None = None,
     ) -> None:
         """Joins the group for ``topics`` (a list, or a compiled ``re.Pattern`` / ``pattern=``
         matched against every topic name, new topics included on metadata refresh).
+
+        ``exclude_pattern`` leaves out the topics it finds (``re.search``) from a pattern
+        subscription (the whitelist / blacklist filters of Kafka's old consumer); alone, it
+        subscribes to every topic it does not find.
 
         ``listener`` may have ``on_partitions_revoked(partitions)``,
         ``on_partitions_assigned(partitions)`` and ``on_partitions_lost(partitions)`` (default:
@@ -154,6 +159,7 @@ class Consumer(Closeable):
         Raises:
             ConfigError: no ``group.id``.
             RuntimeError: the consumer has a manual assignment.
+            ValueError: ``exclude_pattern`` with a list of topics.
         """
         self._check_open()
         if self._coordinator is None:
@@ -163,10 +169,17 @@ class Consumer(Closeable):
         elif isinstance(topics, str):
             topics = [topics]
         compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+        excluded = (
+            re.compile(exclude_pattern) if isinstance(exclude_pattern, str) else exclude_pattern
+        )
+        if excluded is not None:
+            if topics:
+                raise ValueError("exclude_pattern goes with a pattern subscription, not topics")
+            compiled = compiled or re.compile("")
         if compiled is None and not topics:
             self.unsubscribe()
             return
-        self._subscriptions.subscribe(list(topics), compiled)
+        self._subscriptions.subscribe(list(topics), compiled, excluded)
         self._coordinator.set_listener(listener)
         if compiled is not None:
             self._metadata.set_topics(None)

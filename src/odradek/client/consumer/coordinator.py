@@ -13,7 +13,8 @@ and keeps these rules:
   consumer protocol subscription (topics, owned partitions, generation, rack); the leader runs
   the agreed assignor on every member's subscription with partition counts from metadata;
   SyncGroup hands out the assignment. MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID,
-  REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION and coordinator moves are retried.
+  REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION and coordinator moves are retried. A join keeps to
+  the timeout of the ``poll`` that runs it: a request in flight then is waited for by the next.
 - **Rebalance protocol.** Cooperative (KIP-429) when every configured assignor supports it
   (``cooperative-sticky`` alone), otherwise eager. Eager: before joining, commit (auto commit)
   and revoke everything (``on_partitions_revoked``), then ``on_partitions_assigned`` with the
@@ -40,11 +41,10 @@ and keeps these rules:
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from functools import partial
@@ -54,13 +54,9 @@ from odradek._clock import Clock
 from odradek._types import TopicPartition
 from odradek.client.assignors import (
     CONSUMER_PROTOCOL_TYPE,
-    Assignment,
     Assignor,
     RebalanceProtocol,
-    Subscription,
     decode_assignment,
-    decode_subscription,
-    encode_assignment,
     resolve_all,
     supported_protocols,
 )
@@ -72,8 +68,11 @@ from odradek.client.consumer.group_requests import (
     GENERATION_GONE,
     RETRY_JOIN,
     join_protocols,
+    log_auto_commit,
     offset_commit_fields,
+    sync_group_fields,
 )
+from odradek.client.consumer.leader import leader_assignments
 from odradek.client.consumer.network_thread import NetworkThread
 from odradek.client.consumer.record import CommitFailedError, OffsetAndMetadata
 from odradek.client.consumer.subscription import SubscriptionState
@@ -97,6 +96,13 @@ _LEAVE_GROUP: Final = VersionRange(0, 2)
 _OFFSET_COMMIT: Final = VersionRange(2, 7)
 _OFFSET_FETCH: Final = VersionRange(1, 7)
 _NO_GENERATION: Final = -1
+#: How long a leader waits for metadata of subscribed topics it does not know yet (its
+#: assignment needs their partition counts, whatever the poll's timeout).
+_LEADER_METADATA_WAIT_MS: Final = 10_000
+
+
+class _JoinInFlight(Exception):  # noqa: N818 (a signal, not an error)
+    """The poll's time ran out with the join's JoinGroup or SyncGroup unanswered."""
 
 
 class ConsumerCoordinator:
@@ -145,6 +151,10 @@ class ConsumerCoordinator:
         self._next_auto_commit_ms = now + settings.auto_commit_interval_ms
         self._callbacks: deque[tuple[Callable[[], None]]] = deque()
         self._closing = False
+        #: The join's request in flight between two polls: ("join" | "sync", its future).
+        self._pending_join: tuple[str, Future[dict[str, Any]]] | None = None
+        self._join_prepared = False
+        self._sync_fields: dict[str, Any] = {}
 
     def start(self) -> None:
         self._thread.start()
@@ -180,7 +190,7 @@ class ConsumerCoordinator:
             matching = [
                 name
                 for name in cluster.topic_names
-                if subscriptions.pattern.search(name)
+                if subscriptions.matches(name)
                 and not (
                     self._settings.exclude_internal_topics and cluster.topics[name].is_internal
                 )
@@ -191,7 +201,11 @@ class ConsumerCoordinator:
             with self._lock:
                 need = self._rejoin_needed or not self._joined
             if need:
-                self._join(max(deadline_ms, now + self._settings.max_poll_interval_ms))
+                # poll(timeout) keeps to its timeout: the next poll resumes the join
+                try:
+                    self._join(deadline_ms)
+                except (_JoinInFlight, KafkaTimeoutError):
+                    return
         if subscriptions.awaiting_committed():
             self.refresh_committed_offsets(
                 max(deadline_ms, now + self._settings.request_timeout_ms)
@@ -200,7 +214,7 @@ class ConsumerCoordinator:
             self._next_auto_commit_ms = now + self._settings.auto_commit_interval_ms
             offsets = {tp: OffsetAndMetadata(p) for tp, p in subscriptions.positions().items()}
             if offsets:
-                self.commit_async(offsets, _log_auto_commit)
+                self.commit_async(offsets, log_auto_commit)
 
     # ------------------------------------------------------------------ requests
 
@@ -273,63 +287,101 @@ class ConsumerCoordinator:
 
     # ------------------------------------------------------------------ joining
 
+    def _send_or_resume(
+        self,
+        stage: str,
+        api_key: int,
+        fields: Any,
+        versions: VersionRange,
+        deadline_ms: int,
+        timeout_ms: int | None = None,
+    ) -> dict[str, Any]:
+        """``_send`` for the join's requests: one unanswered at ``deadline_ms`` stays in flight
+        (``_JoinInFlight``) and the next call for the same stage waits for it."""
+        pending = self._pending_join
+        if pending is not None and pending[0] == stage:
+            future = pending[1]
+        else:
+            node = self._ensure_coordinator(deadline_ms)
+            future = self._thread.request(node, api_key, fields, versions, timeout_ms)
+            self._pending_join = (stage, future)
+        remaining = max(0, deadline_ms - self._clock.monotonic_ms())
+        try:
+            result = future.result(remaining / 1000.0)
+        except FutureTimeoutError:
+            raise _JoinInFlight from None
+        except KafkaError as error:
+            self._pending_join = None
+            if error.error_code in COORDINATOR_ERRORS:
+                self._coordinator_lost()
+            raise
+        self._pending_join = None
+        return result
+
     def _join(self, deadline_ms: int) -> None:
-        self._on_join_prepare(deadline_ms)
+        """Joins the group as far as ``deadline_ms`` allows (see ``_send_or_resume``)."""
+        if not self._join_prepared:
+            self._on_join_prepare(deadline_ms)
+            self._join_prepared = True
         while True:
-            with self._lock:
-                self._joined = False
-            try:
-                response = self._send(
-                    ApiKey.JOIN_GROUP,
-                    self._join_fields,
-                    _JOIN_GROUP,
-                    deadline_ms,
-                    timeout_ms=self._settings.max_poll_interval_ms + 5_000,
-                )
-            except KafkaError as error:
-                if not error.retriable or isinstance(error, KafkaTimeoutError):
-                    raise
-                self._backoff(deadline_ms)
-                continue
-            code = int(response["error_code"])
-            if code == ErrorCode.MEMBER_ID_REQUIRED:
+            pending = self._pending_join
+            if pending is None or pending[0] == "join":
+                with self._lock:  # a change from now on needs another join
+                    self._joined = False
+                    self._rejoin_needed = self._rejoin_needed and pending is not None
+                try:
+                    response = self._send_or_resume(
+                        "join",
+                        ApiKey.JOIN_GROUP,
+                        self._join_fields,
+                        _JOIN_GROUP,
+                        deadline_ms,
+                        timeout_ms=self._settings.max_poll_interval_ms + 5_000,
+                    )
+                except KafkaError as error:
+                    if not error.retriable or isinstance(error, KafkaTimeoutError):
+                        raise
+                    self._backoff(deadline_ms)
+                    continue
+                code = int(response["error_code"])
+                if code == ErrorCode.MEMBER_ID_REQUIRED:
+                    with self._lock:
+                        self._member_id = str(response["member_id"])
+                    continue
+                if code in GENERATION_GONE and code != ErrorCode.FENCED_INSTANCE_ID:
+                    self._reset_generation()
+                    continue
+                if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
+                    self._coordinator_lost()
+                    self._backoff(deadline_ms)
+                    continue
+                if code in RETRY_JOIN:
+                    self._backoff(deadline_ms)
+                    continue
+                if code:
+                    raise error_for_code(code, f"JoinGroup of group {self._group_id!r}")
                 with self._lock:
                     self._member_id = str(response["member_id"])
-                continue
-            if code in GENERATION_GONE and code != ErrorCode.FENCED_INSTANCE_ID:
-                self._reset_generation()
-                continue
-            if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
-                self._coordinator_lost()
-                self._backoff(deadline_ms)
-                continue
-            if code in RETRY_JOIN:
-                self._backoff(deadline_ms)
-                continue
-            if code:
-                raise error_for_code(code, f"JoinGroup of group {self._group_id!r}")
-            with self._lock:
-                self._member_id = str(response["member_id"])
-                self._generation = int(response["generation_id"])
-                self._protocol_name = str(response["protocol_name"])
-            leader = str(response["leader"]) == self._member_id
-            assignments: list[dict[str, Any]] = []
-            if leader:
-                assignments = self._assign(self._protocol_name, response["members"], deadline_ms)
+                    self._generation = int(response["generation_id"])
+                    self._protocol_name = str(response["protocol_name"])
+                leader = str(response["leader"]) == self._member_id
+                assignments: list[dict[str, Any]] = []
+                if leader:
+                    assignments = leader_assignments(
+                        self._assignors,
+                        self._protocol_name,
+                        response["members"],
+                        self._metadata,
+                        _LEADER_METADATA_WAIT_MS,
+                        f"group {self._group_id!r} generation {self._generation}",
+                    )
+                self._sync_fields = sync_group_fields(
+                    self._group_id, self._generation, self._member_id, self._instance_id,
+                    self._protocol_name, assignments,
+                )  # fmt: skip
             try:
-                sync = self._send(
-                    ApiKey.SYNC_GROUP,
-                    {
-                        "group_id": self._group_id,
-                        "generation_id": self._generation,
-                        "member_id": self._member_id,
-                        "group_instance_id": self._instance_id,
-                        "protocol_type": CONSUMER_PROTOCOL_TYPE,
-                        "protocol_name": self._protocol_name,
-                        "assignments": assignments,
-                    },
-                    _SYNC_GROUP,
-                    deadline_ms,
+                sync = self._send_or_resume(
+                    "sync", ApiKey.SYNC_GROUP, self._sync_fields, _SYNC_GROUP, deadline_ms
                 )
             except KafkaError as error:
                 if not error.retriable or isinstance(error, KafkaTimeoutError):
@@ -346,6 +398,7 @@ class ConsumerCoordinator:
             if code:
                 raise error_for_code(code, f"SyncGroup of group {self._group_id!r}")
             assignment = decode_assignment(sync["assignment"] or b"\x00\x00\x00\x00\x00\x00")
+            self._join_prepared = False
             self._on_join_complete(assignment.partitions)
             return
 
@@ -369,47 +422,6 @@ class ConsumerCoordinator:
             "reason": None,
         }
 
-    def _assign(
-        self, protocol_name: str, members: Iterable[Mapping[str, Any]], deadline_ms: int
-    ) -> list[dict[str, Any]]:
-        """The leader's part: every member's assignment, encoded for SyncGroup."""
-        assignor = next((a for a in self._assignors if a.name() == protocol_name), None)
-        if assignor is None:
-            raise KafkaError(
-                f"group {self._group_id!r} chose assignor {protocol_name!r}, not configured here",
-                code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
-            )
-        subscriptions: dict[str, Subscription] = {}
-        for member in members:
-            subscription = decode_subscription(member["metadata"])
-            subscriptions[str(member["member_id"])] = dataclasses.replace(
-                subscription, group_instance_id=member.get("group_instance_id")
-            )
-        topics = {topic for s in subscriptions.values() for topic in s.topics}
-        cluster = self._metadata.cluster
-        if not topics <= set(cluster.topics):
-            self._metadata.add_topics(topics)
-            version = self._metadata.request_update()
-            remaining = max(1, min(deadline_ms - self._clock.monotonic_ms(), 10_000))
-            self._metadata.wait_for_update(version, remaining)
-            cluster = self._metadata.cluster
-        counts = {t: n for t in topics if (n := cluster.partition_count(t) or 0) > 0}
-        result: Mapping[str, Assignment] = assignor.assign(counts, subscriptions)
-        log.info(
-            "group %s generation %d: leader assigned with %s: %s",
-            self._group_id,
-            self._generation,
-            protocol_name,
-            {m: [str(tp) for tp in a.partitions] for m, a in result.items()},
-        )
-        return [
-            {
-                "member_id": member_id,
-                "assignment": encode_assignment(result.get(member_id, Assignment())),
-            }
-            for member_id in subscriptions
-        ]
-
     def _on_join_prepare(self, deadline_ms: int) -> None:
         with self._lock:
             lost, owned = self._lost, list(self._owned)
@@ -430,7 +442,6 @@ class ConsumerCoordinator:
         with self._lock:
             owned = list(self._owned)
             self._joined = True
-            self._rejoin_needed = False
             now = self._clock.monotonic_ms()
             self._next_heartbeat_ms = now + self._settings.heartbeat_interval_ms
             self._last_poll_ms = now
@@ -786,10 +797,3 @@ class ConsumerCoordinator:
             with self._lock:
                 self._closing = True
             self._thread.close(max(0, deadline - self._clock.monotonic_ms()) / 1000.0)
-
-
-def _log_auto_commit(
-    offsets: Mapping[TopicPartition, OffsetAndMetadata], error: BaseException | None
-) -> None:
-    if error is not None:
-        log.warning("auto commit of %d partitions failed: %s", len(offsets), error)

@@ -7,8 +7,8 @@ a visitor that builds ``ConsumerRecord`` tuples straight away (one object per re
 
 - records before the fetch offset are skipped (a compressed batch, or a batch fetched whole,
   may start before it);
-- control batches (transaction markers) are skipped, and so are aborted-transaction filtering's
-  concerns: ``read_uncommitted`` only;
+- control batches (transaction markers) are skipped; a read_committed fetcher has already
+  dropped the batches of aborted transactions (``records.aborted``);
 - a batch cut off at the end of the bytes (the broker stops at the size limit) is ignored: the
   next fetch starts at the offset after the last whole batch and gets it whole. A record larger
   than ``max.partition.fetch.bytes`` still arrives whole (KIP-74), so progress never stops.

@@ -52,6 +52,7 @@ from odradek.client.consumer.subscription import SubscriptionState
 from odradek.client.network import NetworkClient, RequestFuture
 from odradek.errors import ErrorCode, OffsetOutOfRangeError, error_for_code
 from odradek.protocol.api_keys import ApiKey, VersionRange
+from odradek.records.aborted import drop_aborted
 
 __all__ = ["FETCH_VERSIONS", "LIST_OFFSETS_VERSIONS", "CompletedFetch", "Fetcher"]
 
@@ -424,6 +425,11 @@ class Fetcher:
                 next_offset = scan(data, offset)
                 if next_offset <= offset:
                     continue  # cut off before the first whole batch: fetched first next time
+                aborted = entry.get("aborted_transactions")
+                if aborted:  # read_committed: the broker listed aborted transactions
+                    data = drop_aborted(
+                        data, [(int(a["producer_id"]), int(a["first_offset"])) for a in aborted]
+                    )
                 state.fetch_position = next_offset
                 filed.append(CompletedFetch(tp, epoch, offset, next_offset, data))
                 self._buffered[tp] = self._buffered.get(tp, 0) + 1

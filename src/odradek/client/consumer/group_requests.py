@@ -5,11 +5,13 @@ the flow."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from odradek._types import TopicPartition
 from odradek.client.assignors import (
+    CONSUMER_PROTOCOL_TYPE,
     Assignor,
     Subscription,
     encode_subscription,
@@ -35,6 +37,8 @@ RETRY_JOIN: Final = frozenset(
 GENERATION_GONE: Final = frozenset(
     {ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID}
 )
+
+log = logging.getLogger(__name__)
 
 
 def join_protocols(
@@ -89,3 +93,30 @@ def offset_commit_fields(
         "retention_time": -1,
         "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
     }
+
+
+def sync_group_fields(
+    group_id: str,
+    generation: int,
+    member_id: str,
+    instance_id: str | None,
+    protocol_name: str | None,
+    assignments: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A SyncGroup request's fields (``assignments`` empty unless the member leads)."""
+    return {
+        "group_id": group_id,
+        "generation_id": generation,
+        "member_id": member_id,
+        "group_instance_id": instance_id,
+        "protocol_type": CONSUMER_PROTOCOL_TYPE,
+        "protocol_name": protocol_name,
+        "assignments": assignments,
+    }
+
+
+def log_auto_commit(
+    offsets: Mapping[TopicPartition, OffsetAndMetadata], error: BaseException | None
+) -> None:
+    if error is not None:
+        log.warning("auto commit of %d partitions failed: %s", len(offsets), error)

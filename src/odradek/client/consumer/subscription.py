@@ -74,6 +74,8 @@ class SubscriptionState:
         self.manual = False
         self.topics: frozenset[str] = frozenset()
         self.pattern: re.Pattern[str] | None = None
+        #: Topics a pattern subscription leaves out (``Consumer.subscribe(exclude_pattern=)``).
+        self.exclude_pattern: re.Pattern[str] | None = None
 
     # -- modes
 
@@ -90,12 +92,28 @@ class SubscriptionState:
             self.manual = bool(wanted)
             self._set_assignment(wanted)
 
-    def subscribe(self, topics: Iterable[str] | None, pattern: re.Pattern[str] | None) -> None:
+    def subscribe(
+        self,
+        topics: Iterable[str] | None,
+        pattern: re.Pattern[str] | None,
+        exclude_pattern: re.Pattern[str] | None = None,
+    ) -> None:
         with self.lock:
             if self.manual:
                 raise RuntimeError("subscribe() is not allowed after assign(); unsubscribe first")
             self.topics = frozenset(topics or ())
             self.pattern = pattern
+            self.exclude_pattern = exclude_pattern
+
+    def matches(self, topic: str) -> bool:
+        """Whether a pattern subscription takes ``topic``: the pattern finds it
+        (``re.search``) and the exclude pattern, if any, does not."""
+        pattern, exclude = self.pattern, self.exclude_pattern
+        return (
+            pattern is not None
+            and pattern.search(topic) is not None
+            and (exclude is None or exclude.search(topic) is None)
+        )
 
     def set_subscribed_topics(self, topics: Iterable[str]) -> bool:
         """For a pattern subscription: the matching topics; returns whether they changed."""
@@ -109,6 +127,7 @@ class SubscriptionState:
         with self.lock:
             self.topics = frozenset()
             self.pattern = None
+            self.exclude_pattern = None
             self.manual = False
             self.assignment = {}
 

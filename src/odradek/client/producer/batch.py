@@ -55,6 +55,7 @@ class ProducerBatch:
         "last_attempt_ms",
         "result",
         "retrying",
+        "stamped",
         "tp",
     )
 
@@ -73,6 +74,8 @@ class ProducerBatch:
         self.full = False
         self.buffer_bytes = buffer_bytes
         self.batch_size = 0
+        #: Whether a transactional producer's id, epoch and sequence are in the bytes.
+        self.stamped = False
 
     # -- open
 
@@ -144,6 +147,13 @@ class ProducerBatch:
             self._records = builder.build()
             self._builder = None
         return self._records
+
+    def stamp(self, records: bytes) -> None:
+        """Replaces the built bytes with the transactional producer's (``stamped``: once,
+        so a retry resends the same sequence)."""
+        assert self._records is not None, "the batch is still open"
+        self._records = records
+        self.stamped = True
 
     @property
     def records(self) -> bytes:

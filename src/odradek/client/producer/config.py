@@ -55,6 +55,8 @@ PRODUCER_KEYS: Final[tuple[ConfigKey, ...]] = (
     ConfigKey("interceptor.classes", object, (), "objects with on_send/on_acknowledgement/close"),
     ConfigKey("producer.type", str, "async", "sync: send() waits", choices=("sync", "async")),
     ConfigKey("enable.idempotence", bool, False, "not supported yet: must be false"),
+    ConfigKey("transactional.id", object, None, "makes the producer transactional (KIP-98)"),
+    ConfigKey("transaction.timeout.ms", int, 60_000, "the coordinator aborts after this", 1),
 )
 register_keys(PRODUCER, PRODUCER_KEYS)
 
@@ -90,6 +92,7 @@ class ProducerSettings:
     max_in_flight: int
     sync: bool
     client_id: str
+    transactional: bool = False
 
     @classmethod
     def from_config(cls, config: ClientConfig) -> ProducerSettings:
@@ -113,14 +116,21 @@ class ProducerSettings:
             retry_backoff_max_ms=config.get_int("retry.backoff.max.ms"),
             delivery_timeout_ms=config.get_int("delivery.timeout.ms"),
             request_timeout_ms=config.get_int("request.timeout.ms"),
-            max_in_flight=config.get_int("max.in.flight.requests.per.connection"),
+            # A transactional producer keeps one request per partition in flight: its
+            # sequences then reach the broker in order, retries included.
+            max_in_flight=1
+            if config["transactional.id"]
+            else config.get_int("max.in.flight.requests.per.connection"),
             sync=config.get_str("producer.type") == "sync",
             client_id=config.get_str("client.id"),
+            transactional=bool(config["transactional.id"]),
         )
         settings._check()
         return settings
 
     def _check(self) -> None:
+        if self.transactional and self.acks != ACKS_ALL:
+            raise ConfigError("transactional.id needs acks=all")
         if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
             raise ConfigError(
                 f"delivery.timeout.ms ({self.delivery_timeout_ms}) must be at least linger.ms "

@@ -67,7 +67,10 @@ from odradek.client.producer.serializers import (
     StringSerializer,
     resolve_serializer,
 )
+from odradek.client.producer.transactions import TransactionManager
 from odradek.errors import (
+    ErrorCode,
+    KafkaError,
     MessageTooLargeError,
     ProducerClosedError,
     SerializationError,
@@ -210,6 +213,11 @@ class Producer(Closeable):
             clock,
         )
         self._sender = Sender(network, self._metadata, self._accumulator, settings, clock)
+        self._transactions: TransactionManager | None = None
+        if settings.transactional:
+            self._transactions = self._sender.transactions = TransactionManager(
+                client_config, clock
+            )
         self._view = _ClusterView(self._metadata.cluster)
         self._tps: dict[str, list[TopicPartition]] = {}
         self._closed = False
@@ -377,6 +385,8 @@ class Producer(Closeable):
             tps = self._tps.get(topic)
             if tps is None or len(tps) < count:
                 tps = self._tps[topic] = [TopicPartition(topic, p) for p in range(count)]
+            if self._transactions is not None:
+                self._transactions.add_partition(tps[partition])
             future, flags = self._accumulator.append(
                 tps[partition],
                 timestamp_ms,
@@ -397,6 +407,8 @@ class Producer(Closeable):
                         f"the partitioner chose partition {partition} of {topic}, which has "
                         f"{count} partitions"
                     )
+                if self._transactions is not None:
+                    self._transactions.add_partition(tps[partition])
                 future, flags = self._accumulator.append(
                     tps[partition],
                     timestamp_ms,
@@ -565,6 +577,55 @@ class Producer(Closeable):
         finally:
             self._accumulator.end_flush()
 
+    # -- transactions (KIP-98; with ``transactional.id``)
+
+    def _manager(self) -> TransactionManager:
+        if self._transactions is None:
+            raise KafkaError("transactions need transactional.id", code=ErrorCode.INVALID_TXN_STATE)
+        return self._transactions
+
+    def init_transactions(self) -> None:
+        """Gets the producer id and epoch of ``transactional.id`` (fencing any older producer
+        of that id and aborting its open transaction); call once, before the first
+        transaction."""
+        self._manager().init()
+
+    def begin_transaction(self) -> None:
+        """Starts a transaction: every record sent until it ends belongs to it."""
+        self._manager().begin()
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, int], group_id: str
+    ) -> None:
+        """Commits a consumer group's offsets (the next offset to read, per partition) as
+        part of the transaction: they take effect only if it commits."""
+        self._manager().send_offsets(offsets, group_id)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Sends every record, then commits the transaction.
+
+        Raises:
+            KafkaError: a record of the transaction failed (abort it), or the coordinator's
+                error (PRODUCER_FENCED: another producer took the id over).
+        """
+        manager = self._manager()
+        self.flush(timeout)
+        failed = manager.take_failure()
+        if failed is not None:
+            raise KafkaError(
+                f"a record of the transaction failed ({failed}); abort the transaction",
+                code=ErrorCode.INVALID_TXN_STATE,
+            )
+        manager.end(commit=True)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Waits for the records sent, then aborts the transaction: read_committed readers
+        never see them."""
+        manager = self._manager()
+        self.flush(timeout)
+        manager.take_failure()
+        manager.end(commit=False)
+
     def partitions_for(self, topic: str) -> list[PartitionMetadata]:
         """The topic's partitions (leader, replicas, ISR), waiting up to ``max.block.ms``.
 
@@ -628,6 +689,8 @@ class Producer(Closeable):
                 self._thread.join()
         self._pool.close()
         self._metadata.close()
+        if self._transactions is not None:
+            self._transactions.close()
         self._interceptors.close()
         close_quietly(self._key_serializer, "the key serializer", logger)
         close_quietly(self._value_serializer, "the value serializer", logger)

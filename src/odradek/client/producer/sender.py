@@ -53,6 +53,7 @@ from odradek.client.producer.accumulator import ReadyResult, RecordAccumulator
 from odradek.client.producer.batch import ProducerBatch
 from odradek.client.producer.config import ProducerSettings
 from odradek.client.producer.produce_codec import PRODUCE_CODEC_VERSIONS
+from odradek.client.producer.transactions import TransactionManager
 from odradek.errors import (
     ErrorCode,
     KafkaError,
@@ -99,6 +100,8 @@ class Sender:
         self._settings = settings
         self._clock = clock
         self._guarantee_order = settings.max_in_flight == 1
+        #: A transactional producer's manager: stamps batches, hears of failed ones.
+        self.transactions: TransactionManager | None = None
         self._in_flight: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._last_metadata_request_ms = -_NEVER
         self._wake_requested = False
@@ -286,9 +289,12 @@ class Sender:
         by_tp: dict[TopicPartition, ProducerBatch] = {}
         topics: dict[str, list[dict[str, Any]]] = {}
         records = 0
+        transactions = self.transactions
         for batch in batches:
             tp = batch.tp
             by_tp[tp] = batch
+            if transactions is not None and not batch.stamped:
+                batch.stamp(transactions.stamp(tp, batch.records, batch.batch_size))
             topics.setdefault(tp.topic, []).append(
                 {"index": tp.partition, "records": batch.records}
             )
@@ -300,7 +306,7 @@ class Sender:
                 self._accumulator.mute(tp)
             records += batch.record_count
         fields = {
-            "transactional_id": None,
+            "transactional_id": None if transactions is None else transactions.transactional_id,
             "acks": settings.acks,
             "timeout": settings.request_timeout_ms,
             "topic_data": [
@@ -443,6 +449,8 @@ class Sender:
         if batch.complete(base_offset, log_append_time_ms, error) and error is not None:
             with self._stats_lock:
                 self._stats["batches_failed"] += 1
+            if self.transactions is not None:
+                self.transactions.record_failure(error)
         self._accumulator.deallocate(batch)
 
     def _untrack(self, batch: ProducerBatch) -> None:

@@ -447,6 +447,11 @@ class FaultCluster:
     def zookeeper_hosts(self) -> list[str]:
         return sorted({node.host for node in self.zookeeper.nodes})
 
+    @property
+    def session_timeout_s(self) -> float:
+        """The brokers' ``zookeeper.session.timeout.ms``, in seconds."""
+        return int(self.broker_settings["zookeeper.session.timeout.ms"]) / 1000
+
     def cut_off(self, broker_id: int) -> None:
         """Takes the broker's link down: nobody reaches it, it reaches nobody."""
         self._network().set_link(f"b{broker_id}", up=False)

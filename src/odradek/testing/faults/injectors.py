@@ -7,13 +7,14 @@ Kinds (``FAULT_KINDS``):
   partition / following one / holding ``/controller``; heal restarts it on its log directory.
 - ``pause-past-session``: SIGSTOP of a partition leader until its ZooKeeper registration is gone
   (the session expired; the zombie leader); heal sends SIGCONT — the broker then learns its
-  session expired and exits — and restarts it.
+  session expired, stops serving and rejoins with a new session.
 - ``kill-zookeeper``: SIGKILL of one ZooKeeper node (the quorum survives); heal restarts it.
 - ``partition-one``: one broker cut off from every other host (and the test process).
 - ``leader-cut-from-followers``: a partition leader's traffic to and from its followers is
   dropped; clients and ZooKeeper still reach it.
 - ``broker-cut-from-zookeeper``: a broker's traffic to and from every ZooKeeper node is
-  dropped (its session expires; it exits); heal lifts the rules and restarts it.
+  dropped (its session expires; it rejoins once it reaches ZooKeeper again); heal lifts the
+  rules.
 - ``full-disk``: one broker's log directory (a small tmpfs) filled up; heal frees it.
 - ``clock-skew``: one broker restarted under libfaketime with its wall clock moved (monotonic
   time untouched); heal restarts it with the true clock.
@@ -28,6 +29,7 @@ whatever is still applied.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -134,7 +136,7 @@ class KillBroker:
 @dataclass(eq=False)
 class PausePastSession:
     """SIGSTOP of a leader held until its ZooKeeper registration is gone; heal resumes it
-    (it exits on learning its session expired) and restarts it."""
+    (on learning its session expired it stops serving and rejoins)."""
 
     rng: random.Random
     session_wait_s: float = 60.0
@@ -159,8 +161,8 @@ class PausePastSession:
         if broker_id is None:
             return
         cluster.resume_broker(broker_id)
-        # Resumed, it finds its session expired and exits; a broker that somehow stays up
-        # without a registration is a defect the wait reports.
+        # Resumed, it finds its session expired and rejoins; a broker that stays up without a
+        # registration is a defect the wait reports.
         settle(cluster, broker_id, self.session_wait_s)
 
 
@@ -191,14 +193,24 @@ class KillZooKeeper:
 # --- network faults --------------------------------------------------------------------------
 
 
-def settle(cluster: FaultCluster, broker_id: int, timeout_s: float = 60.0) -> None:
+def settle(
+    cluster: FaultCluster, broker_id: int, timeout_s: float = 60.0, *, since: float | None = None
+) -> None:
     """After a fault that may have expired the broker's ZooKeeper session: waits until it is
-    registered (its session survived) or has exited (it learnt the session expired, and
-    stops by design), and restarts it in the second case."""
+    registered on a live session — the one it had (it survived) or a new one (it rejoined) —
+    and restarts it if it exited instead (a crash).
+
+    ``since`` (monotonic) is when the fault cut the broker's session off: until twice the
+    session timeout after it ZooKeeper may still expire that session, and a registration seen
+    before then may be the dying session's, so the wait starts only then."""
+    if since is not None:
+        remaining = since + 2 * cluster.session_timeout_s - time.monotonic()
+        if remaining > 0:
+            time.sleep(remaining)
     cluster.wait_until(
         lambda: not cluster.broker_running(broker_id) or broker_id in cluster.registered(),
         timeout_s,
-        f"broker {broker_id} to be registered or to exit (its session expired)",
+        f"broker {broker_id} to be registered again (or to exit)",
     )
     if not cluster.broker_running(broker_id):
         cluster.restart_broker(broker_id)
@@ -211,10 +223,12 @@ class PartitionOne:
     rng: random.Random
     kind: str = "partition-one"
     broker_id: int | None = None
+    applied_at: float | None = None
 
     def apply(self, cluster: FaultCluster) -> str:
         self.broker_id = pick_broker(self.rng, cluster)
         cluster.active_faults.append(self)
+        self.applied_at = time.monotonic()
         cluster.cut_off(self.broker_id)
         return f"broker {self.broker_id}"
 
@@ -222,7 +236,7 @@ class PartitionOne:
         _untrack(cluster, self)
         if self.broker_id is not None:
             cluster.reconnect(self.broker_id)
-            settle(cluster, self.broker_id)
+            settle(cluster, self.broker_id, since=self.applied_at)
 
 
 @dataclass(eq=False)
@@ -260,21 +274,23 @@ class LeaderCutFromFollowers:
 @dataclass(eq=False)
 class BrokerCutFromZooKeeper:
     """A broker's traffic to and from every ZooKeeper node dropped (brokers and clients
-    still reach it); its session expires and, reconnected, it exits and is restarted."""
+    still reach it); its session expires and, reconnected, it rejoins."""
 
     rng: random.Random
     kind: str = "broker-cut-from-zookeeper"
     broker_id: int | None = None
     handle: str | None = None
+    applied_at: float | None = None
 
     def apply(self, cluster: FaultCluster) -> str:
         self.broker_id = pick_broker(self.rng, cluster)
         cluster.active_faults.append(self)
+        self.applied_at = time.monotonic()
         self.handle = cluster.drop_traffic(self.broker_id, cluster.zookeeper_hosts())
         return f"broker {self.broker_id}"
 
     def heal(self, cluster: FaultCluster) -> None:
-        _restore_traffic(cluster, self, self.broker_id, self.handle)
+        _restore_traffic(cluster, self, self.broker_id, self.handle, since=self.applied_at)
 
 
 # --- disk and clock faults -------------------------------------------------------------------
@@ -398,14 +414,19 @@ def available_faults(cluster: FaultCluster) -> dict[str, str | None]:
 
 
 def _restore_traffic(
-    cluster: FaultCluster, fault: object, broker_id: int | None, handle: str | None
+    cluster: FaultCluster,
+    fault: object,
+    broker_id: int | None,
+    handle: str | None,
+    *,
+    since: float | None = None,
 ) -> None:
     """Heals a traffic-dropping fault: its rules lifted, then the broker settled (its
-    session may have expired meanwhile)."""
+    session may have expired meanwhile; ``since``: when it may have begun to)."""
     _untrack(cluster, fault)
     if broker_id is not None and handle is not None:
         cluster.restore_traffic(broker_id, handle)
-        settle(cluster, broker_id)
+        settle(cluster, broker_id, since=since)
 
 
 def _untrack(cluster: FaultCluster, fault: object) -> None:

@@ -1,0 +1,1 @@
+"""Authorization (ACLs) and client quotas: what a principal may do, and how fast."""
