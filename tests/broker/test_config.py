@@ -16,6 +16,7 @@ from odradek.broker.config import (
     parse_properties,
 )
 from odradek.broker.kafka_settings import KAFKA_BROKER_SETTINGS
+from odradek.broker.security.listeners import SECURITY_SETTING_NAMES
 from odradek.errors import ConfigError
 from odradek.storage.config import BROKER_NAMES, LogConfig
 
@@ -155,8 +156,8 @@ def test_unknown_override_fails() -> None:
     [
         "num.io.threads",
         "background.threads",
-        "listener.name.internal.ssl.keystore.location",
-        "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config",
+        "listener.name.internal.ssl.keymanager.algorithm",
+        "listener.name.sasl_ssl.scram-sha-256.sasl.login.class",
     ],
 )
 def test_a_kafka_setting_odradek_does_not_implement_is_accepted_and_named(name: str) -> None:
@@ -296,8 +297,8 @@ def test_empty_advertised_listeners_means_the_listeners() -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"listeners": "SSL://localhost:9093"}, "only PLAINTEXT listeners are supported"),
-        ({"listeners": "SASL_PLAINTEXT://h:1"}, "only PLAINTEXT"),
+        ({"listeners": "SSL://localhost:9093"}, "an SSL listener needs ssl.keystore.location"),
+        ({"listeners": "INTERNAL://h:1"}, "listener INTERNAL has no security protocol"),
         ({"listeners": "localhost:9092"}, "expected NAME://host:port"),
         ({"listeners": "PLAINTEXT://localhost"}, "expected NAME://host:port"),
         ({"listeners": "PLAINTEXT://localhost:http"}, "for listeners"),
@@ -410,7 +411,8 @@ def test_describe_marks_explicit_settings_and_normalises_values() -> None:
     )
     entries = config.describe()
     assert set(entries) == SETTING_NAMES | KAFKA_BROKER_SETTINGS.keys()
-    assert {name for name, entry in entries.items() if entry.implemented} == SETTING_NAMES
+    implemented = SETTING_NAMES | SECURITY_SETTING_NAMES
+    assert {name for name, entry in entries.items() if entry.implemented} == implemented
     assert entries["broker.id"].value == "2"
     assert not entries["broker.id"].is_default
     assert entries["auto.create.topics.enable"].value == "true"
@@ -423,6 +425,7 @@ def test_describe_marks_explicit_settings_and_normalises_values() -> None:
     assert entries["zookeeper.connect"].value is None
     assert all(entry.read_only for entry in entries.values())
     assert not any(entries[name].sensitive for name in SETTING_NAMES)
+    assert entries["ssl.key.password"].sensitive
 
 
 def test_settings_are_strings_of_every_valued_setting() -> None:

@@ -84,7 +84,7 @@ def test_values_are_coerced() -> None:
         ("request.timeout.ms", "soon", "request.timeout.ms: invalid value"),
         ("request.timeout.ms", 0, "request.timeout.ms: 0 is below 1"),
         ("api.version.request", "maybe", "api.version.request: invalid value"),
-        ("security.protocol", "SSL", "security.protocol: invalid value 'SSL'"),
+        ("security.protocol", "TLS", "security.protocol: invalid value 'TLS'"),
         ("client.id", 5, "client.id: invalid value"),
         ("request.timeout.ms", True, "request.timeout.ms: invalid value"),
     ],

@@ -152,7 +152,7 @@ def test_is_implemented_rejects_unknown_keys_and_versions() -> None:
     assert not is_implemented(10_000, 0)
     assert not is_implemented(ApiKey.FETCH, 3)
     assert not is_implemented(ApiKey.FETCH, 19)
-    assert not is_implemented(ApiKey.SASL_HANDSHAKE, 0)
+    assert not is_implemented(ApiKey.SASL_HANDSHAKE, 2)
     assert is_implemented(ApiKey.FETCH, 18)
 
 
@@ -202,6 +202,9 @@ def test_the_other_apis_flexible_versions() -> None:
         if is_implemented(key, version) and is_flexible(key, version)
     }
     assert flexible == {
+        ("ALTER_USER_SCRAM_CREDENTIALS", 0),
+        ("DESCRIBE_USER_SCRAM_CREDENTIALS", 0),
+        ("SASL_AUTHENTICATE", 2),
         ("ALTER_PARTITION", 1),
         ("DESCRIBE_LOG_DIRS", 2),
         ("DESCRIBE_LOG_DIRS", 3),

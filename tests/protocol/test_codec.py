@@ -205,7 +205,7 @@ def test_unknown_api_key_is_unsupported_and_carries_the_header() -> None:
         (ApiKey.PRODUCE, 13),
         (ApiKey.FETCH, 19),
         (ApiKey.API_VERSIONS, 5),
-        (ApiKey.SASL_HANDSHAKE, 1),
+        (ApiKey.SASL_HANDSHAKE, 2),
         (ApiKey.LEADER_AND_ISR, 0),
         (ApiKey.METADATA, -1),
     ],

@@ -31,7 +31,7 @@ from odradek.broker.auth.authorizer import AclAuthorizer, AuthorizerConfig
 from odradek.broker.auth.quota_store import QuotaStore
 from odradek.broker.auth.quotas import ClientQuotas
 from odradek.broker.cluster_member import ClusterMember
-from odradek.broker.config import BrokerConfig
+from odradek.broker.config import BrokerConfig, Listener
 from odradek.broker.context import BrokerContext
 from odradek.broker.fetch_session import FetchSessionCache
 from odradek.broker.group.runtime import GroupCoordinatorRuntime
@@ -43,6 +43,7 @@ from odradek.broker.handlers import (
     alter_partition,
     alter_partition_reassignments,
     alter_replica_log_dirs,
+    alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
@@ -63,6 +64,7 @@ from odradek.broker.handlers import (
     describe_producers,
     describe_topic_partitions,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_txn,
     fetch,
@@ -83,6 +85,8 @@ from odradek.broker.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -103,7 +107,9 @@ from odradek.broker.replica_manager import ReplicaManager
 from odradek.broker.replication.fetcher_manager import ReplicaFetcherManager
 from odradek.broker.replication.isr_changes import IsrChangeManager
 from odradek.broker.router import Router
-from odradek.broker.server import BrokerServer
+from odradek.broker.security.credentials import ScramCredentialStore
+from odradek.broker.security.tls import server_ssl_context
+from odradek.broker.server import BrokerServer, ServerListener
 from odradek.broker.topic_manager import TopicManager
 from odradek.broker.txn.markers import MarkerWriter
 from odradek.broker.txn.runtime import TransactionCoordinatorRuntime
@@ -163,6 +169,10 @@ HANDLER_MODULES = (
     alter_partition_reassignments,
     list_partition_reassignments,
     offset_for_leader_epoch,
+    sasl_handshake,
+    sasl_authenticate,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
     add_partitions_to_txn,
     add_offsets_to_txn,
     end_txn,
@@ -314,8 +324,10 @@ class BrokerApp:
         )
         self.transactions.start()
         router = Router.from_modules(HANDLER_MODULES)
-        listener = config.listeners[0]
-        advertised = config.advertised_listeners[0]
+        security = config.security
+        inter_broker = security.inter_broker_listener_name
+        listener = next(item for item in config.listeners if item.name == inter_broker)
+        advertised = _advertised_of(config, inter_broker) or listener
         self.ctx = BrokerContext(
             config=config,
             cluster_id=cluster_id,
@@ -331,6 +343,7 @@ class BrokerApp:
             producer_ids=producer_ids,
             transactions=self.transactions,
             fetch_sessions=FetchSessionCache(config.max_incremental_fetch_session_cache_slots),
+            scram_credentials=ScramCredentialStore(self.store),
         )
         authorizer_config = AuthorizerConfig.from_settings(dict(config.originals))
         if authorizer_config.enabled:
@@ -350,18 +363,22 @@ class BrokerApp:
             listener.port,
             config.socket_request_max_bytes,
             limits=config.limits,
+            listeners=_server_listeners(config),
         )
         # Before the listener: a metrics.port that cannot be bound fails the start early.
         self._start_metrics(replicas)
         await self.server.start()
         if advertised.port == 0 or advertised == listener:
-            self.ctx.port = self.server.port
-        try:
-            metadata_store.register_broker(
-                config.broker_id,
-                [Endpoint(listener.name, self.ctx.host, self.ctx.port)],
-                rack=config.broker_rack,
+            self.ctx.port = self.server.ports[inter_broker]
+        endpoints = []
+        for item in config.listeners:
+            host, port = self.server.advertised(
+                next(s for s in self.server.listeners if s.name == item.name)
             )
+            protocol = security.for_listener(item.name).security_protocol
+            endpoints.append(Endpoint(item.name, host, port, protocol))
+        try:
+            metadata_store.register_broker(config.broker_id, endpoints, rack=config.broker_rack)
         except NodeExistsError:
             raise NodeExistsError(_already_registered(config.broker_id)) from None
         if clustered:
@@ -408,7 +425,7 @@ class BrokerApp:
         )
         live = LiveBrokers(metadata, on_change=brokers_changed)
         settings = ControllerSettings(
-            listener_name=config.listeners[0].name,
+            listener_name=config.security.inter_broker_listener_name,
             num_partitions=config.num_partitions,
             default_replication_factor=config.default_replication_factor,
             unclean_leader_election_enable=config.log_config.unclean_leader_election_enable,
@@ -566,6 +583,34 @@ class BrokerApp:
         if self.store is not None:
             self.store.close()
         logger.info("broker stopped")
+
+
+def _advertised_of(config: BrokerConfig, name: str) -> Listener | None:
+    return next((item for item in config.advertised_listeners if item.name == name), None)
+
+
+def _server_listeners(config: BrokerConfig) -> list[ServerListener]:
+    """One ``ServerListener`` per ``listeners`` entry, with its TLS context and advertised
+    address (``advertised.listeners`` by name; port 0 there: the bound port).
+
+    Raises:
+        ConfigError: a listener's TLS key or certificates cannot be loaded.
+    """
+    listeners = []
+    for item in config.listeners:
+        security = config.security.for_listener(item.name)
+        advertised = _advertised_of(config, item.name)
+        listeners.append(
+            ServerListener(
+                security,
+                item.host,
+                item.port,
+                ssl_context=None if security.ssl is None else server_ssl_context(security.ssl),
+                advertised_host=advertised.host if advertised is not None else item.host,
+                advertised_port=advertised.port if advertised is not None else 0,
+            )
+        )
+    return listeners
 
 
 def _already_registered(broker_id: int) -> str:

@@ -19,7 +19,8 @@ Deviations from Kafka, on purpose:
   it is only how often the flusher looks for logs past ``flush.ms`` / ``flush.messages``.
   Kafka also uses it as the default of ``log.flush.interval.ms``; we do so only when it is set
   explicitly, so our 1000 ms default does not turn into an fsync of every log every second.
-- Only ``PLAINTEXT`` listeners exist, so a listener's name is its security protocol.
+- Listener security (``listener.security.protocol.map``, ``ssl.*``, ``sasl.*``) is read by
+  ``broker.security.listeners`` into ``security``; ssl keystores must be PEM.
 - ``node.id`` (KRaft's name of the broker's id) is the broker id when ``broker.id`` is not
   given; given both, they must agree.
 - The properties file is read as UTF-8 (Java reads ISO-8859-1; both agree on ASCII).
@@ -39,6 +40,7 @@ from odradek.broker.kafka_settings import KAFKA_BROKER_SETTINGS, kafka_setting_b
 from odradek.broker.limits import BrokerLimits, parse_overrides, render_overrides
 from odradek.broker.metrics.settings import parse_reporters
 from odradek.broker.properties import parse_properties
+from odradek.broker.security.listeners import SecurityConfig, described_default, is_security_setting
 from odradek.broker.txn.config import TXN_SETTINGS, TransactionConfig
 from odradek.errors import ConfigError
 from odradek.storage.cleaner.config import BROKER_NAMES as CLEANER_BROKER_NAMES
@@ -51,7 +53,6 @@ _MAX_LONG = 2**63 - 1
 
 DEFAULT_LISTENERS = "PLAINTEXT://127.0.0.1:9092"
 DEFAULT_LOG_DIR = "./data/kafka-logs"
-SUPPORTED_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT"})
 
 
 # --- values ----------------------------------------------------------------------------------
@@ -88,10 +89,6 @@ class Listener:
     name: str
     host: str
     port: int
-
-    @property
-    def security_protocol(self) -> str:
-        return self.name
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -179,6 +176,8 @@ class BrokerConfig:
     metrics_port: int = -1
     metrics_host: str | None = None
     metric_reporters: tuple[str, ...] = ()
+    #: The listeners' security protocols, TLS and SASL settings (``broker.security``).
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
     @classmethod
     def from_properties(
@@ -215,17 +214,20 @@ class BrokerConfig:
         """
         raw: dict[str, str] = {}
         unimplemented: dict[str, str] = {}
+        security: dict[str, str] = {}
         for name, value in settings.items():
             text = (str(value).lower() if isinstance(value, bool) else str(value)).strip()
             if name in _SETTINGS:
                 raw[name] = text
+            elif is_security_setting(name):
+                security[name] = text  # validated by SecurityConfig, described as given
             elif (kafka := kafka_setting_base(name)) is not None:
                 _check_kafka_type(name, text, kafka.type)
                 unimplemented[name] = text
             else:
                 raise ConfigError(f"unknown setting {name!r}")
         parsed: dict[str, Any] = {}
-        originals: dict[str, str] = {}
+        originals: dict[str, str] = dict(security)
         for name, text in raw.items():
             setting = _SETTINGS[name]
             value = setting.parse(name, text)
@@ -301,6 +303,7 @@ class BrokerConfig:
             metrics_port=get("metrics.port"),
             metrics_host=get("metrics.host"),
             metric_reporters=get("metric.reporters"),
+            security=SecurityConfig.from_settings(security, [item.name for item in listeners]),
         )
 
     def describe(self) -> dict[str, ConfigEntry]:
@@ -311,13 +314,15 @@ class BrokerConfig:
         given = dict(self.originals)
         ignored = dict(self.unimplemented)
         entries = {}
-        for name in sorted(_SETTINGS.keys() | KAFKA_BROKER_SETTINGS.keys() | ignored.keys()):
+        names = _SETTINGS.keys() | KAFKA_BROKER_SETTINGS.keys() | ignored.keys() | given.keys()
+        for name in sorted(names):
             kafka = kafka_setting_base(name)
             kafka_type = kafka.type if kafka is not None else _ODRADEK_TYPES.get(name, "UNKNOWN")
             sensitive = kafka_type == "PASSWORD"
-            if name in _SETTINGS:
+            if name in _SETTINGS or is_security_setting(name):
                 is_default = name not in given
-                value = _SETTINGS[name].default if is_default else given[name]
+                default = _SETTINGS[name].default if name in _SETTINGS else described_default(name)
+                value = default if is_default else given[name]
                 entries[name] = ConfigEntry(
                     name, value, is_default, sensitive=sensitive, kafka_type=kafka_type
                 )
@@ -478,10 +483,6 @@ def _listeners(name: str, raw: str) -> tuple[Listener, ...] | None:
         if match is None:
             raise _invalid(name, raw, f"expected NAME://host:port entries, got {entry!r}")
         listener_name = match["name"].upper()
-        if listener_name not in SUPPORTED_SECURITY_PROTOCOLS:
-            raise _invalid(
-                name, raw, f"listener {listener_name}: only PLAINTEXT listeners are supported"
-            )
         port = int(match["port"])
         if port > 65535:
             raise _invalid(name, raw, f"port {port} is out of range 0..65535")

@@ -19,6 +19,7 @@ from odradek.broker.ports import (
     TopicsPort,
     TransactionsPort,
 )
+from odradek.broker.security.credentials import ScramCredentialStore
 
 if TYPE_CHECKING:
     from odradek.broker.auth.acl_store import AclStore
@@ -54,6 +55,8 @@ class BrokerContext:
     transactions: TransactionsPort | None = None
     #: Incremental fetch sessions (KIP-227) served by this broker's Fetch handler.
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
+    #: Users' SCRAM credentials (None: none kept, e.g. in handler tests).
+    scram_credentials: ScramCredentialStore | None = None
     #: The ACL authorizer (None: ``authorizer.class.name`` empty, everything is allowed).
     authorizer: AclAuthorizer | None = None
     #: Where ACLs are stored (None: no authorizer; the ACL APIs answer SECURITY_DISABLED).
@@ -67,3 +70,17 @@ class BrokerContext:
 #: reports it), set by the server around each dispatch; read by handlers that record it
 #: (JoinGroup's member host).
 CLIENT_HOST: contextvars.ContextVar[str] = contextvars.ContextVar("client_host", default="")
+
+
+#: The advertised ``(host, port)`` of the listener the client connected to, set by the server
+#: around each dispatch (None: the context's ``host`` / ``port``). Metadata, DescribeCluster
+#: and FindCoordinator answer with it, so a client stays on the listener it chose.
+CLIENT_ENDPOINT: contextvars.ContextVar[tuple[str, int] | None] = contextvars.ContextVar(
+    "client_endpoint", default=None
+)
+
+
+def advertised_endpoint(ctx: BrokerContext) -> tuple[str, int]:
+    """This broker's address as the current client should see it (see ``CLIENT_ENDPOINT``)."""
+    endpoint = CLIENT_ENDPOINT.get()
+    return (ctx.host, ctx.port) if endpoint is None else endpoint

@@ -58,6 +58,12 @@ class Broker:
         assert self._app is not None, "the broker is not started"
         return self._app.port
 
+    def listener_port(self, name: str) -> int:
+        """The port the listener ``name`` (``SASL_SSL``, ...) bound."""
+        server = self.app.server
+        assert server is not None, "the broker is not started"
+        return server.ports[name.upper()]
+
     @property
     def bootstrap_servers(self) -> str:
         """``host:port`` for a client's ``bootstrap.servers``."""

@@ -6,7 +6,16 @@ responses produced while handling one read are coalesced into one write. A conne
 most ``MAX_REQUESTS_PER_TURN`` requests handled per turn of the event loop and is not read
 while the rest of a read waits: one client's pipelined queue never holds up the others. Fetch
 responses carry file slices: small ones are read and written like any bytes; large ones go out
-with ``os.sendfile`` once the transport's buffer has drained (see ``odradek.net.sendfile``).
+with ``os.sendfile`` once the transport's buffer has drained (see ``odradek.net.sendfile``);
+on a TLS listener they are read in chunks and written through the encrypting transport.
+
+Listeners (``ServerListener``): one listening socket each, PLAINTEXT, SSL, SASL_PLAINTEXT or
+SASL_SSL. Every connection has an ``Authenticator`` (``broker.security.authenticator``): on a
+SASL listener it answers SaslHandshake / SaslAuthenticate itself and, until the client has
+authenticated, lets nothing but those and ApiVersions through (anything else closes the
+connection) and caps frames at ``sasl.server.max.receive.size``. Around each dispatch the
+server sets ``CLIENT_PRINCIPAL`` (the certificate's or SASL's principal, else ANONYMOUS) and
+``CLIENT_ENDPOINT`` (the advertised address of the connection's listener).
 
 Bad input never crashes the broker: a rejected frame closes that connection only; a handler
 that raises (other than by design) is logged and its connection closed.
@@ -29,26 +38,35 @@ import contextlib
 import inspect
 import ipaddress
 import logging
+import ssl
 import time
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from typing import cast
 
 from odradek.broker.auth.throttle import mute_ms, record_request_time
 from odradek.broker.connection_quotas import ConnectionQuotas, IdleConnections
-from odradek.broker.context import CLIENT_HOST, BrokerContext
+from odradek.broker.context import CLIENT_ENDPOINT, CLIENT_HOST, BrokerContext
 from odradek.broker.limits import BrokerLimits, is_ip_address
 from odradek.broker.metrics.requests import RequestMetrics
+from odradek.broker.principal import ANONYMOUS, CLIENT_PRINCIPAL, KafkaPrincipal
 from odradek.broker.router import Response, Router
+from odradek.broker.security.authenticator import Authenticator
+from odradek.broker.security.listeners import ListenerSecurity
+from odradek.broker.security.tls import PrincipalMappingRules, subject_name
 from odradek.errors import ConnectionStateError, KafkaError
-from odradek.net.sendfile import FileRegion, send_file_slice
+from odradek.net.sendfile import FileRegion, copy_file_slice, send_file_slice
 from odradek.protocol import (
+    ApiKey,
     Event,
     RecordsSlot,
     RequestReceived,
     RequestRejected,
     ServerConnection,
 )
+from odradek.protocol.builder import build_response
+from odradek.protocol.sasl import ScramCredential, ScramMechanism
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +85,29 @@ REFUSAL_LOG_INTERVAL_MS = 1000
 
 Part = bytes | RecordsSlot[FileRegion]
 
+_SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerListener:
+    """One listening socket: where it binds, how it authenticates, what it advertises.
+
+    ``ssl_context`` is the server TLS context of SSL / SASL_SSL listeners (None otherwise);
+    ``advertised_host`` ``""`` stands for the broker context's host and ``advertised_port`` 0
+    for the port bound.
+    """
+
+    security: ListenerSecurity
+    host: str
+    port: int
+    ssl_context: ssl.SSLContext | None = None
+    advertised_host: str = ""
+    advertised_port: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.security.name
+
 
 class BrokerServer:
     """Listens on one address and serves Kafka connections.
@@ -78,6 +119,8 @@ class BrokerServer:
         max_frame_bytes: ``socket.request.max.bytes``.
         limits: the connection limits (default: Kafka's, none of which bounds anything but
             the idle time and the queued requests per connection).
+        listeners: the listeners to open (default: one PLAINTEXT listener on host:port);
+            ``port`` then tells the first one's bound port, ``ports`` every one's.
     """
 
     def __init__(
@@ -88,6 +131,7 @@ class BrokerServer:
         port: int,
         max_frame_bytes: int,
         limits: BrokerLimits | None = None,
+        listeners: Sequence[ServerListener] = (),
     ) -> None:
         self.ctx = ctx
         self.router = router
@@ -97,7 +141,19 @@ class BrokerServer:
         self.limits = limits or BrokerLimits()
         self.queued_max_requests = self.limits.queued_max_requests
         self.quotas = ConnectionQuotas(self.limits)
-        self._server: asyncio.Server | None = None
+        self.listeners = tuple(listeners) or (
+            ServerListener(ListenerSecurity("PLAINTEXT"), host, port),
+        )
+        #: The port each listener bound, by listener name (after ``start``).
+        self.ports: dict[str, int] = {}
+        self._principal_rules = {
+            listener.name: PrincipalMappingRules.parse(
+                listener.security.ssl.principal_mapping_rules
+            )
+            for listener in self.listeners
+            if listener.security.ssl is not None
+        }
+        self._servers: list[asyncio.Server] = []
         self._connections: set[KafkaProtocol] = set()
         self._sweeper: asyncio.Task[None] | None = None
         self._queued_bytes = 0
@@ -114,22 +170,53 @@ class BrokerServer:
         if self.limits.connections_max_idle_ms > 0:
             idle = IdleConnections(self.limits.connections_max_idle_ms)
             self._sweeper = loop.create_task(self._close_idle(idle))
-        self._server = await loop.create_server(
-            lambda: KafkaProtocol(self), self.host, self.port, reuse_address=True
-        )
-        sockets = self._server.sockets
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
-        logger.info("listening on %s:%d", self.host, self.port)
+        for listener in self.listeners:
+            server = await loop.create_server(
+                lambda listener=listener: KafkaProtocol(self, listener),
+                listener.host or None,
+                listener.port,
+                reuse_address=True,
+                ssl=listener.ssl_context,
+            )
+            self._servers.append(server)
+            sockets = server.sockets
+            self.ports[listener.name] = sockets[0].getsockname()[1] if sockets else listener.port
+            logger.info(
+                "listening on %s:%d (%s, %s)",
+                listener.host,
+                self.ports[listener.name],
+                listener.name,
+                listener.security.security_protocol,
+            )
+        self.port = self.ports[self.listeners[0].name]
+
+    def advertised(self, listener: ServerListener) -> tuple[str, int]:
+        """The address clients of ``listener`` are told to use."""
+        ctx = self.ctx
+        host = listener.advertised_host or (ctx.host if ctx is not None else listener.host)
+        return host, listener.advertised_port or self.ports.get(listener.name, listener.port)
+
+    def principal_of(self, listener: ServerListener, subject: str) -> KafkaPrincipal:
+        """The principal of a certificate subject on ``listener``.
+
+        Raises:
+            ValueError: no ``ssl.principal.mapping.rules`` rule applies.
+        """
+        rules = self._principal_rules.get(listener.name)
+        return KafkaPrincipal("User", subject if rules is None else rules.apply(subject))
+
+    def scram_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
+        store = self.ctx.scram_credentials
+        return None if store is None else store.credential(user, mechanism)
 
     async def stop(self, grace_seconds: float = 10.0) -> None:
         """Stops accepting, waits for requests in flight, closes every connection."""
         self.stopping = True
         if self._sweeper is not None:
             self._sweeper.cancel()
-        if self._server is not None:
-            await self._stop_accepting(self._server)
-            self._server.close()
+        for server in self._servers:
+            await self._stop_accepting(server)
+            server.close()
         deadline = asyncio.get_running_loop().time() + grace_seconds
         while any(c.busy for c in self._connections):
             if asyncio.get_running_loop().time() > deadline:
@@ -137,8 +224,8 @@ class BrokerServer:
             await asyncio.sleep(0.01)
         for connection in list(self._connections):
             connection.close()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
 
     @staticmethod
     async def _stop_accepting(server: asyncio.Server) -> None:
@@ -252,9 +339,17 @@ class BrokerServer:
 class KafkaProtocol(asyncio.Protocol):
     """One client connection."""
 
-    def __init__(self, server: BrokerServer) -> None:
+    def __init__(self, server: BrokerServer, listener: ServerListener | None = None) -> None:
         self.server = server
         self.ctx = server.ctx
+        self.listener = listener or server.listeners[0]
+        self._tls = self.listener.ssl_context is not None
+        self.authenticator = Authenticator(self.listener.security, server.scram_credential)
+        #: Requests are served without asking the authenticator (PLAINTEXT, SSL).
+        self._open = not self.listener.security.uses_sasl
+        self._endpoint: tuple[str, int] | None = None
+        #: The pending close after a failed authentication (KIP-306's delay).
+        self._delayed_close: asyncio.TimerHandle | None = None
         self.conn: ServerConnection[FileRegion] = ServerConnection(
             supported=server.router.supported_versions,
             max_frame_bytes=server.max_frame_bytes,
@@ -301,9 +396,35 @@ class KafkaProtocol(asyncio.Protocol):
             return
         self._admitted = True
         self.server._connections.add(self)
+        self._endpoint = self.server.advertised(self.listener)
+        if self._tls and not self._authenticate_certificate(transport):
+            self.close()
+            return
+        if not self._open:
+            sasl_limit = self.listener.security.max_receive_size
+            self.conn.max_frame_bytes = min(self.server.max_frame_bytes, sasl_limit)
+
+    def _authenticate_certificate(self, transport: asyncio.BaseTransport) -> bool:
+        """The principal of the client's certificate (ANONYMOUS without one); False when no
+        ``ssl.principal.mapping.rules`` rule maps its subject (Kafka refuses the client)."""
+        ssl_object = transport.get_extra_info("ssl_object")
+        certificate = ssl_object.getpeercert() if ssl_object is not None else None
+        subject = subject_name(certificate) if certificate else None
+        if subject is None:
+            self.authenticator.principal = ANONYMOUS
+            return True
+        try:
+            self.authenticator.principal = self.server.principal_of(self.listener, subject)
+        except ValueError as error:
+            logger.info("refusing the TLS client %s: %s", self.peer, error)
+            return False
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
+        if self._delayed_close is not None:
+            self._delayed_close.cancel()
+            self._delayed_close = None
         if self._admitted:
             self._admitted = False
             self.server.quotas.release(self.address)
@@ -407,10 +528,16 @@ class KafkaProtocol(asyncio.Protocol):
 
     def _handle(self, event: RequestReceived, parts: list[Part]) -> bool:
         request = event.request
+        if not self._open:
+            admitted = self._admit_request(event, parts)
+            if admitted is not True:
+                return admitted is None  # None: answered here; False: closing
         metrics = self.server.request_metrics
         started = self._stamp
         try:
             CLIENT_HOST.set(self.client_host)
+            CLIENT_PRINCIPAL.set(self.authenticator.principal)
+            CLIENT_ENDPOINT.set(self._endpoint)
             quotas = self.ctx.quotas
             if quotas is not None and quotas.request_time_active:  # request_percentage
                 started_ns = time.perf_counter_ns()
@@ -440,6 +567,66 @@ class KafkaProtocol(asyncio.Protocol):
         if (quotas := self.ctx.quotas) is not None and quotas.active:
             self._mute(mute_ms(self.ctx, request))
         return True
+
+    def _admit_request(self, event: RequestReceived, parts: list[Part]) -> bool | None:
+        """On a SASL listener: answers the SASL requests of an exchange (None), and lets
+        another request through (True) only if the connection may send it now. False: stop
+        serving this connection (it is closing; what ``parts`` held is written first)."""
+        request = event.request
+        api_key = request.api_key
+        auth = self.authenticator
+        if api_key in _SASL_APIS and (
+            api_key == ApiKey.SASL_HANDSHAKE or not auth.authenticated or auth.reauthenticating
+        ):
+            if api_key == ApiKey.SASL_HANDSHAKE:
+                mechanism = str(request.body.mechanism)  # type: ignore[union-attr]
+                step = auth.handshake(mechanism, request.api_version)
+            else:
+                token = request.body.auth_bytes  # type: ignore[union-attr]
+                step = auth.authenticate(token, self.ctx.clock.monotonic_ms())
+            response = build_response(api_key, request.api_version, step.fields)
+            parts.extend(self.conn.send_response(event, response))
+            if step.close:
+                self._write(parts)
+                parts.clear()
+                self._close_after_failure()
+                return False
+            if auth.authenticated:
+                self.conn.max_frame_bytes = self.server.max_frame_bytes
+            return None
+        if auth.allows(api_key, self.ctx.clock.monotonic_ms()):
+            return True
+        logger.info(
+            "closing connection from %s: %s before %s",
+            self.peer,
+            api_key.name,
+            "authentication" if not auth.authenticated else "re-authentication",
+        )
+        self._write(parts)
+        parts.clear()
+        self.close(after_writes=True)
+        return False
+
+    def _close_after_failure(self) -> None:
+        """Closes after ``connection.failed.authentication.delay.ms`` (KIP-306), not reading
+        meanwhile: slows password guessing, and lets the client read the answer before the
+        connection goes (some clients race the close against the response)."""
+        delay_ms = self.listener.security.failed_authentication_delay_ms
+        transport = self.transport
+        if delay_ms <= 0 or transport is None:
+            self.close(after_writes=True)
+            return
+        self._closing = True  # nothing more is read or served
+        self._reading_paused = True
+        transport.pause_reading()
+        self._delayed_close = self._loop.call_later(delay_ms / 1000, self._close_delayed)
+
+    def _close_delayed(self) -> None:
+        # Reading again: a TLS transport's close waits for the peer's close_notify.
+        transport = self.transport
+        if transport is not None:
+            transport.resume_reading()
+            transport.close()
 
     async def _finish(
         self,
@@ -539,6 +726,9 @@ class KafkaProtocol(asyncio.Protocol):
                 part = self._outbox.popleft()
                 if _wants_sendfile(part):
                     assert isinstance(part, RecordsSlot)
+                    if self._tls:
+                        await copy_file_slice(transport, part.records, part.size, self._writable)
+                        continue
                     await self._wait_drained(transport)
                     await send_file_slice(transport, part.records, part.size)
                 else:
@@ -548,6 +738,11 @@ class KafkaProtocol(asyncio.Protocol):
             self.close()
         finally:
             self._writer = None
+
+    async def _writable(self) -> None:
+        # The transport paused us (pause_writing) over its high-water mark: wait for resume.
+        if not self._closing:
+            await self._drained.wait()
 
     async def _wait_drained(self, transport: asyncio.Transport) -> None:
         # The transport's buffer must be empty before bytes bypass it via sendfile.
@@ -575,6 +770,13 @@ class KafkaProtocol(asyncio.Protocol):
         )
 
     def close(self, *, after_writes: bool = False) -> None:
+        delayed = self._delayed_close
+        if delayed is not None and self.transport is not None:
+            # The server stops: what waits out an authentication failure (or the TLS
+            # close_notify after it) goes now.
+            delayed.cancel()
+            self.transport.abort()
+            return
         if self._closing or self.transport is None:
             return
         self._closing = True

@@ -29,6 +29,7 @@ from odradek.cli.reassign_partitions import reassign_partitions
 from odradek.cli.records import records
 from odradek.cli.serve import serve
 from odradek.cli.topics import topics
+from odradek.cli.users import users
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -57,6 +58,7 @@ cli.add_command(reassign_partitions)
 cli.add_command(records)
 cli.add_command(serve)
 cli.add_command(topics)
+cli.add_command(users)
 
 
 def main(argv: list[str] | None = None) -> int:

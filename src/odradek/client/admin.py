@@ -15,7 +15,8 @@ loop):
 - ``GroupAdmin`` (``admin_groups``): list, describe and delete groups, list, alter and delete
   their committed offsets (to group coordinators);
 - ``ClusterAdmin`` (``admin_cluster``): alter and list partition reassignments (to the
-  controller).
+  controller);
+- ``ScramAdmin`` (``admin_scram``): alter and describe users' SCRAM credentials.
 
 Errors: a request that fails on the network (connection lost, timeout, NOT_CONTROLLER) is
 retried after ``retry.backoff.ms`` until the call's deadline, then raises its ``KafkaError``
@@ -38,6 +39,7 @@ from odradek.client.admin_groups import GroupAdmin
 from odradek.client.admin_quotas import QuotaAdmin
 from odradek.client.admin_records import RecordAdmin
 from odradek.client.admin_requests import AdminRequests
+from odradek.client.admin_scram import ScramAdmin
 from odradek.client.admin_topics import TopicAdmin
 from odradek.client.closeable import Closeable
 from odradek.client.config import ADMIN, ClientConfig
@@ -110,6 +112,7 @@ class AdminClient(Closeable):
         self._records = RecordAdmin(self._requests)
         self._groups = GroupAdmin(self._requests)
         self._cluster = ClusterAdmin(self._requests)
+        self._scram = ScramAdmin(self._requests)
         self._acls = AclAdmin(self._requests)
         self._quotas = QuotaAdmin(self._requests)
 
@@ -148,6 +151,11 @@ class AdminClient(Closeable):
     )
     list_partition_reassignments = _PartMethod(
         "_cluster", ClusterAdmin.list_partition_reassignments
+    )
+    # SCRAM credentials
+    alter_user_scram_credentials = _PartMethod("_scram", ScramAdmin.alter_user_scram_credentials)
+    describe_user_scram_credentials = _PartMethod(
+        "_scram", ScramAdmin.describe_user_scram_credentials
     )
     # ACLs
     create_acls = _PartMethod("_acls", AclAdmin.create_acls)

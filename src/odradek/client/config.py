@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
+from odradek.client.security import SECURITY_KEYS
 from odradek.errors import ConfigError
 
 __all__ = [
@@ -191,7 +192,18 @@ COMMON_KEYS: Final[tuple[ConfigKey, ...]] = (
     ConfigKey("socket.connection.setup.timeout.max.ms", int, 30_000, "longest connect timeout", 1),
     ConfigKey("send.buffer.bytes", int, 131_072, "SO_SNDBUF (-1: the OS default)", -1),
     ConfigKey("receive.buffer.bytes", int, 65_536, "SO_RCVBUF (-1: the OS default)", -1),
-    ConfigKey("security.protocol", str, "PLAINTEXT", "transport security", choices=("PLAINTEXT",)),
+    ConfigKey(
+        "security.protocol",
+        str,
+        "PLAINTEXT",
+        "transport security (client.security)",
+        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+    ),
+    # TLS and SASL settings, read by client.security (None: unset).
+    *(
+        ConfigKey(name, str, None, "TLS / SASL setting (client.security)", nullable=True)
+        for name in SECURITY_KEYS
+    ),
     ConfigKey("api.version.request", bool, True, "negotiate versions with ApiVersions"),
     ConfigKey("api.version.request.timeout.ms", int, 10_000, "longest wait for ApiVersions", 1),
     ConfigKey(

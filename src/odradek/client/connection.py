@@ -20,9 +20,16 @@ the methods here when the selector says a socket is ready. The rules kept here:
 - A connection failure fails every request it holds (in flight and unsent); the caller
   decides about retries.
 
+- **Security** (``client.security``). Under SSL / SASL_SSL the socket is wrapped once the TCP
+  connect completes and the TLS handshake runs, non-blocking, before ApiVersions. Under SASL
+  the connection then sends SaslHandshake v1 and the mechanism's SaslAuthenticate tokens
+  before it is READY; a refused mechanism or failed login ends the connection with the
+  broker's error (UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED).
+
 States: ``DISCONNECTED`` → ``connect`` → ``CONNECTING`` → ``finish_connect`` →
-``CHECKING_API_VERSIONS`` → (ApiVersions answered) → ``READY``; ``close`` from any state returns
-to ``DISCONNECTED``. The object outlives its sockets: one per node, reused across reconnects.
+``CHECKING_API_VERSIONS`` (TLS handshake, ApiVersions, SASL) → ``READY``; ``close`` from any
+state returns to ``DISCONNECTED``. The object outlives its sockets: one per node, reused across
+reconnects.
 Not thread-safe: only the network client's thread calls it.
 """
 
@@ -35,11 +42,13 @@ import errno
 import logging
 import os
 import socket
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 from odradek.client import codecs
+from odradek.client.security import ClientSecurity, SaslClient
 from odradek.errors import ErrorCode, KafkaError, OdradekError, ProtocolError, error_for_code
 from odradek.protocol.api_keys import IMPLEMENTED_VERSIONS, ApiKey, VersionRange
 from odradek.protocol.framing import FrameDecoder
@@ -175,6 +184,7 @@ class BrokerConnection:
         negotiate_versions: ``api.version.request``.
         send_buffer_bytes, receive_buffer_bytes: SO_SNDBUF / SO_RCVBUF (-1: the OS default).
         software_version: reported in ApiVersions v3.
+        security: TLS and SASL (default: PLAINTEXT).
     """
 
     def __init__(
@@ -190,6 +200,7 @@ class BrokerConnection:
         send_buffer_bytes: int = -1,
         receive_buffer_bytes: int = -1,
         software_version: str = "0",
+        security: ClientSecurity | None = None,
     ) -> None:
         self.node_id = node_id
         self.host = host
@@ -201,6 +212,10 @@ class BrokerConnection:
         self._send_buffer_bytes = send_buffer_bytes
         self._receive_buffer_bytes = receive_buffer_bytes
         self._software_version = software_version
+        self._security = security or ClientSecurity()
+        self._handshaking = False  # TLS handshake under way
+        self._handshake_wants_write = False
+        self._sasl: SaslClient | None = None  # SASL exchange under way
         self.state = ConnectionState.DISCONNECTED
         self.socket: socket.socket | None = None
         self.api_versions: Mapping[int, VersionRange] | None = None
@@ -238,8 +253,16 @@ class BrokerConnection:
         return self.state is ConnectionState.READY and len(self.in_flight) < self.max_in_flight
 
     @property
+    def _handshake_done(self) -> bool:
+        return not self._handshaking
+
+    @property
     def wants_write(self) -> bool:
-        return bool(self._out) or self.state is ConnectionState.CONNECTING
+        return (
+            bool(self._out)
+            or self.state is ConnectionState.CONNECTING
+            or self._handshake_wants_write
+        )
 
     @property
     def has_requests(self) -> bool:
@@ -412,14 +435,92 @@ class BrokerConnection:
         self.socket.getpeername()  # raises ENOTCONN if the connect did not complete
         self._connects += 1
         self.last_activity_ms = now_ms
-        if not self.negotiate_versions:
-            self.api_versions = ASSUMED_VERSIONS
-            self.state = ConnectionState.READY
-            return
         self.state = ConnectionState.CHECKING_API_VERSIONS
         self.connect_deadline_ms = now_ms + api_versions_timeout_ms
         self._api_versions_timeout_ms = api_versions_timeout_ms
+        context = self._security.ssl_context
+        if context is not None:
+            self.socket = context.wrap_socket(
+                self.socket,
+                server_hostname=self.host if context.check_hostname else None,
+                do_handshake_on_connect=False,
+            )
+            self._handshaking = True
+            self._continue_handshake()
+            return
+        self._after_transport_ready()
+
+    def _after_transport_ready(self) -> None:
+        """TCP (and TLS) is up: ask ApiVersions, or assume them."""
+        if not self.negotiate_versions:
+            self.api_versions = ASSUMED_VERSIONS
+            self._after_api_versions()
+            return
         self._ask_api_versions(API_VERSIONS_VERSIONS.max_version, self.connect_deadline_ms)
+
+    def _continue_handshake(self) -> None:
+        """One step of the non-blocking TLS handshake.
+
+        Raises:
+            ssl.SSLError: the handshake failed (an untrusted or expired certificate).
+        """
+        sock = self.socket
+        assert isinstance(sock, ssl.SSLSocket)
+        try:
+            sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._handshake_wants_write = False
+            return
+        except ssl.SSLWantWriteError:
+            self._handshake_wants_write = True
+            return
+        self._handshaking = False
+        self._handshake_wants_write = False
+        self._after_transport_ready()
+
+    def _after_api_versions(self) -> None:
+        """Versions known: authenticate (SASL) or be ready."""
+        if not self._security.uses_sasl:
+            self.state = ConnectionState.READY
+            log.debug("connected to broker %d at %s", self.node_id, self.address)
+            return
+        self._sasl = self._security.new_sasl_client()
+        self._write_internal(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": self._sasl.mechanism})
+
+    def _write_internal(self, api_key: int, version: int, fields: Mapping[str, Any]) -> None:
+        request = _Request(
+            api_key, VersionRange(version, version), fields, None, True, self.connect_deadline_ms
+        )
+        self._write_request(request, version)
+
+    def _on_sasl(self, api_key: int, body: Mapping[str, Any]) -> None:
+        """The broker's answer to a SASL request of the connection's own login."""
+        sasl = self._sasl
+        assert sasl is not None
+        code = int(body.get("error_code", 0))
+        if code:
+            message = body.get("error_message") or ""
+            if api_key == ApiKey.SASL_HANDSHAKE:
+                message = (
+                    f"{sasl.mechanism} not enabled; the broker offers {body.get('mechanisms')}"
+                )
+            raise error_for_code(code, f"broker {self.node_id}: {message}")
+        token = sasl.first_token() if api_key == ApiKey.SASL_HANDSHAKE else None
+        if api_key == ApiKey.SASL_AUTHENTICATE:
+            token = sasl.receive(bytes(body.get("auth_bytes") or b""))
+        if token is not None:
+            versions = (self.api_versions or {}).get(ApiKey.SASL_AUTHENTICATE)
+            version = min(versions.max_version, 2) if versions is not None else 0
+            self._write_internal(ApiKey.SASL_AUTHENTICATE, version, {"auth_bytes": token})
+            return
+        if not sasl.complete:
+            raise KafkaError(
+                f"broker {self.node_id} ended the {sasl.mechanism} exchange early",
+                code=ErrorCode.SASL_AUTHENTICATION_FAILED,
+            )
+        self._sasl = None
+        self.state = ConnectionState.READY
+        log.debug("authenticated to broker %d at %s", self.node_id, self.address)
 
     def _ask_api_versions(self, version: int, deadline_ms: int) -> None:
         request = _Request(
@@ -445,15 +546,20 @@ class BrokerConnection:
         """
         out = self._out
         sock = self.socket
+        if self._handshaking:
+            self._continue_handshake()
         if not out or sock is None or self.state is ConnectionState.CONNECTING:
             return
+        if self._handshaking:
+            return
+        tls = self._security.uses_tls
         while out:
             try:
-                if len(out) == 1:
+                if len(out) == 1 or tls:  # an SSLSocket has no sendmsg
                     sent = sock.send(out[0])
                 else:
                     sent = sock.sendmsg([out[i] for i in range(min(len(out), _IOV_MAX))])
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
                 break
             self._written_bytes += sent
             self._bytes_sent += sent
@@ -480,11 +586,17 @@ class BrokerConnection:
         """
         sock = self.socket
         assert sock is not None
+        if self._handshaking:
+            self._continue_handshake()
+            if not self._handshake_done:
+                return
+            self.flush(completions)
+        tls = self._security.uses_tls
         budget = _READ_BUDGET_BYTES
         while budget > 0:
             try:
                 data = sock.recv(_READ_BYTES)
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 return
             if not data:
                 raise ConnectionResetError(errno.ECONNRESET, "the broker closed the connection")
@@ -493,7 +605,9 @@ class BrokerConnection:
             self.last_activity_ms = now_ms
             for frame in self._frames.feed(data):
                 self._on_frame(frame, completions)
-            if len(data) < _READ_BYTES:
+            # TLS: one recv returns at most one record; decrypted bytes may be buffered where
+            # the selector cannot see them, so read on until the socket would block.
+            if len(data) < _READ_BYTES and not tls:
                 return
 
     def _on_frame(self, frame: bytes, completions: list[Completion]) -> None:
@@ -518,7 +632,10 @@ class BrokerConnection:
             completions.append((future, error))
             return
         if future is None:
-            self._on_api_versions(body)
+            if request.api_key == ApiKey.API_VERSIONS:
+                self._on_api_versions(body)
+            else:
+                self._on_sasl(request.api_key, body)
         else:
             completions.append((future, body))
 
@@ -538,8 +655,7 @@ class BrokerConnection:
         if code:
             raise error_for_code(code, f"ApiVersions failed at broker {self.node_id}")
         self.api_versions = ranges
-        self.state = ConnectionState.READY
-        log.debug("connected to broker %d at %s", self.node_id, self.address)
+        self._after_api_versions()
 
     def fail_expired(self, now_ms: int, completions: list[Completion]) -> bool:
         """Fails unsent requests past their deadline; tells whether an in-flight one expired.
@@ -567,6 +683,8 @@ class BrokerConnection:
             sock.close()
         self.state = ConnectionState.DISCONNECTED
         self.api_versions = None
+        self._handshaking = self._handshake_wants_write = False
+        self._sasl = None
         self._out.clear()
         self._queued_bytes = self._written_bytes = 0
         reason = str(error) if error is not None else "connection closed"

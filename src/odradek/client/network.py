@@ -57,6 +57,7 @@ from odradek.client.connection import (
     Fields,
     RequestFuture,
 )
+from odradek.client.security import ClientSecurity
 from odradek.errors import ConfigError, ErrorCode, KafkaError, OdradekError
 from odradek.protocol.api_keys import VersionRange, schema_versions
 
@@ -129,6 +130,7 @@ class NetworkClient(Closeable):
         self._idle_ms = config.get_int("connections.max.idle.ms")
         self._max_in_flight = config.get_int("max.in.flight.requests.per.connection")
         self._negotiate = config.get_bool("api.version.request")
+        self._security = ClientSecurity.from_config(config)
         self._api_versions_timeout_ms = config.get_int("api.version.request.timeout.ms")
         self._max_frame_bytes = config.get_int("socket.max.frame.bytes")
         self._send_buffer_bytes = config.get_int("send.buffer.bytes")
@@ -206,6 +208,7 @@ class NetworkClient(Closeable):
             send_buffer_bytes=self._send_buffer_bytes,
             receive_buffer_bytes=self._receive_buffer_bytes,
             software_version=__version__,
+            security=self._security,
         )
         self._connections[node_id] = connection
         return connection

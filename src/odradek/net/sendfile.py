@@ -4,13 +4,15 @@ uvloop has no ``loop.sendfile``, so we call ``os.sendfile`` ourselves on a dupli
 transport's socket descriptor (``add_writer`` refuses a descriptor a transport owns, and a
 duplicate is a different number for the same socket). The caller first waits until the
 transport's own buffer is empty, so bytes leave in order. On EAGAIN we wait for the socket to
-become writable. Works on both the default loop and uvloop.
+become writable. Works on both the default loop and uvloop. Under TLS ``copy_file_slice``
+reads the slice in chunks and writes it through the (encrypting) transport instead.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 
@@ -75,3 +77,41 @@ async def _writable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
 
 
 __all__ = ["FileRegion", "send_file_slice"]
+
+
+#: Bytes read per ``os.pread`` when a file slice is copied into a TLS transport.
+COPY_CHUNK_BYTES = 256 * 1024
+
+
+async def copy_file_slice(
+    transport: asyncio.Transport,
+    region: FileRegion,
+    size: int,
+    drained: Callable[[], Awaitable[None]],
+) -> None:
+    """Writes ``size`` bytes of ``region`` through ``transport`` by reading them (TLS: the bytes
+    must be encrypted, so ``sendfile`` cannot bypass the transport).
+
+    Reads ``COPY_CHUNK_BYTES`` at a time with ``os.pread`` (one fresh buffer each: the
+    transport keeps a reference until it has encrypted it) and awaits ``drained`` whenever the
+    transport's buffer is over its high-water mark, so a large fetch holds at most about a
+    chunk and the buffer limit in memory.
+
+    Raises:
+        OSError: the file ended early.
+    """
+    offset = region.position
+    remaining = size
+    try:
+        high = transport.get_write_buffer_limits()[1]
+    except (AttributeError, NotImplementedError):
+        high = COPY_CHUNK_BYTES
+    while remaining > 0:
+        chunk = os.pread(region.fd, min(COPY_CHUNK_BYTES, remaining), offset)
+        if not chunk:
+            raise OSError(f"file ended {remaining} bytes early while sending a fetch")
+        transport.write(chunk)
+        offset += len(chunk)
+        remaining -= len(chunk)
+        if remaining and transport.get_write_buffer_size() > high:
+            await drained()

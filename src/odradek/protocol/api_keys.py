@@ -211,6 +211,12 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
         # Replication (KIP-101/279/320): kio models v2-v4; followers send v3+ with replica_id.
         ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4),
+        # SASL (KIP-152). Handshake v0 is advertised (librdkafka before 2.x requires it in the
+        # range) but answered UNSUPPORTED_VERSION: the raw tokens that follow it are not read.
+        ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),
+        ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),
         # Transactions (KIP-98, KIP-664; broker/txn): every version kio models.
         ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 5),
         ApiKey.ADD_OFFSETS_TO_TXN: VersionRange(0, 4),

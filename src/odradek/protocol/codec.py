@@ -211,8 +211,14 @@ def _ignores_trailing_bytes(api_key: int, api_version: int) -> bool:
     """Whether bytes after the body are ignored (Kafka ignores them everywhere; odradek only
     where a client sends them): librdkafka's all-topics Metadata request v9+ reserves four
     bytes for the topic count and writes the one-byte compact null in the first, leaving
-    three bytes after the body, which Kafka never reads."""
+    three bytes after the body, which Kafka never reads. librdkafka's AlterUserScramCredentials
+    writes the top-level tagged fields twice (one byte more)."""
+    if api_key == _ALTER_USER_SCRAM_CREDENTIALS:
+        return True
     return api_key == 3 and api_version >= _METADATA_FLEXIBLE_VERSION
+
+
+_ALTER_USER_SCRAM_CREDENTIALS = 51
 
 
 def decode_request(

@@ -159,6 +159,16 @@ class ServerConnection(Generic[R]):
         return self._closed
 
     @property
+    def max_frame_bytes(self) -> int:
+        """The largest frame accepted now; the broker lowers it until a SASL client has
+        authenticated (``sasl.server.max.receive.size``)."""
+        return self._frames.max_frame_bytes
+
+    @max_frame_bytes.setter
+    def max_frame_bytes(self, value: int) -> None:
+        self._frames.max_frame_bytes = value
+
+    @property
     def in_flight(self) -> int:
         """Responses not yet released: awaiting their handler, or an earlier response.
 

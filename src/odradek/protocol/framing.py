@@ -63,6 +63,13 @@ class FrameDecoder:
     def max_frame_bytes(self) -> int:
         return self._max_frame_bytes
 
+    @max_frame_bytes.setter
+    def max_frame_bytes(self, value: int) -> None:
+        # A SASL listener caps frames before authentication (sasl.server.max.receive.size).
+        if value < 0:
+            raise ValueError(f"max_frame_bytes must be >= 0, got {value}")
+        self._max_frame_bytes = value
+
     @property
     def buffered_bytes(self) -> int:
         """Bytes received but not yet returned as part of a frame (size prefixes included)."""

@@ -19,8 +19,10 @@ const stderrLogger = () => ({ namespace, level, log }) => {
   process.stderr.write(`kafkajs ${level} ${namespace}: ${message} ${JSON.stringify(extra)}\n`)
 }
 
-function client(brokers) {
+// `security` ({ssl, sasl}, as kafkajs takes them) is merged into the client's options.
+function client(brokers, security = {}) {
   return new Kafka({
+    ...security,
     clientId: 'odradek-interop',
     brokers: [brokers],
     logLevel: process.env.KAFKAJS_DEBUG ? logLevel.DEBUG : logLevel.ERROR,

@@ -14,7 +14,7 @@ from typing import Any
 
 from odradek.broker.auth.acls import AclOperation
 from odradek.broker.auth.checks import CLUSTER_DENIED, Op, cluster_allowed
-from odradek.broker.context import BrokerContext
+from odradek.broker.context import BrokerContext, advertised_endpoint
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.admin_requests import describe_cluster_body
@@ -52,8 +52,8 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
         "brokers": [
             {
                 "broker_id": ctx.broker_id,
-                "host": ctx.host,
-                "port": ctx.port,
+                "host": advertised_endpoint(ctx)[0],
+                "port": advertised_endpoint(ctx)[1],
                 "rack": None,
                 "is_fenced": False,
             }

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from odradek.broker.auth.acls import ResourceType
 from odradek.broker.auth.checks import GROUP_DENIED, Op, allowed, group_allowed
-from odradek.broker.context import BrokerContext
+from odradek.broker.context import BrokerContext, advertised_endpoint
 from odradek.broker.ports import ClusterPort
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
@@ -74,13 +74,13 @@ def _find(ctx: BrokerContext, key: str, key_type: int) -> _Found:
             return _Found(
                 ErrorCode.NOT_COORDINATOR, "another broker coordinates this transactional id"
             )
-        return _Found(ErrorCode.NONE, None, ctx.broker_id, ctx.host, ctx.port)
+        return _Found(ErrorCode.NONE, None, ctx.broker_id, *advertised_endpoint(ctx))
     groups = ctx.groups
     if groups is None or not groups.ensure_offsets_topic():
         return _Found(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not available")
     if not groups.is_coordinator_for(key):
         return _Found(ErrorCode.NOT_COORDINATOR, "another broker coordinates this group")
-    return _Found(ErrorCode.NONE, None, ctx.broker_id, ctx.host, ctx.port)
+    return _Found(ErrorCode.NONE, None, ctx.broker_id, *advertised_endpoint(ctx))
 
 
 def _denied(ctx: BrokerContext, key: str, key_type: int) -> ErrorCode | None:

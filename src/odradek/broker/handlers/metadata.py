@@ -27,7 +27,7 @@ from __future__ import annotations
 import uuid
 
 from odradek.broker.auth.checks import TOPIC_DENIED, Op, create_allowed, topic_allowed
-from odradek.broker.context import BrokerContext
+from odradek.broker.context import BrokerContext, advertised_endpoint
 from odradek.broker.handlers._topic_metadata import (
     describe_topic,
     find_topic,
@@ -86,7 +86,7 @@ def handle(ctx: BrokerContext, request: Request) -> bytes:
             topics.append(described)
     cluster = ctx.cluster
     if cluster is None:
-        brokers = [MetadataBroker(ctx.broker_id, ctx.host, ctx.port, None)]
+        brokers = [MetadataBroker(ctx.broker_id, *advertised_endpoint(ctx), None)]
         controller_id = ctx.broker_id
     else:
         brokers = [

@@ -1,0 +1,127 @@
+"""``odradek users scram set|delete|describe``: users' SCRAM credentials (KIP-554).
+
+What Kafka does with ``kafka-configs.sh --entity-type users --alter --add-config
+'SCRAM-SHA-256=[iterations=8192,password=...]'``, through ``AdminClient``'s
+AlterUserScramCredentials / DescribeUserScramCredentials::
+
+    odradek users scram set --bootstrap-server H:P --user alice --mechanism SCRAM-SHA-512 \\
+        [--iterations 8192] [--password PW]      (no --password: asked on the terminal)
+    odradek users scram delete --bootstrap-server H:P --user alice --mechanism SCRAM-SHA-512
+    odradek users scram describe --bootstrap-server H:P [--user alice ...]
+
+``describe`` prints one JSON line: ``{"alice":{"SCRAM-SHA-512":8192}}``. Every verb takes
+``--command-config FILE``: client settings in a properties file (``security.protocol``,
+``ssl.*``, ``sasl.*``) to reach a secured listener, as Kafka's tools do. A user's error is
+one line with Kafka's error name and exit 1; a usage mistake exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Final
+
+import click
+
+from odradek.broker.properties import parse_properties
+from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.client.admin import AdminClient
+from odradek.client.admin_scram import ScramDeletion, ScramUpsertion
+from odradek.errors import ConfigError, KafkaError
+
+CLIENT_ID: Final = "odradek-users"
+REQUEST_TIMEOUT_MS: Final = 30_000
+MECHANISMS: Final = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+command_config_option = click.option(
+    "--command-config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A properties file of client settings (security.protocol, ssl.*, sasl.*).",
+)
+mechanism_option = click.option(
+    "--mechanism", required=True, type=click.Choice(MECHANISMS, case_sensitive=False)
+)
+
+
+def _client(bootstrap_server: str, command_config: Path | None) -> AdminClient:
+    settings: dict[str, Any] = {
+        "bootstrap.servers": bootstrap_server,
+        "client.id": CLIENT_ID,
+        "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
+    }
+    if command_config is not None:
+        try:
+            text = command_config.read_text(encoding="utf-8")
+            settings.update(parse_properties(text, source=str(command_config)))
+        except (OSError, ConfigError) as error:
+            raise click.UsageError(f"--command-config: {error}") from None
+    try:
+        return AdminClient(settings, bootstrap_fail_fast=True)
+    except ConfigError as error:
+        raise click.UsageError(f"--command-config: {error}") from None
+
+
+def _check(result: Any, user: str) -> None:
+    error = result.errors.get(user)
+    if error is not None:
+        name = error.error_code.name if isinstance(error, KafkaError) else type(error).__name__
+        raise click.ClickException(f"{name}: {error}")
+
+
+@click.group("users")
+def users() -> None:
+    """Manage users' credentials (like kafka-configs.sh --entity-type users)."""
+
+
+@users.group("scram")
+def scram() -> None:
+    """SCRAM-SHA-256 / SCRAM-SHA-512 credentials."""
+
+
+@scram.command("set")
+@bootstrap_server_option
+@click.option("--user", required=True)
+@mechanism_option
+@click.option("--iterations", type=click.IntRange(4096, 16384), default=4096, show_default=True)
+@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=False)
+@command_config_option
+def set_(
+    bootstrap_server: str,
+    user: str,
+    mechanism: str,
+    iterations: int,
+    password: str,
+    command_config: Path | None,
+) -> None:
+    """Create or replace a user's credential for one mechanism."""
+    with broker_errors(), _client(bootstrap_server, command_config) as client:
+        upsertion = ScramUpsertion(user, mechanism.upper(), password, iterations)
+        _check(client.alter_user_scram_credentials([upsertion]), user)
+    click.echo(f"set {mechanism.upper()} credential of {user}")
+
+
+@scram.command("delete")
+@bootstrap_server_option
+@click.option("--user", required=True)
+@mechanism_option
+@command_config_option
+def delete(bootstrap_server: str, user: str, mechanism: str, command_config: Path | None) -> None:
+    """Remove a user's credential for one mechanism."""
+    with broker_errors(), _client(bootstrap_server, command_config) as client:
+        _check(client.alter_user_scram_credentials([ScramDeletion(user, mechanism.upper())]), user)
+    click.echo(f"deleted {mechanism.upper()} credential of {user}")
+
+
+@scram.command("describe")
+@bootstrap_server_option
+@click.option("--user", "user_names", multiple=True, help="A user (repeatable; default: all).")
+@command_config_option
+def describe(
+    bootstrap_server: str, user_names: tuple[str, ...], command_config: Path | None
+) -> None:
+    """Print each user's mechanisms and iterations as JSON."""
+    with broker_errors(), _client(bootstrap_server, command_config) as client:
+        result = client.describe_user_scram_credentials(list(user_names) or None)
+        for user in result.errors:
+            _check(result, user)
+        click.echo(json.dumps({user: dict(result[user]) for user in result}, sort_keys=True))
