@@ -294,3 +294,30 @@ def test_acks_all_times_out_with_request_timed_out() -> None:
     assert waited
     assert delays == [0.25]  # the request's timeout_ms
     assert result == {("t", 0): (ErrorCode.REQUEST_TIMED_OUT, 0), ("t", 1): (ErrorCode.NONE, 0)}
+
+
+@pytest.mark.parametrize("version", range(3, 13))
+def test_an_appended_batch_is_answered_at_every_served_version(version: int) -> None:
+    """The success answer is built on the fast path (every field given positionally): it
+    must still encode and decode at each version, the flexible and KIP-951 ones included."""
+    m = importlib.import_module(f"kio.schema.produce.v{version}.request")
+    body = m.ProduceRequest(
+        acks=1,
+        timeout=_ms(1000),
+        topic_data=(
+            m.TopicProduceData(
+                name="t", partition_data=(m.PartitionProduceData(index=0, records=batch(2)),)
+            ),
+        ),
+        **({"transactional_id": None} if version >= 3 else {}),
+    )
+    ctx = context(FakePartition(TP))
+    produce.handle(ctx, request(body))  # offsets 0-1
+    frame = produce.handle(ctx, request(body))
+    assert frame is not None
+    response_type: Any = response_class(0, version)
+    _, header_size = entity_reader(response_type.__header_schema__)(frame[4:], 0)
+    response, _ = entity_reader(response_type)(frame[4:], header_size)
+    [topic] = response.responses
+    [answer] = topic.partition_responses
+    assert (int(answer.error_code), int(answer.base_offset)) == (0, 2)

@@ -69,6 +69,8 @@ _FIRST_LEADER_DISCOVERY_VERSION = 10
 #: reach, and where its answer sits (the topic's list of answers, the index in it).
 _Waiting = tuple[PartitionPort, int, list[PartitionProduceResponse], int]
 _NONE = ErrorCode.NONE
+#: A partition answer that names no other leader (KIP-951 fields unset).
+_NO_LEADER = (-1, -1)
 
 
 def _upconverted(records: bytes) -> bytes | CorruptRecordError:
@@ -267,6 +269,6 @@ def _append(
     # Wakes fetches waiting for the log end offset (followers); consumers, who read up to the
     # high watermark, are woken by the replica manager's high-watermark listener.
     ctx.purgatory.notify_appended(topic_partition)
-    # tuple.__new__ skips the NamedTuple's Python-level __new__ (same value).
+    # tuple.__new__ skips the NamedTuple's Python-level __new__: every field, in order.
     answer = (index, _NONE, info.first_offset, info.log_append_time_ms, partition.log_start_offset)
-    return tuple.__new__(PartitionProduceResponse, (*answer, (), None)), partition
+    return tuple.__new__(PartitionProduceResponse, (*answer, (), None, _NO_LEADER)), partition
