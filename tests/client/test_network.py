@@ -123,7 +123,7 @@ def test_mixed_apis_are_matched_and_versions_negotiated(network: NetworkClient) 
     assert metadata.api_version == 12  # the client reads 1..12; the broker serves 0..13
     assert any(entry["api_key"] == ApiKey.FETCH for entry in versions.result()["api_keys"])
     assert cluster.result()["brokers"][0]["port"] == network.address_of(-1)[1]  # type: ignore[index]
-    assert network.api_version(-1, ApiKey.FETCH, VersionRange(0, 100)) == 11
+    assert network.api_version(-1, ApiKey.FETCH, VersionRange(0, 100)) == 18
 
 
 def test_fields_may_depend_on_the_version(network: NetworkClient) -> None:
