@@ -339,3 +339,12 @@ def test_bad_buffers_are_errors_not_reads_out_of_bounds(encoder: EncodeArrowReco
         encoder(*good[:3], b"\x00" * 8, *good[4:])  # one timestamp for two rows
     with pytest.raises(ValueError, match="rows"):
         encoder(0, *good[1:])
+
+
+@pytest.mark.parametrize("encoder", ENCODERS)
+def test_a_batch_fills_to_its_limit_exactly(encoder: EncodeArrowRecords) -> None:
+    rows: list[tuple[bytes | None, bytes | None, int]] = [(None, b"x" * 10, 1)] * 5
+    one = len(encode_arrow_records_py(*run_arguments(rows[:1], False, False, 0))[0])
+    for limit, fitting in ((61 + 2 * one, 2), (61 + 2 * one - 1, 1), (61 + 5 * one, 5), (0, 1)):
+        records, count, _ = encoder(*run_arguments(rows, False, False, limit))
+        assert (count, len(records)) == (fitting, fitting * one)
