@@ -11,6 +11,11 @@
  * is not UTF-8 encodable) it calls the reference with the same arguments, so such calls answer
  * and fail exactly as the reference does, by construction.
  *
+ * ``encode_arrow_records(...)`` encodes a run of records (no headers) straight from the buffers
+ * of Arrow binary columns — offsets, data, validity bits — and int64 timestamps, up to a batch
+ * size limit: the Spark sink's fast path; odradek/spark/_arrow_encoder.py has its Python
+ * reference and the argument contract. Every offset is checked against its buffer first.
+ *
  * The GIL is held throughout; nothing here calls back into Python before the output is built,
  * except the reference on the declined path.
  */
@@ -486,7 +491,8 @@ static PyMethodDef module_methods[] = {
 static struct PyModuleDef encoder_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "odradek._record_encoder",
-    .m_doc = PyDoc_STR("The record codec's compiled encode_record (see odradek.records.codec)."),
+    .m_doc = PyDoc_STR("The record codec's compiled encode_record (see odradek.records.codec) "
+                       "and the Spark sink's encode_arrow_records (odradek.spark._arrow_encoder)."),
     .m_size = -1,
     .m_methods = module_methods,
 };

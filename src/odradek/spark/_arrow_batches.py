@@ -133,7 +133,7 @@ def encode_arrow_batch(
     if partitions is None:
         return None
     out: list[EncodedBatch] = []
-    for topic, partition, indices in _groups(topics, topic_ids, partitions, rows):
+    for topic, partition, indices in _groups(topics, topic_ids, partitions):
         run_keys, run_values, run_stamps = keys, values, timestamps
         run_headers = headers
         if indices is not None:
@@ -235,7 +235,7 @@ def _partitions(
 
 
 def _groups(
-    topics: list[str], topic_ids: pa.Array | None, partitions: pa.Array | int, rows: int
+    topics: list[str], topic_ids: pa.Array | None, partitions: pa.Array | int
 ) -> list[tuple[str, int, pa.Array | None]]:
     """``(topic, partition, row indices)`` per target, rows in their order; indices None: every
     row."""
