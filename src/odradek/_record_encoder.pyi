@@ -13,3 +13,21 @@ def encode_record(
 ) -> bytes:
     """The compiled ``records.record_format.encode_record``: the same bytes, answers and errors
     (arguments it does not encode itself are handed to that reference)."""
+
+def encode_arrow_records(
+    rows: int,
+    limit_bytes: int,
+    base_timestamp: int,
+    timestamps: Any,
+    key_offsets: Any,
+    key_data: Any,
+    key_validity: Any,
+    key_base: int,
+    value_offsets: Any,
+    value_data: Any,
+    value_validity: Any,
+    value_base: int,
+    /,
+) -> tuple[bytes, int, int]:
+    """The compiled ``spark._arrow_encoder.encode_arrow_records_py``: the same bytes, counts
+    and errors, from Arrow buffers."""

@@ -10,16 +10,19 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, StringType, StructField, StructType, TimestampType
 
 from odradek import AdminClient, Broker, NewTopic, SimpleConsumer, TopicPartition
 from odradek.client import Message
-from odradek.errors import ConfigError
+from odradek.client.partitioner import default_partition
+from odradek.errors import ConfigError, OdradekError
+from odradek.spark import writer as writer_module
 from odradek.spark._rows_to_records import SinkColumns, record_columns
 from odradek.spark.options import parse_sink_options
 from odradek.spark.writer import BatchWriter, WriteCommitMessage
@@ -342,3 +345,57 @@ def test_rows_become_record_fields_column_by_column() -> None:
     )
     with pytest.raises(ValueError, match=r"null header key"):
         record_columns(bad, SinkColumns(value=0, headers=1))
+
+
+def test_whole_batches_from_arrow_and_rows_refused_take_the_per_row_path(
+    broker: Broker, admin: AdminClient, consumer: SimpleConsumer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Arrow batches go out as encoded batches (no per-row ``send``), keyed rows in the default
+    partitioner's partition, in order; a batch with a row the producer would refuse (a
+    negative timestamp) goes the per-row way, which fails the task with the producer's
+    reason."""
+    per_row_calls: list[int] = []
+    send_rows = writer_module._send_rows
+
+    def spy(producer: Any, topic: Any, rows: Any, pending: Any) -> None:
+        per_row_calls.append(rows.count)
+        send_rows(producer, topic, rows, pending)
+
+    monkeypatch.setattr(writer_module, "_send_rows", spy)
+    topic = new_topic(admin, "fast", partitions=3)
+    schema = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+    options = parse_sink_options(
+        {"kafka.bootstrap.servers": broker.bootstrap_servers, "topic": topic}
+    )
+    sink = BatchWriter(options, schema)
+    keys = [f"k{i % 7}" for i in range(2_000)]
+    values = [b"v%d" % i for i in range(2_000)]
+    batches = [
+        pa.record_batch([pa.array(keys[:1_500]), pa.array(values[:1_500])], names=["key", "value"]),
+        pa.record_batch([pa.array(keys[1_500:]), pa.array(values[1_500:])], names=["key", "value"]),
+    ]
+    message = sink.write(iter(batches))
+    assert per_row_calls == []
+    assert message.total_rows == 2_000
+    landed = read_back(consumer, topic, 3)
+    expected = {
+        p: [
+            (k.encode(), v)
+            for k, v in zip(keys, values, strict=True)
+            if default_partition(k.encode(), 3) == p
+        ]
+        for p in range(3)
+    }
+    assert {p: [(m.key, m.value) for m in landed if m.partition == p] for p in range(3)} == expected
+
+    timed = StructType(
+        [StructField("value", BinaryType()), StructField("timestamp", TimestampType())]
+    )
+    sink = BatchWriter(options, timed)
+    early = pa.record_batch(
+        [pa.array([b"a", b"b"]), pa.array([0, -1_000_000], pa.timestamp("us", tz="UTC"))],
+        names=["value", "timestamp"],
+    )
+    with pytest.raises(OdradekError, match="invalid timestamp -1000"):
+        sink.write(iter([early]))
+    assert per_row_calls == [2]

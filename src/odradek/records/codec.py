@@ -188,6 +188,7 @@ class BatchBuilder:
         "_base_timestamp",
         "_batch_size_bytes",
         "_compression",
+        "_count",
         "_encoded",
         "_max_timestamp",
         "_partition_leader_epoch",
@@ -232,13 +233,14 @@ class BatchBuilder:
         self._base_sequence = base_sequence
         self._partition_leader_epoch = partition_leader_epoch
         self._encoded: list[bytes] = []
+        self._count = 0
         self._records_bytes = 0
         self._base_timestamp = 0
         self._max_timestamp = 0
 
     @property
     def record_count(self) -> int:
-        return len(self._encoded)
+        return self._count
 
     @property
     def estimated_size(self) -> int:
@@ -265,16 +267,38 @@ class BatchBuilder:
         Raises:
             ValueError: a timestamp delta or length outside its varint range.
         """
-        count = len(self._encoded)
+        count = self._count
         if count == 0:
             self._base_timestamp = self._max_timestamp = timestamp_ms
         encoded = _encode_record(count, timestamp_ms - self._base_timestamp, key, value, headers)
         if count and HEADER_SIZE + self._records_bytes + len(encoded) > self._batch_size_bytes:
             return False
         self._encoded.append(encoded)
+        self._count = count + 1
         self._records_bytes += len(encoded)
         self._max_timestamp = max(self._max_timestamp, timestamp_ms)
         return True
+
+    def append_encoded(
+        self, records: bytes, count: int, base_timestamp_ms: int, max_timestamp_ms: int
+    ) -> None:
+        """Takes ``count`` records encoded elsewhere (their length prefixes included, offset
+        deltas 0..count-1, timestamp deltas from ``base_timestamp_ms``) as the whole batch:
+        the way a caller that encodes whole runs of records at once (the Spark sink, from Arrow
+        columns) hands them over. The size limit is the caller's to keep.
+
+        Raises:
+            ValueError: the builder already holds records, or ``count`` is below 1.
+        """
+        if self._count:
+            raise ValueError("append_encoded takes the records of an empty batch")
+        if count < 1:
+            raise ValueError("a record batch needs at least one record")
+        self._encoded.append(records)
+        self._count = count
+        self._records_bytes = len(records)
+        self._base_timestamp = base_timestamp_ms
+        self._max_timestamp = max_timestamp_ms
 
     def build(self) -> bytes:
         """Returns the complete batch (header, compressed records, CRC32C).
@@ -282,7 +306,7 @@ class BatchBuilder:
         Raises:
             ValueError: no record was appended.
         """
-        count = len(self._encoded)
+        count = self._count
         if count == 0:
             raise ValueError("a record batch needs at least one record")
         payload = b"".join(self._encoded)

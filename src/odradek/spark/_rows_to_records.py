@@ -58,8 +58,11 @@ __all__ = [
     "NULL_TOPIC_MESSAGE",
     "RecordColumns",
     "SinkColumns",
+    "as_binary",
     "plan_columns",
     "record_columns",
+    "row_headers",
+    "timestamps_ms_array",
 ]
 
 #: The ``headers`` column's type as Spark prints it (``catalogString``).
@@ -185,7 +188,7 @@ def record_columns(batch: pa.RecordBatch, columns: SinkColumns) -> RecordColumns
         if topic_array.null_count:
             raise ValueError(NULL_TOPIC_MESSAGE)
         topics = topic_array.to_pylist()
-    headers = None if columns.headers is None else _headers(batch.column(columns.headers))
+    headers = None if columns.headers is None else row_headers(batch.column(columns.headers))
     partitions = None
     if columns.partition is not None:
         partitions = _nullable_list(batch.column(columns.partition))
@@ -195,7 +198,7 @@ def record_columns(batch: pa.RecordBatch, columns: SinkColumns) -> RecordColumns
     return RecordColumns(
         count=batch.num_rows,
         values=_bytes_list(batch.column(columns.value)),
-        keys=None if columns.key is None else _nullable_list(_as_binary(batch.column(columns.key))),
+        keys=None if columns.key is None else _nullable_list(as_binary(batch.column(columns.key))),
         topics=topics,
         partitions=partitions,
         headers=headers,
@@ -203,7 +206,7 @@ def record_columns(batch: pa.RecordBatch, columns: SinkColumns) -> RecordColumns
     )
 
 
-def _as_binary(array: pa.Array) -> pa.Array:
+def as_binary(array: pa.Array) -> pa.Array:
     """A string array as binary (the same buffers: UTF-8 bytes); binary as it is."""
     kind = array.type
     if pa.types.is_string(kind):
@@ -216,7 +219,7 @@ def _as_binary(array: pa.Array) -> pa.Array:
 
 
 def _bytes_list(array: pa.Array) -> list[bytes | None]:
-    values: list[bytes | None] = _as_binary(array).to_pylist()
+    values: list[bytes | None] = as_binary(array).to_pylist()
     return values
 
 
@@ -228,7 +231,7 @@ def _nullable_list(array: pa.Array) -> list[Any] | None:
     return values
 
 
-def _headers(array: pa.Array) -> list[Sequence[Header]] | None:
+def row_headers(array: pa.Array) -> list[Sequence[Header]] | None:
     """Each row's headers as a tuple of ``(key, value)`` pairs, from the flattened struct
     columns and the list lengths (no dict per header)."""
     if array.null_count == len(array):
@@ -252,10 +255,17 @@ def _headers(array: pa.Array) -> list[Sequence[Header]] | None:
 
 
 def _timestamps_ms(array: pa.Array, seconds: bool) -> list[int | None] | None:
-    """Milliseconds since the epoch, truncated toward zero as Spark's cast and division do
-    (a double counts seconds; NaN and infinities become null, as Spark's cast makes them)."""
+    """Milliseconds since the epoch (``timestamps_ms_array``) as a list."""
     if array.null_count == len(array):
         return None
+    values: list[int | None] = timestamps_ms_array(array, seconds).to_pylist()
+    return values
+
+
+def timestamps_ms_array(array: pa.Array, seconds: bool) -> pa.Array:
+    """Milliseconds since the epoch as an int64 array, truncated toward zero as Spark's cast
+    and division do (a double counts seconds; NaN and infinities become null, as Spark's cast
+    makes them; a null stays null)."""
     if seconds:
         finite = pc.if_else(pc.is_finite(array), array, pa.scalar(None, array.type))
         micros = pc.multiply(finite, 1_000_000.0).cast(pa.int64(), safe=False)
@@ -263,5 +273,5 @@ def _timestamps_ms(array: pa.Array, seconds: bool) -> list[int | None] | None:
     else:
         multiplier, divisor = _TO_MS[array.type.unit]
         millis = pc.divide(pc.multiply(array.cast(pa.int64()), multiplier), divisor)
-    values: list[int | None] = millis.to_pylist()
-    return values
+    result: pa.Array = millis
+    return result

@@ -8,10 +8,15 @@ task; it holds plain data only (the options, the column positions, the producer 
 
 In a task, ``write`` gets the task's Arrow record batches, makes one ``Producer`` (Kafka
 settings: ``acks=all`` unless set, then every ``kafka.*`` option without its prefix), sends every
-row — whole Arrow columns become Python lists, then one ``send`` per row —, flushes, and checks
-every delivery. A record that was not delivered fails the task with the reason (the Kafka error
-name, the topic and partition, the client's or broker's message); a task stops sending at the
-first failure it sees. The task's commit message counts the rows acknowledged per partition.
+row, flushes, and checks every delivery. Rows are sent on the fast path when the producer has
+the default partitioner and no interceptors: each Arrow batch is grouped by target partition
+and encoded straight from its buffers into v2 record batches (``_arrow_batches``), handed to
+``Producer.send_encoded`` — no Python object per row. Otherwise, and for an Arrow batch the
+fast path declines (a row the producer would refuse: the per-row path reports it), whole
+columns become Python lists and each row is one ``send``. A record that was not delivered
+fails the task with the reason (the Kafka error name, the topic and partition, the client's or
+broker's message); a task stops sending at the first failure it sees. The task's commit
+message counts the rows acknowledged per partition.
 
 Guarantee: at-least-once, like Spark's Kafka sink. A task that fails after sending some rows,
 a retried task and a micro-batch replayed after a restart send rows again; nothing is staged,
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import random
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -46,13 +52,16 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from odradek._clock import SYSTEM_CLOCK, Clock
 from odradek.client import TopicPartition
 from odradek.client.config import PRODUCER, ClientConfig
 from odradek.client.producer import Producer, RecordFuture
 from odradek.client.producer.config import ProducerSettings
 from odradek.client.producer.future import BatchResult
 from odradek.errors import KafkaError, OdradekError, error_for_code
+from odradek.spark._arrow_batches import EncodedBatch, encode_arrow_batch
 from odradek.spark._rows_to_records import (
+    NULL_TOPIC_MESSAGE,
     RecordColumns,
     SinkColumns,
     plan_columns,
@@ -141,15 +150,27 @@ class _ArrowSink:
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> WriteCommitMessage:
         producer: Producer | None = None
+        fast: _FastPath | None = None
         deliveries = _Deliveries()
         try:
             for batch in iterator:
                 if not batch.num_rows:
                     continue
-                rows = record_columns(batch, self._columns)
                 if producer is None:
+                    if (
+                        self._columns.topic is not None
+                        and batch.column(self._columns.topic).null_count
+                    ):
+                        raise ValueError(NULL_TOPIC_MESSAGE)  # before connecting
                     producer = Producer(self._config)
-                _send_rows(producer, self._topic, rows, deliveries.pending)
+                    if producer.takes_encoded:
+                        fast = _FastPath(producer, SYSTEM_CLOCK)
+                encoded = None if fast is None else fast.encode(batch, self._columns, self._topic)
+                if encoded is None:
+                    rows = record_columns(batch, self._columns)
+                    _send_rows(producer, self._topic, rows, deliveries.pending)
+                else:
+                    _send_encoded(producer, encoded, deliveries)
                 deliveries.settle_if_due()
             if producer is not None:
                 producer.flush()
@@ -165,6 +186,60 @@ class _ArrowSink:
             "write task sent %d rows to %d partitions", message.total_rows, len(message.rows)
         )
         return message
+
+
+class _FastPath:
+    """A task's state for ``encode_arrow_batch``: the topics' partition counts (asked once)
+    and the clock for rows without a timestamp."""
+
+    __slots__ = ("_clock", "_counts", "_producer", "_random")
+
+    def __init__(self, producer: Producer, clock: Clock) -> None:
+        self._producer = producer
+        self._clock = clock
+        self._counts: dict[str, int | None] = {}
+        self._random = random.Random()
+
+    def encode(
+        self, batch: pa.RecordBatch, columns: SinkColumns, topic: str | None
+    ) -> list[EncodedBatch] | None:
+        return encode_arrow_batch(
+            batch,
+            columns,
+            topic,
+            partition_count=self._partition_count,
+            sticky_partition=self._sticky_partition,
+            key_partition=self._producer.key_partition,
+            record_size=self._producer.estimated_record_size,
+            now_ms=self._clock.now_ms(),
+            limit_bytes=self._producer.batch_size_bytes,
+            max_record_bytes=self._producer.max_record_bytes,
+        )
+
+    def _partition_count(self, topic: str) -> int | None:
+        if topic not in self._counts:
+            try:
+                self._counts[topic] = len(self._producer.partitions_for(topic))
+            except OdradekError:
+                self._counts[topic] = None  # the per-row path reports it
+        return self._counts[topic]
+
+    def _sticky_partition(self, topic: str, count: int) -> int:
+        return self._random.randrange(count)
+
+
+def _send_encoded(
+    producer: Producer, encoded: Sequence[EncodedBatch], deliveries: _Deliveries
+) -> None:
+    for batch in encoded:
+        result = producer.send_encoded(
+            TopicPartition(batch.topic, batch.partition),
+            batch.records,
+            batch.count,
+            batch.base_timestamp_ms,
+            batch.max_timestamp_ms,
+        )
+        deliveries.add_batch(result, batch.count)
 
 
 @contextmanager
@@ -232,17 +307,24 @@ class _Deliveries:
     topic-partition, into ``rows``), keeps the rest, and raises if a batch failed.
     """
 
-    __slots__ = ("_settle_at", "pending", "rows")
+    __slots__ = ("_batch_rows", "_batches", "_settle_at", "pending", "rows")
 
     def __init__(self) -> None:
         self.pending: list[RecordFuture] = []
         self.rows: dict[TopicPartition, int] = {}
+        self._batches: list[tuple[BatchResult, int]] = []
+        self._batch_rows = 0
         self._settle_at = SETTLE_EVERY
 
+    def add_batch(self, result: BatchResult, rows: int) -> None:
+        """A batch sent whole (``send_encoded``) with ``rows`` records."""
+        self._batches.append((result, rows))
+        self._batch_rows += rows
+
     def settle_if_due(self) -> None:
-        if len(self.pending) >= self._settle_at:
+        if len(self.pending) + self._batch_rows >= self._settle_at:
             self.settle(final=False)
-            self._settle_at = max(SETTLE_EVERY, 2 * len(self.pending))
+            self._settle_at = max(SETTLE_EVERY, 2 * (len(self.pending) + self._batch_rows))
 
     def settle(self, *, final: bool) -> None:
         """Counts what completed and keeps what has not.
@@ -254,6 +336,8 @@ class _Deliveries:
             KafkaError, OdradekError: a record was not delivered (see ``_delivery_error``).
         """
         per_batch: Counter[BatchResult] = Counter(map(_batch_of, self.pending))
+        for batch_result, batch_rows in self._batches:
+            per_batch[batch_result] += batch_rows
         incomplete: set[BatchResult] = set()
         failed: list[tuple[BatchResult, int]] = []
         rows = self.rows
@@ -274,8 +358,11 @@ class _Deliveries:
             )
         if incomplete:
             self.pending = [f for f in self.pending if _batch_of(f) in incomplete]
+            self._batches = [(r, n) for r, n in self._batches if r in incomplete]
         else:
             self.pending = []
+            self._batches = []
+        self._batch_rows = sum(n for _, n in self._batches)
 
 
 def _delivery_error(failed: Sequence[tuple[BatchResult, int]]) -> OdradekError:

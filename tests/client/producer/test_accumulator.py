@@ -21,6 +21,7 @@ from odradek.client.producer.buffer_pool import BufferPool
 from odradek.errors import KafkaTimeoutError, ProducerClosedError
 from odradek.records.batch import CompressionType
 from odradek.records.codec import decode_batch
+from odradek.records.record_format import encode_record
 
 T0 = TopicPartition("t", 0)
 T1 = TopicPartition("t", 1)
@@ -255,3 +256,36 @@ def test_incomplete_and_abort_undrained() -> None:
         acc.deallocate(batch)
     assert not acc.has_incomplete()
     acc.await_completion(drained, 0)
+
+
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.GZIP, CompressionType.LZ4])
+def test_an_encoded_batch_queues_after_the_open_one_and_is_sent_whole(
+    codec: CompressionType,
+) -> None:
+    acc, clock, pool = make(compression=codec)
+    append(acc)  # an open batch, lingering
+    records = b"".join(
+        encode_record(i, i, None, b"r%d" % i, ()) for i in range(3)
+    )  # the records section of three records
+    encoded = acc.append_encoded(T0, records, 3, 5_000, 5_002, 0)
+    assert encoded.full
+    assert not encoded.is_open
+    assert encoded.record_count == 3
+    assert acc.ready(leader_of, clock.monotonic_ms()).ready_nodes == {1}  # no linger wait
+    later, _ = append(acc)  # a record sent after the batch does not join the earlier one
+    assert later is not None
+    assert later.batch is not encoded.result
+    drained = acc.drain(leader_of, {1}, 1 << 20, clock.monotonic_ms())[1]
+    assert drained[0].record_count == 1  # the open batch first: partition order kept
+    drained = acc.drain(leader_of, {1}, 1 << 20, clock.monotonic_ms())[1]
+    assert drained == [encoded]
+    decoded = decode_batch(encoded.records)
+    assert decoded.header.compression == codec
+    assert [(r.offset, r.timestamp, r.value) for r in decoded.records] == [
+        (0, 5_000, b"r0"),
+        (1, 5_001, b"r1"),
+        (2, 5_002, b"r2"),
+    ]
+    assert decoded.header.max_timestamp == 5_002
+    # Two open batches' batch.size and the encoded batch's size, held until completed.
+    assert pool.available_bytes == (1 << 20) - 2 * 1024 - (61 + len(records))

@@ -208,6 +208,47 @@ class RecordAccumulator:
             self._pool.deallocate(size)
             raise
 
+    def append_encoded(
+        self,
+        tp: TopicPartition,
+        records: bytes,
+        count: int,
+        base_timestamp_ms: int,
+        max_timestamp_ms: int,
+        max_block_ms: int,
+    ) -> ProducerBatch:
+        """Queues a batch of records encoded elsewhere (``BatchBuilder.append_encoded``) after
+        the partition's batches, built at once (closed: no record joins it, nor the batch
+        before it, so the partition's order holds); it is sent as soon as the partition's
+        earlier batches are.
+
+        Raises:
+            ProducerClosedError: the accumulator is closed.
+            KafkaTimeoutError: no memory for the batch within ``max_block_ms``.
+            ValueError: ``count`` below 1.
+        """
+        builder = self._new_builder()
+        builder.append_encoded(records, count, base_timestamp_ms, max_timestamp_ms)
+        size = builder.estimated_size
+        batch = ProducerBatch(tp, builder, self._clock.monotonic_ms(), size)
+        batch.close()  # built here (compressed, CRC), on the caller's thread
+        self._pool.allocate(size, max_block_ms)
+        try:
+            with self._lock:
+                if self._closed:
+                    raise ProducerClosedError("cannot send: the producer is closed")
+                batch.full = True
+                dq = self._batches.get(tp)
+                if dq is None:
+                    dq = self._batches[tp] = deque()
+                # Last in the deque and closed: a record sent after it opens a new batch.
+                dq.append(batch)
+                self._incomplete.add(batch)
+                return batch
+        except BaseException:
+            self._pool.deallocate(size)
+            raise
+
     def _new_builder(self) -> BatchBuilder:
         return BatchBuilder(
             batch_size_bytes=self.settings.batch_size, compression=self.settings.compression

@@ -43,6 +43,7 @@ from odradek.client.closeable import Closeable
 from odradek.client.cluster import Cluster, Metadata, MetadataUpdater, PartitionMetadata
 from odradek.client.config import PRODUCER, ClientConfig
 from odradek.client.network import NetworkClient
+from odradek.client.partitioner import default_partition
 from odradek.client.producer import produce_codec
 from odradek.client.producer._plugins import close_quietly
 from odradek.client.producer.accumulator import (
@@ -54,9 +55,9 @@ from odradek.client.producer.accumulator import (
 from odradek.client.producer.batch import Thunk
 from odradek.client.producer.buffer_pool import BufferPool
 from odradek.client.producer.config import ProducerSettings
-from odradek.client.producer.future import RecordFuture
+from odradek.client.producer.future import BatchResult, RecordFuture
 from odradek.client.producer.interceptors import ProducerInterceptors, resolve_interceptors
-from odradek.client.producer.partitioners import resolve_partitioner
+from odradek.client.producer.partitioners import DefaultPartitioner, resolve_partitioner
 from odradek.client.producer.record import Header, ProducerRecord, RecordMetadata
 from odradek.client.producer.sender import Sender
 from odradek.client.producer.serializers import (
@@ -429,6 +430,69 @@ class Producer(Closeable):
             raise
         except Exception as error:
             return self._fail(topic, partition, timestamp_ms, key_bytes, value_bytes, error, thunk)
+
+    def send_encoded(
+        self,
+        tp: TopicPartition,
+        records: bytes,
+        count: int,
+        base_timestamp_ms: int,
+        max_timestamp_ms: int,
+    ) -> BatchResult:
+        """Sends ``count`` records encoded by the caller as one batch to ``tp`` (the path of a
+        caller that encodes whole runs at once, as the Spark sink does from Arrow columns).
+
+        ``records`` is the records section of a v2 batch, uncompressed: each record with its
+        length prefix, offset deltas 0..count-1, timestamp deltas from ``base_timestamp_ms``.
+        The producer adds the header, compresses with ``compression.type`` and checks the CRC
+        as for any batch; serializers, partitioner and interceptors are not involved (the
+        caller has applied what it needs), nor ``batch.size`` (the caller keeps it).
+
+        Returns:
+            The batch's outcome (``wait``, then ``error`` or the base offset).
+        Raises:
+            ProducerClosedError: the producer is closed.
+            KafkaTimeoutError: no ``buffer.memory`` for the batch within ``max.block.ms``.
+            ValueError: ``count`` below 1.
+        """
+        if self._closed:
+            raise ProducerClosedError("cannot send: the producer is closed")
+        batch = self._accumulator.append_encoded(
+            tp,
+            records,
+            count,
+            base_timestamp_ms,
+            max_timestamp_ms,
+            self._settings.max_block_ms,
+        )
+        self._sender.notify(0)
+        return batch.result
+
+    @property
+    def max_record_bytes(self) -> int:
+        """The largest record ``send`` takes (``max.request.size`` within
+        ``buffer.memory``), by ``estimate_record_size``."""
+        return self._max_record_bytes
+
+    @property
+    def batch_size_bytes(self) -> int:
+        """``batch.size``."""
+        return self._settings.batch_size
+
+    @property
+    def takes_encoded(self) -> bool:
+        """Whether ``send_encoded`` of records encoded as ``send`` would encode them loses
+        nothing ``send`` does: no interceptors, and the default partitioner (a caller picks
+        partitions with ``key_partition`` and its own sticky choice)."""
+        return type(self._partitioner) is DefaultPartitioner and not self._interceptors
+
+    @staticmethod
+    def key_partition(key: bytes, partition_count: int) -> int:
+        """The default partitioner's partition for a keyed record (murmur2)."""
+        return default_partition(key, partition_count)
+
+    #: ``estimate_record_size``: what ``send`` holds against ``max_record_bytes``.
+    estimated_record_size = staticmethod(estimate_record_size)
 
     def _too_large(self, topic: str, size: int) -> MessageTooLargeError:
         settings = self._settings
