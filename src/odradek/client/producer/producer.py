@@ -483,8 +483,13 @@ class Producer(Closeable):
     def takes_encoded(self) -> bool:
         """Whether ``send_encoded`` of records encoded as ``send`` would encode them loses
         nothing ``send`` does: no interceptors, and the default partitioner (a caller picks
-        partitions with ``key_partition`` and its own sticky choice)."""
-        return type(self._partitioner) is DefaultPartitioner and not self._interceptors
+        partitions with ``key_partition`` and its own sticky choice), and no transaction
+        (whose batches join it and carry its producer id and sequences)."""
+        return (
+            type(self._partitioner) is DefaultPartitioner
+            and not self._interceptors
+            and self._transactions is None
+        )
 
     @staticmethod
     def key_partition(key: bytes, partition_count: int) -> int:
