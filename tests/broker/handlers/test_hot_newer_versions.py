@@ -311,3 +311,15 @@ def test_init_producer_id_epoch_bump_without_transactional_id(version: int) -> N
     for half in ((first.producer_id, -1), (-1, 3)):
         refused: Any = init_producer_id.handle(ctx, init_request(version, *half))
         assert int(refused.error_code) == ErrorCode.INVALID_REQUEST
+
+
+@pytest.mark.parametrize("version", [13, 18])
+def test_fetch_of_a_null_topic_id_is_unknown_topic_id(version: int) -> None:
+    """A null id (the fuzzer's malformed request: the handler raised on it) is answered as
+    the zero id, UNKNOWN_TOPIC_ID, like any id no topic has."""
+    ctx = context(leader_with_epochs(), topics=TopicsWithIds({"t": T_ID}))
+    response = fetched(version, fetch.handle(ctx, fetch_request(version, {None: 0})))
+    [topic] = response.responses
+    assert topic.topic_id is None  # the zero id, as kio reads it
+    [answer] = topic.partitions
+    assert int(answer.error_code) == ErrorCode.UNKNOWN_TOPIC_ID

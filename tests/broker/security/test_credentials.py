@@ -61,3 +61,10 @@ def test_other_keys_of_the_user_config_are_kept(tmp_path: Path) -> None:
     config = json.loads(metadata.get(path)[0])["config"]
     assert config["producer_byte_rate"] == "1024"
     assert config["SCRAM-SHA-256"].startswith("salt=")
+
+
+@pytest.mark.parametrize("user", ["", ".", ".."])
+def test_a_user_name_no_node_can_have_has_no_credentials(tmp_path: Path, user: str) -> None:
+    """The fuzzer's DescribeUserScramCredentials for such names raised in the handler."""
+    store = ScramCredentialStore(LocalMetadataStore(str(tmp_path)))
+    assert store.describe(user) == {}

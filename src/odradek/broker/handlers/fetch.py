@@ -73,6 +73,7 @@ _FIRST_TOPIC_ID_VERSION = 13
 _FIRST_LEADER_DISCOVERY_VERSION = 16
 #: Names no topic can have (NUL is not a legal topic character): an unknown id's topic.
 _UNKNOWN_ID_PREFIX = "\x00"
+_ZERO_ID = uuid.UUID(int=0)
 
 
 def handle(
@@ -98,7 +99,8 @@ def _topic_name(ctx: BrokerContext, topic: Any, by_id: bool) -> str:
         return str(topic.topic)
     topic_id: uuid.UUID | None = topic.topic_id
     name = None if topic_id is None else find_topic(ctx, topic_id)
-    return name if name is not None else f"{_UNKNOWN_ID_PREFIX}{topic_id}"
+    # A null id (a malformed request) is answered as the zero id: UNKNOWN_TOPIC_ID.
+    return name if name is not None else f"{_UNKNOWN_ID_PREFIX}{topic_id or _ZERO_ID}"
 
 
 def _context(ctx: BrokerContext, request: Request) -> FetchContext | SessionError:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from odradek.controller.store import MetadataStore
-from odradek.errors import BadVersionError, NodeExistsError, NoNodeError
+from odradek.errors import BadVersionError, InvalidPathError, NodeExistsError, NoNodeError
 from odradek.protocol.sasl import ScramCredential, ScramMechanism
 
 __all__ = ["USERS_CONFIG_PATH", "ScramCredentialStore", "format_credential", "parse_credential"]
@@ -79,8 +79,8 @@ class ScramCredentialStore:
     def _read(self, user: str) -> tuple[dict[str, Any], int] | None:
         try:
             data, version = self._store.get(self._path(user))
-        except NoNodeError:
-            return None
+        except (NoNodeError, InvalidPathError):
+            return None  # no such user; a name no node can have ("", ".", "..") has none
         try:
             document = json.loads(data or b"{}")
         except ValueError:
