@@ -7,10 +7,16 @@ from confluent_kafka import KafkaError, Producer
 
 
 def produce_one(
-    bootstrap_servers: str, topic: str, partition: int, *, acks: str, timeout_s: float = 10.0
+    bootstrap_servers: str,
+    topic: str,
+    partition: int,
+    *,
+    acks: str,
+    timeout_s: float = 10.0,
+    value: bytes = b"value",
 ) -> KafkaError | None:
-    """Produces one record to ``topic``-``partition``; returns its delivery error (``None``:
-    acknowledged). Retriable errors are retried until ``timeout_s``."""
+    """Produces one record (``value``) to ``topic``-``partition``; returns its delivery error
+    (``None``: acknowledged). Retriable errors are retried until ``timeout_s``."""
     producer = Producer(
         {
             "bootstrap.servers": bootstrap_servers,
@@ -21,7 +27,7 @@ def produce_one(
     )
     outcome: list[KafkaError | None] = []
     producer.produce(
-        topic, b"value", partition=partition, on_delivery=lambda error, _: outcome.append(error)
+        topic, value, partition=partition, on_delivery=lambda error, _: outcome.append(error)
     )
     producer.flush(timeout_s + 10)
     assert outcome, "no delivery report"
