@@ -196,7 +196,7 @@ def test_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFix
     assert "does not exist" in err
 
 
-@pytest.mark.parametrize("name", ["00000000000000000000.index", "notes.txt"])
+@pytest.mark.parametrize("name", ["00000000000000000000.txnindex", "notes.txt"])
 def test_non_log_file_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
 ) -> None:
@@ -205,8 +205,8 @@ def test_non_log_file_is_a_usage_error(
     assert status == 2
     assert lines == []
     assert err == (
-        f"odradek: Invalid value for FILE: {path} is not a log segment file "
-        "(expected a name ending in .log)\n"
+        f"odradek: Invalid value for FILE: {path} is not a log segment or index file "
+        "(expected a name ending in .log, .index or .timeindex)\n"
     )
 
 

@@ -1,4 +1,5 @@
-"""``odradek dump-log FILE...``: print the batches of log segment files, like kafka-dump-log.sh.
+"""``odradek dump-log FILE...``: print the batches of log segment files, like kafka-dump-log.sh
+(and the entries of their ``.index`` and ``.timeindex`` files: ``dump_index``).
 
 Reads each ``.log`` file front to back with plain reads (one batch in memory at a time), and
 prints one line per batch::
@@ -20,7 +21,8 @@ value or header value prints as ``null``.
 The dump stops at the first batch that is truncated, malformed or fails its CRC32C, with a line
 ``Stopped at position P: reason`` — the valid prefix of the segment ends there, which is where
 log recovery would truncate it. The command then exits with status 1 (after dumping every
-file). A missing file or one not named ``*.log`` is a usage error: one line, status 2.
+file). A missing file or one not named ``*.log``, ``*.index`` or ``*.timeindex`` is a usage
+error: one line, status 2; an index with problems (see ``dump_index``) exits with status 1.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import BinaryIO
 
 import click
 
+from odradek.cli.dump_index import LogBatches, dump_index
 from odradek.errors import (
     CorruptRecordError,
     UnsupportedCompressionTypeError,
@@ -55,6 +58,7 @@ from odradek.records.batch import (
 from odradek.records.codec import decode_records
 from odradek.records.record import Header, Record
 
+_SUFFIXES = (".log", ".index", ".timeindex")
 _TIMESTAMP_TYPE_NAMES = {
     TimestampType.CREATE_TIME: "CreateTime",
     TimestampType.LOG_APPEND_TIME: "LogAppendTime",
@@ -85,20 +89,48 @@ class _StopDumpError(Exception):
     is_flag=True,
     help="Also print every record: offset, timestamp, key, value and headers.",
 )
-def dump_log(files: tuple[Path, ...], print_records: bool) -> None:
-    """Print the record batches of log segment FILEs (*.log), checking each CRC."""
+@click.option(
+    "--verify-index-only",
+    "verify_index",
+    is_flag=True,
+    help="Index files: check every entry against the segment's .log instead of printing it.",
+)
+@click.option(
+    "--index-sanity-check",
+    "sanity_only",
+    is_flag=True,
+    help="Index files: only check the length and the order of the entries.",
+)
+def dump_log(
+    files: tuple[Path, ...], print_records: bool, verify_index: bool, sanity_only: bool
+) -> None:
+    """Print log segment FILEs (*.log, checking each batch's CRC) and their index files
+    (*.index, *.timeindex)."""
     for path in files:
-        if path.suffix != ".log":
+        if path.suffix not in _SUFFIXES:
             raise click.BadParameter(
-                f"{path} is not a log segment file (expected a name ending in .log)",
+                f"{path} is not a log segment or index file (expected a name ending in "
+                ".log, .index or .timeindex)",
+                param_hint="FILE",
+            )
+        if path.suffix != ".log" and not path.stem.isdigit():
+            raise click.BadParameter(
+                f"{path}: an index file is named after its segment's base offset "
+                "(e.g. 00000000000000000042.index)",
                 param_hint="FILE",
             )
     corrupt: list[str] = []
+    bad_indexes: list[str] = []
     for path in files:
         click.echo(f"Dumping {path}")
-        if path.stem.isdigit():
-            click.echo(f"Log starting offset: {int(path.stem)}")
         try:
+            if path.suffix != ".log":
+                problems = _dump_index_file(path, verify=verify_index, sanity_only=sanity_only)
+                if problems:
+                    bad_indexes.append(f"{path} ({problems} problems)")
+                continue
+            if path.stem.isdigit():
+                click.echo(f"Log starting offset: {int(path.stem)}")
             with path.open("rb") as segment:
                 for line in _dump_segment(segment, print_records=print_records):
                     click.echo(line)
@@ -107,8 +139,57 @@ def dump_log(files: tuple[Path, ...], print_records: bool) -> None:
             corrupt.append(f"{path} at position {stop.position}")
         except OSError as error:
             raise click.FileError(str(path), hint=error.strerror or str(error)) from None
+    faults = []
     if corrupt:
-        raise click.ClickException("corrupt log segment: " + "; ".join(corrupt))
+        faults.append("corrupt log segment: " + "; ".join(corrupt))
+    if bad_indexes:
+        faults.append("index problems: " + "; ".join(bad_indexes))
+    if faults:
+        raise click.ClickException("; ".join(faults))
+
+
+def _dump_index_file(path: Path, *, verify: bool, sanity_only: bool) -> int:
+    """Dumps (or checks) one index file; returns how many problems it has."""
+    log: LogBatches | None = None
+    log_path = path.with_suffix(".log")
+    missing_log = verify and not log_path.is_file()
+    if verify and not missing_log:
+        log = _log_batches(log_path)
+    report = dump_index(path, int(path.stem), log, print_entries=not (verify or sanity_only))
+    problems = report.problems
+    if missing_log:
+        problems = [*problems, f"cannot verify: {log_path} does not exist"]
+    for line in report.lines:
+        click.echo(line)
+    for problem in problems:
+        click.echo(f"Problem: {problem}")
+    if not problems and verify:
+        click.echo(f"{path} passed verification against {log_path}.")
+    elif not problems and sanity_only:
+        click.echo(f"{path} passed sanity check.")
+    return len(problems)
+
+
+def _log_batches(path: Path) -> LogBatches:
+    """The batch headers of a ``.log`` up to its first bad batch (CRCs are not checked)."""
+    by_position: dict[int, BatchHeader] = {}
+    stopped: str | None = None
+    with path.open("rb") as segment:
+        file_size = os.fstat(segment.fileno()).st_size
+        position = 0
+        try:
+            while position < file_size:
+                segment.seek(position)
+                remaining = file_size - position
+                header = _check_header(
+                    segment.read(min(HEADER_SIZE, remaining)), position, remaining
+                )
+                by_position[position] = header
+                position += header.size
+        except _StopDumpError as stop:
+            stopped = f"position {stop.position}: {stop.reason}"
+    by_base_offset = {header.base_offset: header for header in by_position.values()}
+    return LogBatches(by_position, by_base_offset, stopped)
 
 
 def _dump_segment(segment: BinaryIO, *, print_records: bool) -> Iterator[str]:
