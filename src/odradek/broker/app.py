@@ -93,13 +93,14 @@ from odradek.broker.handlers import (
     update_metadata,
     write_txn_markers,
 )
+from odradek.broker.leader_positions import LeaderPositions
 from odradek.broker.metrics import (
     BrokerParts,
     LagReader,
     MetricsServer,
     RequestMetrics,
+    gather_snapshot,
     metrics_endpoint,
-    take_snapshot,
 )
 from odradek.broker.producer_ids import ProducerIdManager
 from odradek.broker.purgatory import FetchPurgatory
@@ -211,6 +212,7 @@ class BrokerApp:
         self.isr_changes: IsrChangeManager | None = None
         self.fetchers: ReplicaFetcherManager | None = None
         self.metrics: MetricsServer | None = None
+        self.leader_positions: LeaderPositions | None = None
 
     def _log_config_for(self, topic: str) -> LogConfig:
         assert self.topics is not None
@@ -527,6 +529,10 @@ class BrokerApp:
             isr_changes=isr_changes,
             connections=lambda: len(server._connections),
         )
+        # The lag of partitions led elsewhere, from their leaders (none without a cluster; the
+        # cluster joins after this: the leader is looked up at each scrape).
+        self.leader_positions = LeaderPositions(config.broker_id, self._partition_leader)
+        parts.leader_positions = self.leader_positions.positions
         lag_reader = LagReader()
 
         def rebalances(group_id: str) -> list[dict[str, object]] | None:
@@ -538,7 +544,7 @@ class BrokerApp:
 
         self.metrics = MetricsServer(
             asyncio.get_running_loop(),
-            lambda: take_snapshot(parts, lag_reader, requests.snapshot(), self.clock.now_ms()),
+            lambda: gather_snapshot(parts, lag_reader, requests.snapshot, self.clock.now_ms),
             rebalances,
             *endpoint,
         )
@@ -557,6 +563,8 @@ class BrokerApp:
     async def stop(self) -> None:
         if self.metrics is not None:
             await asyncio.to_thread(self.metrics.stop)
+        if self.leader_positions is not None:
+            self.leader_positions.close()
         if self.cluster is not None and self.fatal_error is None:
             # Leadership moves to other ISR members before this broker stops serving.
             await self.cluster.controlled_shutdown()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from odradek._types import TopicPartition
-from odradek.broker.metrics.lag import LagReader
+from odradek.broker.metrics.lag import LagReader, LeaderPosition, remote_pairs, timestamp_in
 from odradek.errors import OffsetOutOfRangeError
 from odradek.records.batch import CompressionType, TimestampType
 from odradek.records.codec import build_batch
@@ -108,7 +108,42 @@ def test_log_append_time_below_log_start_and_unreadable() -> None:
     assert (entry.lag_offsets, entry.lag_seconds) == (1, None)
 
 
-def test_only_partitions_led_here_are_reported() -> None:
+def test_partitions_led_elsewhere_come_from_their_leaders_positions() -> None:
     follower = FakePartition([batch(0, [NOW])], high_watermark=1, is_leader=False)
     other = TopicPartition("elsewhere", 0)
-    assert LagReader().lags({"g": {TP: 0, other: 0}}, {TP: follower}, NOW) == ()
+    committed = {"g": {TP: 0, other: 4}, "h": {other: 9}}
+    # Without positions a partition led elsewhere (a follower here, or not hosted) is left out.
+    assert LagReader().lags(committed, {TP: follower}, NOW) == ()
+    assert remote_pairs(committed, {TP: follower}) == {(TP, 0), (other, 4), (other, 9)}
+    led = FakePartition([batch(0, [NOW])], high_watermark=1)
+    assert remote_pairs(committed, {TP: led}) == {(other, 4), (other, 9)}
+
+    remote = {
+        (TP, 0): LeaderPosition(high_watermark=3, timestamp_ms=NOW - 2_500),
+        (other, 4): LeaderPosition(high_watermark=10, timestamp_ms=None),
+        (other, 9): LeaderPosition(high_watermark=9, timestamp_ms=None),
+    }
+    lags = LagReader().lags(committed, {TP: follower}, NOW, remote)
+    assert [
+        (e.group_id, e.topic, e.high_watermark, e.lag_offsets, e.lag_seconds) for e in lags
+    ] == [
+        ("g", "elsewhere", 10, 6, None),  # below the high watermark, record not read: unknown
+        ("g", "t", 3, 3, 2.5),  # the leader's high watermark, not the follower's 1
+        ("h", "elsewhere", 9, 0, 0.0),  # caught up
+    ]
+    assert follower.reads == []  # a follower's log is never read for lag
+    # A pair the leaders did not answer for is left out, not guessed.
+    partial = {(TP, 0): remote[TP, 0]}
+    assert [(e.group_id, e.topic) for e in LagReader().lags(committed, {}, NOW, partial)] == [
+        ("g", "t")
+    ]
+
+
+def test_timestamp_in_a_fetch_answer() -> None:
+    data = batch(5, [100, 200, 300]) + batch(8, [400])
+    assert timestamp_in(data, 5) == 100
+    assert timestamp_in(data, 7) == 300
+    assert timestamp_in(data, 8) == 400
+    assert timestamp_in(data, 9) is None  # not there
+    assert timestamp_in(data + data[:20], 8) == 400  # a partial batch after the one needed
+    assert timestamp_in(b"\x00" * 70, 0) is None  # garbage

@@ -8,7 +8,8 @@ Routes (GET only):
 - ``/groups/<group>/rebalances``: ``{"group": …, "rebalances": [...]}``, the group's last
   rebalances with their causes (``broker.group.history``), oldest first; 404 when this broker
   does not coordinate the group or does not know it.
-- ``/groups/<group>/lag``: the group's lag per partition led here, as in ``/metrics``.
+- ``/groups/<group>/lag``: the group's lag per partition, as in ``/metrics`` (a group
+  coordinated here: every partition it committed on, see ``lag``).
 
 The server runs on a thread of its own (a threading WSGI server), so formatting a scrape never
 holds the event loop; what it reads of the broker it asks the loop for
@@ -25,7 +26,7 @@ import json
 import logging
 import socketserver
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TypeVar
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from wsgiref.types import StartResponse, WSGIEnvironment
@@ -69,7 +70,8 @@ class MetricsServer:
 
     Args:
         loop: the broker's event loop (``start`` must be called on it).
-        snapshot: takes a ``BrokerSnapshot``; called on the loop.
+        snapshot: takes a ``BrokerSnapshot`` (a coroutine: it may ask other brokers); run
+            on the loop.
         rebalances: a group's rebalance history; called on the loop.
         host, port: where to listen (port 0: a free one; ``port`` tells it after ``start``).
         timeout_s: how long a request waits for the loop.
@@ -78,7 +80,7 @@ class MetricsServer:
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
-        snapshot: Callable[[], BrokerSnapshot],
+        snapshot: Callable[[], Awaitable[BrokerSnapshot]],
         rebalances: RebalancesSource,
         host: str,
         port: int,
@@ -164,8 +166,24 @@ class MetricsServer:
             raise LoopUnavailableError("the broker's event loop did not answer") from None
 
     def snapshot(self) -> BrokerSnapshot:
-        """A snapshot taken on the loop (from the endpoint's threads)."""
-        return self.on_loop(self._take_snapshot)
+        """A snapshot taken on the loop (from the endpoint's threads).
+
+        Raises:
+            LoopUnavailableError: the loop did not take it within ``timeout_s``.
+        """
+
+        async def take() -> BrokerSnapshot:
+            return await self._take_snapshot()
+
+        try:
+            future = asyncio.run_coroutine_threadsafe(take(), self._loop)
+        except RuntimeError:  # the loop is closed
+            raise LoopUnavailableError("the broker's event loop did not answer") from None
+        try:
+            return future.result(timeout=self._timeout_s)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise LoopUnavailableError("the broker's event loop did not answer") from None
 
     # ----------------------------------------------------------------- WSGI
 

@@ -13,12 +13,18 @@ app wires, so this package imports nothing of the broker's modules.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from odradek._types import TopicPartition
-from odradek.broker.metrics.lag import GroupLag, LaggingPartition, LagReader
+from odradek.broker.metrics.lag import (
+    GroupLag,
+    LaggingPartition,
+    LagReader,
+    LeaderPosition,
+    remote_pairs,
+)
 from odradek.broker.metrics.requests import ApiTimes
 
 # --- ports ------------------------------------------------------------------------------------
@@ -118,6 +124,15 @@ class BrokerParts:
     #: ISR shrinks and expands so far (committed changes).
     isr_changes: Callable[[], tuple[int, int]] = lambda: (0, 0)
     connections: Callable[[], int] = lambda: 0
+    #: The leaders' positions at (partition, offset) pairs led elsewhere
+    #: (``broker.leader_positions``); None: a lone broker, every partition is local.
+    leader_positions: (
+        Callable[
+            [Collection[tuple[TopicPartition, int]]],
+            Awaitable[Mapping[tuple[TopicPartition, int], LeaderPosition]],
+        ]
+        | None
+    ) = None
 
 
 # --- values -----------------------------------------------------------------------------------
@@ -176,13 +191,42 @@ class BrokerSnapshot:
     flush_seconds: float
 
 
+async def gather_snapshot(
+    parts: BrokerParts,
+    lag_reader: LagReader,
+    requests: Callable[[], tuple[ApiTimes, ...]],
+    now_ms: Callable[[], int],
+) -> BrokerSnapshot:
+    """A ``BrokerSnapshot`` with the lag of partitions led elsewhere too: first asks their
+    leaders (``parts.leader_positions``) for the pairs the groups coordinated here committed
+    on, then reads the broker at once (on its event loop: nothing moves between the reads
+    of ``take_snapshot``)."""
+    remote: Mapping[tuple[TopicPartition, int], LeaderPosition] = {}
+    if parts.leader_positions is not None:
+        wanted = remote_pairs(_committed(_groups(parts)), parts.partitions())
+        if wanted:
+            remote = await parts.leader_positions(wanted)
+    return take_snapshot(parts, lag_reader, requests(), now_ms(), remote=remote)
+
+
+def _groups(parts: BrokerParts) -> list[GroupPort]:
+    return [g for c in parts.coordinators() for g in c.groups()]
+
+
+def _committed(groups: Sequence[GroupPort]) -> dict[str, dict[TopicPartition, int]]:
+    return {g.group_id: {tp: value.offset for tp, value in g.offsets.items()} for g in groups}
+
+
 def take_snapshot(
     parts: BrokerParts,
     lag_reader: LagReader,
     requests: tuple[ApiTimes, ...],
     now_ms: int,
+    *,
+    remote: Mapping[tuple[TopicPartition, int], LeaderPosition] | None = None,
 ) -> BrokerSnapshot:
-    """Reads the broker (on its event loop) into a ``BrokerSnapshot``."""
+    """Reads the broker (on its event loop) into a ``BrokerSnapshot``; ``remote``: the
+    positions of partitions led elsewhere (``lag``)."""
     hosted = parts.partitions()
     partitions = []
     flushes = 0
@@ -209,19 +253,19 @@ def take_snapshot(
                 partition.bytes_out,
             )
         )
-    groups: list[GroupPort] = [g for c in parts.coordinators() for g in c.groups()]
+    groups = _groups(parts)
     group_stats = tuple(
         GroupStats(g.group_id, str(g.state.value), len(g.members), g.rebalances.total)
         for g in sorted(groups, key=lambda g: g.group_id)
     )
-    committed = {g.group_id: {tp: value.offset for tp, value in g.offsets.items()} for g in groups}
+    committed = _committed(groups)
     shrinks, expands = parts.isr_changes()
     return BrokerSnapshot(
         broker_id=parts.broker_id,
         taken_ms=now_ms,
         partitions=tuple(partitions),
         groups=group_stats,
-        lags=lag_reader.lags(committed, hosted, now_ms),
+        lags=lag_reader.lags(committed, hosted, now_ms, remote),
         requests=requests,
         active_controller=parts.controller_active(),
         offline_partitions=parts.offline_partitions(),
