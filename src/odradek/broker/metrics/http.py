@@ -175,9 +175,11 @@ class MetricsServer:
         async def take() -> BrokerSnapshot:
             return await self._take_snapshot()
 
+        coroutine = take()
         try:
-            future = asyncio.run_coroutine_threadsafe(take(), self._loop)
+            future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         except RuntimeError:  # the loop is closed
+            coroutine.close()
             raise LoopUnavailableError("the broker's event loop did not answer") from None
         try:
             return future.result(timeout=self._timeout_s)
