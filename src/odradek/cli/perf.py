@@ -14,7 +14,11 @@ latency is the record's age when it is consumed (now minus its timestamp). ``--o
 prints the summary as JSON.
 
 Produce settings default to a throughput test's (``acks=1``, ``linger.ms=5``,
-``batch.size=1 MiB``, a large local queue), as ``bench/broker_perf.py`` uses; consume assigns
+``batch.size=1 MiB``, a large local queue), as ``bench/broker_perf.py`` uses, and so does the
+send loop: one ``produce`` call per record with a Python delivery callback, chunked so the
+pacing and the error check run once per chunk; its clock runs from the first send to the end
+of the final flush, as broker_perf's (start-up, the topic check and the reporter thread come
+before it). ``bench/perf_cli.py`` compares the two in the same run; consume assigns
 every partition from the earliest offset unless ``--group`` subscribes with it. A property
 librdkafka refuses, a topic that does not exist, delivery errors and a consume that ends short
 are one line and exit 1; a mistake on the command line one line and exit 2.
