@@ -1,0 +1,237 @@
+"""A cluster whose brokers talk to each other over SASL_SSL (issue 16's last acceptance item):
+three ``odradek serve`` brokers on a real ZooKeeper with the listeners PLAINTEXT and SSL for
+clients and BROKER (SASL_SSL, SCRAM-SHA-512, the ``broker`` user stored in ZooKeeper before
+the brokers start, as Kafka requires) between them.
+
+- every endpoint is registered under ``/brokers/ids`` with its listener name and protocol;
+- a topic with 3 replicas and min.insync.replicas=2 takes acks=all records from
+  confluent-kafka and every replica holds them (the followers fetched over SASL_SSL, the
+  controller's requests went over it too: without them no partition would have a leader);
+- Metadata through the SSL listener lists the brokers' SSL endpoints, through PLAINTEXT
+  their PLAINTEXT ones;
+- a broker given a wrong inter-broker password cannot fetch, stays out of the ISR, and says
+  so in one log line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+
+from odradek.broker.security.credentials import ScramCredentialStore
+from odradek.client import AdminClient as OdradekAdmin
+from odradek.client import NewTopic
+from odradek.controller.zookeeper import ZooKeeperMetadataStore
+from odradek.protocol.sasl import ScramCredential, ScramMechanism
+from odradek.testing.certificates import CertificateFiles, make_certificates
+from odradek.testing.cluster import Cluster
+
+from .test_replication_acceptance import SETTINGS, _batches, _state, _wait
+
+pytestmark = pytest.mark.cluster
+
+BROKER_USER, BROKER_PASSWORD = "broker", "broker-secret"
+LISTENERS = ("PLAINTEXT", "SSL", "BROKER")
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> CertificateFiles:
+    return make_certificates(tmp_path_factory.mktemp("certificates"))
+
+
+def _jaas(password: str) -> str:
+    return (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="{BROKER_USER}" password="{password}";'
+    )
+
+
+def _settings(certificates: CertificateFiles) -> dict[str, str]:
+    return {
+        **SETTINGS,
+        "listeners": ",".join(f"{name}://127.0.0.1:0" for name in LISTENERS),
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,BROKER:SASL_SSL",
+        "inter.broker.listener.name": "BROKER",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        "listener.name.broker.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "listener.name.broker.scram-sha-512.sasl.jaas.config": _jaas(BROKER_PASSWORD),
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(certificates.broker_keystore),
+        "ssl.key.password": certificates.key_password,
+        "ssl.truststore.location": str(certificates.ca),
+        "offsets.topic.replication.factor": "3",
+    }
+
+
+def _add_broker_user(zookeeper_chroot: str) -> None:
+    """The inter-broker user's SCRAM credential, written before any broker starts."""
+    store = ZooKeeperMetadataStore(zookeeper_chroot)
+    try:
+        credential = ScramCredential.from_password(ScramMechanism.SCRAM_SHA_512, BROKER_PASSWORD)
+        ScramCredentialStore(store).alter(BROKER_USER, {ScramMechanism.SCRAM_SHA_512: credential})
+    finally:
+        store.close()
+
+
+def _endpoints(cluster: Cluster, broker_id: int) -> dict[str, tuple[str, int]]:
+    """The broker's registered endpoints, by listener name."""
+    endpoints = {}
+    for text in cluster.registration(broker_id)["endpoints"]:
+        name, _, address = text.partition("://")
+        host, _, port = address.rpartition(":")
+        endpoints[name] = (host, int(port))
+    return endpoints
+
+
+def _bootstrap(cluster: Cluster, listener: str) -> str:
+    return ",".join(
+        "{}:{}".format(*_endpoints(cluster, broker_id)[listener]) for broker_id in cluster.brokers
+    )
+
+
+def _ssl_client(certificates: CertificateFiles) -> dict[str, str]:
+    return {"security.protocol": "SSL", "ssl.ca.location": str(certificates.ca)}
+
+
+def _create(bootstrap: str, topic: str, replicas: list[int], cluster: Cluster) -> None:
+    new = NewTopic(
+        topic,
+        -1,
+        -1,
+        configs={"min.insync.replicas": "2"},
+        replica_assignment={0: replicas},
+    )
+    with OdradekAdmin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([new]).all()
+    _wait(lambda: _has_state(cluster, topic), f"{topic}'s partition state")
+
+
+def _has_state(cluster: Cluster, topic: str) -> bool:
+    try:
+        _state(cluster, topic)
+    except Exception:
+        return False
+    return True
+
+
+def _produce(bootstrap: str, topic: str, count: int) -> list[object]:
+    """Produces ``count`` records with acks=all; the delivery errors (None: acknowledged)."""
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": False,
+            "linger.ms": 5,
+            "message.timeout.ms": 60_000,
+        }
+    )
+    results: list[object] = []
+    for index in range(count):
+        producer.produce(
+            topic, f"record-{index}".encode(), on_delivery=lambda e, _m: results.append(e)
+        )
+    producer.flush(90)
+    return results
+
+
+@pytest.fixture
+def cluster(
+    zookeeper_chroot: str, tmp_path: Path, certificates: CertificateFiles
+) -> Iterator[Cluster]:
+    _add_broker_user(zookeeper_chroot)
+    with Cluster(3, zookeeper_chroot, tmp_path, settings=_settings(certificates)) as started:
+        started.wait_until(lambda: started.controller_id() is not None, what="a controller")
+        yield started
+
+
+def test_every_listener_is_registered(cluster: Cluster) -> None:
+    for broker_id in cluster.brokers:
+        registration = cluster.registration(broker_id)
+        assert registration["listener_security_protocol_map"] == {
+            "PLAINTEXT": "PLAINTEXT",
+            "SSL": "SSL",
+            "BROKER": "SASL_SSL",
+        }
+        endpoints = _endpoints(cluster, broker_id)
+        assert sorted(endpoints) == sorted(LISTENERS)
+        assert len({port for _, port in endpoints.values()}) == 3
+        # The broker says it serves on its inter-broker listener.
+        assert endpoints["BROKER"][1] == cluster.brokers[broker_id].port
+
+
+def test_acks_all_records_reach_every_replica_over_sasl_ssl(cluster: Cluster) -> None:
+    plaintext = _bootstrap(cluster, "PLAINTEXT")
+    _create(plaintext, "secured", [0, 1, 2], cluster)
+    errors = _produce(plaintext, "secured", 200)
+    assert errors == [None] * 200
+    _wait(
+        lambda: all(
+            sum(_count(batch) for batch in _batches(cluster, b, "secured", 0)) == 200
+            for b in cluster.brokers
+        ),
+        "every replica holds the 200 records",
+    )
+    replicas = [_batches(cluster, b, "secured", 0) for b in cluster.brokers]
+    assert replicas[0] == replicas[1] == replicas[2]
+    _wait(lambda: sorted(_state(cluster, "secured")["isr"]) == [0, 1, 2], "a full ISR")
+
+
+def test_metadata_lists_the_endpoints_of_the_listener_asked(
+    cluster: Cluster, certificates: CertificateFiles
+) -> None:
+    expected = {
+        listener: {b: _endpoints(cluster, b)[listener][1] for b in cluster.brokers}
+        for listener in ("PLAINTEXT", "SSL")
+    }
+    ssl_admin = AdminClient(
+        {"bootstrap.servers": _bootstrap(cluster, "SSL"), **_ssl_client(certificates)}
+    )
+    plain_admin = AdminClient({"bootstrap.servers": _bootstrap(cluster, "PLAINTEXT")})
+    for listener, admin in (("SSL", ssl_admin), ("PLAINTEXT", plain_admin)):
+
+        def listed(admin: AdminClient = admin, listener: str = listener) -> bool:
+            brokers = admin.list_topics(timeout=20).brokers
+            return {b: meta.port for b, meta in brokers.items()} == expected[listener]
+
+        _wait(listed, f"Metadata through {listener} listing its endpoints")
+
+
+def test_a_broker_with_a_wrong_password_stays_out_of_the_isr(
+    zookeeper_chroot: str, tmp_path: Path, certificates: CertificateFiles
+) -> None:
+    _add_broker_user(zookeeper_chroot)
+    settings = _settings(certificates)
+    # Brokers 0 and 1 first, so the controller is one of them; then broker 2, whose own
+    # login as the inter-broker user is refused (the others' logins to it are accepted).
+    with Cluster(2, zookeeper_chroot, tmp_path, settings=settings) as good:
+        good.wait_until(lambda: good.controller_id() is not None, what="a controller")
+        wrong = {
+            **settings,
+            "listener.name.broker.scram-sha-512.sasl.jaas.config": _jaas("not-the-password"),
+        }
+        with Cluster(1, zookeeper_chroot, tmp_path, settings=wrong, broker_ids=[2]) as bad:
+            plaintext = ",".join("{}:{}".format(*_endpoints(good, b)["PLAINTEXT"]) for b in (0, 1))
+            _create(plaintext, "guarded", [0, 1, 2], good)
+            _wait(
+                lambda: sorted(_state(good, "guarded")["isr"]) == [0, 1],
+                "broker 2 out of the ISR",
+            )
+            assert _produce(plaintext, "guarded", 20) == [None] * 20
+            assert sorted(_state(good, "guarded")["isr"]) == [0, 1]
+            assert _batches(bad, 2, "guarded", 0) == []
+            log = bad.brokers[2].stderr_path.read_text()
+            refused = [line for line in log.splitlines() if "cannot fetch from broker" in line]
+            assert len(refused) == 1, log[-3000:]
+            assert "SCRAM-SHA-512 login as 'broker'" in refused[0]
+            assert "Traceback" not in log
+            fetched = sum(_count(batch) for batch in _batches(good, 1, "guarded", 0))
+            assert fetched == 20  # the good follower got everything meanwhile
+
+
+def _count(batch: bytes) -> int:
+    """The record count of a v2 batch (its last header field)."""
+    return int.from_bytes(batch[57:61], "big")
