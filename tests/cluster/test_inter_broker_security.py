@@ -9,6 +9,9 @@ the brokers start, as Kafka requires) between them.
   controller's requests went over it too: without them no partition would have a leader);
 - Metadata through the SSL listener lists the brokers' SSL endpoints, through PLAINTEXT
   their PLAINTEXT ones;
+- with ACLs on, the brokers are their inter-broker principal (``User:broker``): a DENY of
+  ClusterAction to ``User:ANONYMOUS`` (what a PLAINTEXT inter-broker connection would be)
+  leaves replication working because ``super.users`` names ``User:broker``;
 - a broker given a wrong inter-broker password cannot fetch, stays out of the ISR, and says
   so in one log line.
 """
@@ -22,6 +25,17 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from odradek.broker.auth.acl_store import AclStore
+from odradek.broker.auth.acls import (
+    CLUSTER_NAME,
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    ResourcePattern,
+    ResourceType,
+)
+from odradek.broker.auth.authorizer import AclAuthorizer, AuthorizerConfig
 from odradek.broker.security.credentials import ScramCredentialStore
 from odradek.client import AdminClient as OdradekAdmin
 from odradek.client import NewTopic
@@ -198,6 +212,51 @@ def test_metadata_lists_the_endpoints_of_the_listener_asked(
             return {b: meta.port for b, meta in brokers.items()} == expected[listener]
 
         _wait(listed, f"Metadata through {listener} listing its endpoints")
+
+
+ACL_SETTINGS = {
+    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+    "super.users": f"User:{BROKER_USER}",
+}
+
+
+def _deny_anonymous_cluster_action(zookeeper_chroot: str) -> None:
+    """Cluster ACLs before the brokers start: once the cluster resource has one, a principal
+    that is not a super user may not use the inter-broker APIs (allow.everyone.if.no.acl.found
+    no longer applies to it)."""
+    store = ZooKeeperMetadataStore(zookeeper_chroot)
+    try:
+        acls = AclStore(store, AclAuthorizer(AuthorizerConfig.from_settings(ACL_SETTINGS)))
+        acls.start()  # the top-level paths
+        entry = AccessControlEntry(
+            "User:ANONYMOUS", "*", AclOperation.CLUSTER_ACTION, AclPermissionType.DENY
+        )
+        pattern = ResourcePattern(ResourceType.CLUSTER, CLUSTER_NAME)
+        assert acls.create([AclBinding(pattern, entry)]) == [None]
+    finally:
+        store.close()
+
+
+def test_with_acls_the_brokers_are_their_inter_broker_principal_and_super_users(
+    zookeeper_chroot: str, tmp_path: Path, certificates: CertificateFiles
+) -> None:
+    _add_broker_user(zookeeper_chroot)
+    _deny_anonymous_cluster_action(zookeeper_chroot)
+    settings = {**_settings(certificates), **ACL_SETTINGS}
+    with Cluster(3, zookeeper_chroot, tmp_path, settings=settings) as cluster:
+        cluster.wait_until(lambda: cluster.controller_id() is not None, what="a controller")
+        plaintext = _bootstrap(cluster, "PLAINTEXT")
+        _create(plaintext, "audited", [1, 2, 0], cluster)
+        assert _produce(plaintext, "audited", 50) == [None] * 50
+        _wait(
+            lambda: all(
+                sum(_count(batch) for batch in _batches(cluster, b, "audited", 0)) == 50
+                for b in cluster.brokers
+            ),
+            "every replica holds the 50 records",
+        )
+        assert sorted(_state(cluster, "audited")["isr"]) == [0, 1, 2]
 
 
 def test_a_broker_with_a_wrong_password_stays_out_of_the_isr(
