@@ -18,11 +18,12 @@ the brokers start, as Kafka requires) between them.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from odradek.broker.auth.acl_store import AclStore
@@ -212,6 +213,40 @@ def test_metadata_lists_the_endpoints_of_the_listener_asked(
             return {b: meta.port for b, meta in brokers.items()} == expected[listener]
 
         _wait(listed, f"Metadata through {listener} listing its endpoints")
+
+
+def test_a_group_consumes_through_the_ssl_listener(
+    cluster: Cluster, certificates: CertificateFiles
+) -> None:
+    """FindCoordinator through SSL names the coordinator's SSL endpoint (a PLAINTEXT one
+    would fail the consumer's TLS handshake), and fetches and commits go there."""
+    plaintext = _bootstrap(cluster, "PLAINTEXT")
+    _create(plaintext, "read-over-tls", [2, 0, 1], cluster)
+    assert _produce(plaintext, "read-over-tls", 30) == [None] * 30
+    consumer = Consumer(
+        {
+            "bootstrap.servers": _bootstrap(cluster, "SSL"),
+            **_ssl_client(certificates),
+            "group.id": "tls-readers",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe(["read-over-tls"])
+        values: list[bytes] = []
+        deadline = time.monotonic() + 90
+        while len(values) < 30:
+            assert time.monotonic() < deadline, f"read {len(values)} of 30"
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+        assert values == [f"record-{index}".encode() for index in range(30)]
+        committed = consumer.commit(asynchronous=False)
+        assert committed is not None
+        assert [tp.offset for tp in committed] == [30]
+    finally:
+        consumer.close()
 
 
 ACL_SETTINGS = {

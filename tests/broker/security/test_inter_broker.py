@@ -252,3 +252,37 @@ def test_a_broker_connection_refused_its_login_raises_an_authentication_error(
 
     with pytest.raises(BrokerAuthenticationError, match="PLAIN login as 'admin'"):
         asyncio.run(run())
+
+
+def test_security_inter_broker_protocol_picks_the_listener_of_that_protocol() -> None:
+    settings = {
+        "listener.security.protocol.map": "CLIENTS:PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
+        "security.inter.broker.protocol": "SASL_PLAINTEXT",
+        "listener.name.internal.plain.sasl.jaas.config": _jaas(
+            "org.apache.kafka.common.security.plain.PlainLoginModule", "broker", "pw"
+        ),
+    }
+    security = InterBrokerSecurity.from_config(
+        SecurityConfig.from_settings(settings, ["CLIENTS", "INTERNAL"])
+    )
+    assert (security.listener_name, security.mechanism, security.username) == (
+        "INTERNAL",
+        "PLAIN",
+        "broker",
+    )
+
+
+def test_an_ssl_inter_broker_listener_has_tls_and_no_login(secure: SecureBroker) -> None:
+    certificates = secure.certificates
+    settings = {
+        "listener.security.protocol.map": "INTERNAL:SSL",
+        "inter.broker.listener.name": "INTERNAL",
+        "ssl.keystore.location": str(certificates.broker_keystore),
+        "ssl.key.password": certificates.key_password,
+        "ssl.truststore.location": str(certificates.ca),
+    }
+    security = InterBrokerSecurity.from_config(SecurityConfig.from_settings(settings, ["INTERNAL"]))
+    assert security.mechanism is None
+    assert not security.plaintext
+    with security.connect("127.0.0.1", secure.broker.listener_port("SSL"), 10.0, "c") as sock:
+        assert _metadata(sock)["brokers"]
