@@ -1,5 +1,6 @@
-"""A follower long-polling its leader learns of an append at once, whatever path wrote it, and
-an acks=all waiter is answered as soon as the follower's next fetch moves the high watermark.
+"""A follower long-polling its leader learns of an append at once, whatever path wrote it and
+however soon after the fetch's read it came, and an acks=all waiter is answered as soon as the
+follower's next fetch moves the high watermark.
 
 Real parts on both sides — the leader's ``ReplicaManager`` over a ``LogManager`` (tmp dir),
 its ``FetchPurgatory``, the real Fetch handler and codec; the follower's ``Partition`` and
@@ -28,6 +29,11 @@ from odradek.broker.replication.fetcher import ReplicaFetcher
 from odradek.broker.replication.partition import Partition
 from odradek.errors import ErrorCode
 from odradek.protocol import FetchResponseFrame, RecordsSlot, decode_request
+from odradek.protocol.replica_fetch import (
+    ReplicaFetchPartition,
+    decode_replica_fetch_response,
+    encode_replica_fetch_request,
+)
 from odradek.records.codec import SimpleRecord, build_batch
 from odradek.storage.config import LogConfig
 from odradek.storage.log import Log
@@ -39,6 +45,14 @@ LEADER, FOLLOWER = 1, 2
 #: The follower's long poll: far longer than any wait below.
 SETTINGS = FetcherSettings(replica_fetch_wait_max_ms=30_000, replica_fetch_backoff_ms=100)
 DEADLINE_S = 10.0
+
+
+def _wire(result: Any) -> bytes:
+    """A Fetch answer frame's bytes, records read from their file slices."""
+    assert isinstance(result, FetchResponseFrame)
+    return b"".join(
+        part.records.read() if isinstance(part, RecordsSlot) else part for part in result.parts
+    )
 
 
 class LeaderOverLoopback:
@@ -55,11 +69,7 @@ class LeaderOverLoopback:
         result: Any = fetch.handle(self.ctx, request)
         if asyncio.iscoroutine(result):
             result = await result
-        assert isinstance(result, FetchResponseFrame)
-        wire = b"".join(
-            part.records.read() if isinstance(part, RecordsSlot) else part for part in result.parts
-        )
-        return wire[4:]
+        return _wire(result)[4:]
 
     def close(self) -> None:
         pass
@@ -78,6 +88,18 @@ def leader_replicas(tmp_path: Path) -> Iterator[tuple[ReplicaManager, FetchPurga
     )
     yield replicas, purgatory
     logs.shutdown()
+
+
+def _context(replicas: ReplicaManager, purgatory: FetchPurgatory) -> BrokerContext:
+    return BrokerContext(
+        config=BrokerConfig.from_mapping({"broker.id": "1", "log.dirs": "/nonexistent"}),
+        cluster_id="wake",
+        broker_id=LEADER,
+        replicas=replicas,
+        topics=FakeTopics({TP.topic}),
+        purgatory=purgatory,
+        clock=replicas.clock,
+    )
 
 
 def _follower(tmp_path: Path) -> Partition:
@@ -124,15 +146,7 @@ def test_a_follower_in_a_long_poll_gets_a_leader_append_long_before_its_wait_end
 ) -> None:
     replicas, purgatory = leader_replicas
     leader = replicas.become_leader(TP, [LEADER, FOLLOWER], 0, isr=[LEADER, FOLLOWER])
-    ctx = BrokerContext(
-        config=BrokerConfig.from_mapping({"broker.id": "1", "log.dirs": "/nonexistent"}),
-        cluster_id="wake",
-        broker_id=LEADER,
-        replicas=replicas,
-        topics=FakeTopics({TP.topic}),
-        purgatory=purgatory,
-        clock=replicas.clock,
-    )
+    ctx = _context(replicas, purgatory)
     follower = _follower(tmp_path)
 
     async def scenario() -> list[ErrorCode]:
@@ -168,3 +182,49 @@ def test_a_follower_in_a_long_poll_gets_a_leader_append_long_before_its_wait_end
     assert asyncio.run(scenario()) == [ErrorCode.NONE]
     assert leader.high_watermark == leader.log_end_offset
     assert follower.log.read(0, 1 << 20).records is not None
+
+
+def test_an_append_between_the_fetchs_read_and_its_long_poll_still_wakes_it(
+    leader_replicas: tuple[ReplicaManager, FetchPurgatory],
+) -> None:
+    # The handler reads, finds nothing and hands the server its long poll, which runs on a
+    # later turn of the loop; whatever runs in between (another connection's Produce here)
+    # may append. That append must answer the fetch, not its 30 s wait.
+    replicas, purgatory = leader_replicas
+    leader = replicas.become_leader(TP, [LEADER, FOLLOWER], 0, isr=[LEADER, FOLLOWER])
+    ctx = _context(replicas, purgatory)
+    frame = encode_replica_fetch_request(
+        7,
+        "replica-fetcher-2-1-0",
+        replica_id=FOLLOWER,
+        max_wait_ms=30_000,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        partitions=[ReplicaFetchPartition(TP.topic, TP.partition, 0, 0, 1 << 20)],
+    )
+    batch = _batch(b"appended before the long poll ran")
+    size = len(batch)
+
+    async def scenario() -> int:
+        long_poll = fetch.handle(ctx, decode_request(frame[4:]))
+        assert asyncio.iscoroutine(long_poll)  # nothing to read yet: it will wait
+        leader.append_as_leader(batch)
+        answer = _wire(await asyncio.wait_for(long_poll, DEADLINE_S))
+        _, error_code, fetched = decode_replica_fetch_response(answer[4:])
+        assert error_code == 0
+        return sum(len(data.records) for data in fetched)
+
+    assert asyncio.run(scenario()) == size
+    assert purgatory.watched() == 0
+
+
+def test_a_watch_never_waited_on_leaves_nothing_once_its_time_is_up() -> None:
+    purgatory = FetchPurgatory()
+
+    async def scenario() -> None:
+        watch = purgatory.watch([TP], 1, replica=True)
+        assert purgatory.watched() == 1
+        await _until(lambda: purgatory.watched() == 0, "the watch expired")
+        assert watch.future.result() is False
+
+    asyncio.run(scenario())
