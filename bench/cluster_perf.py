@@ -24,14 +24,25 @@ Every run is bounded (``--run-seconds``: the producer stops sending and librdkaf
 failed (by error name) and unacknowledged counts, so a cluster that does not replicate yet
 (acks=all then times out or answers NOT_ENOUGH_REPLICAS) still gives a report.
 
-``--profile``: where the time goes on the RF 3 partition's leader and one follower during the
-100 B acks=all run — py-spy (``py-spy record --format raw``, the top functions by own samples)
-when a ``py-spy`` executable is found beside this interpreter or on PATH; otherwise the
-brokers run under cProfile for their whole life and the top functions by own time are
-printed after they stop.
+Each pair (baseline, then replicated) runs ``--repeat`` times, alternating, and the medians
+are reported with the machine's load averages: other work on a shared machine moves single
+runs by 2x.
 
-    .venv/bin/python bench/cluster_perf.py [--records-small 200000] [--records-large 50000]
-        [--partitions 3] [--rate 10000] [--latency-seconds 5] [--run-seconds 30] [--profile]
+``--profile [small,large,latency]``: where the time goes on the RF 3 partition's leader and one
+follower during the first replicated run of each named workload (all three when none is
+named) — py-spy (``py-spy record --format raw``, the top functions by own samples) when a
+``py-spy`` executable is found beside this interpreter or on PATH; otherwise the brokers run
+under cProfile for their whole life and the top functions by own time are printed after they
+stop.
+
+    .venv/bin/python bench/cluster_perf.py [--records-small 500000] [--records-large 200000]
+        [--partitions 3] [--rate 10000] [--latency-seconds 5] [--run-seconds 30]
+        [--repeat 3] [--profile [small,large,latency]] [--work-dir /dev/shm]
+        [--broker-setting KEY=VALUE ...] [--workloads small,large,latency]
+
+``--work-dir``: where the brokers' logs go. The three brokers share one disk here, so RF 3
+writes three times the bytes of RF 1 through one page cache and write-back; on tmpfs that
+cost (which separate machines would not share) is left out of the ratio.
 
 Three brokers, ZooKeeper and the clients share the machine's cores: figures are ratios
 against the baseline of the same run, and the machine may be shared with other work.
@@ -45,6 +56,7 @@ import math
 import os
 import pstats
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -364,11 +376,43 @@ def ratio(value: float, baseline: float) -> str:
     return f"{value / baseline:.2f}x"
 
 
+def load() -> str:
+    """The machine's load averages (1, 5, 15 min): other work shares the cores."""
+    return "load " + " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def median(values: list[float]) -> float:
+    clean = sorted(value for value in values if not math.isnan(value))
+    return statistics.median(clean) if clean else float("nan")
+
+
+def profiling(
+    spy: str | None,
+    cluster: Cluster,
+    roles: Mapping[str, int],
+    seconds: float,
+    out: Path,
+    profiles: dict[str, Path],
+) -> list[subprocess.Popen[bytes]]:
+    """Starts py-spy on each role's broker for ``seconds`` (nothing without ``spy``)."""
+    if spy is None:
+        return []
+    spies = []
+    for role, broker in roles.items():
+        profiles[f"{role}, {out.name}"] = path = out.with_name(f"{out.name}-{role}.txt")
+        pid = cluster.brokers[broker].pid
+        assert pid is not None
+        spies.append(record(pid, seconds, path))
+    return spies
+
+
 def run(
     cluster: Cluster, args: argparse.Namespace, spy: str | None, profile_dir: Path
 ) -> tuple[int, int]:
-    """The throughput and latency runs on a started cluster (and py-spy when ``spy``);
-    returns the broker ids of the RF 3 partition 0's leader and the follower profiled."""
+    """The throughput and latency runs on a started cluster, each pair ``--repeat`` times
+    (baseline and replicated alternating; medians reported), py-spy on the first replicated
+    run of each workload named by ``--profile`` when ``spy``; returns the broker ids of the
+    RF 3 partition 0's leader and the follower profiled."""
     bootstrap = cluster.bootstrap_servers
     with AdminClient({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics(
@@ -378,56 +422,113 @@ def run(
             ]
         ).all()
     leader, follower = leader_and_follower(bootstrap, REPLICATED[0])
+    roles = {"leader": leader, "follower": follower}
     prepare_group_coordinator(bootstrap)
     print(
-        f"3 brokers + ZooKeeper + clients on {os.cpu_count()} cores (shared machine); "
-        f"{args.partitions} partitions per topic; RF 3 leader of partition 0: broker "
-        f"{leader}, profiled follower: broker {follower}"
+        f"3 brokers + ZooKeeper + clients on {os.cpu_count()} cores (shared machine, {load()}); "
+        f"{args.partitions} partitions per topic; each pair run {args.repeat}x; RF 3 leader of "
+        f"partition 0: broker {leader}, profiled follower: broker {follower}"
     )
     profiles: dict[str, Path] = {}
-    for size, records in ((100, args.records_small), (1024, args.records_large)):
-        cpu = brokers_cpu_s(cluster)
-        base = throughput(bootstrap, *BASELINE, size, records, args.run_seconds)
-        base_cpu, cpu = brokers_cpu_s(cluster) - cpu, brokers_cpu_s(cluster)
-        spies = []
-        if spy is not None and size == 100:
-            for role, broker in (("leader", leader), ("follower", follower)):
-                profiles[role] = profile_dir / f"{role}.txt"
-                pid = cluster.brokers[broker].pid
-                assert pid is not None
-                spies.append(record(pid, args.run_seconds, profiles[role]))
-        repl = throughput(bootstrap, *REPLICATED, size, records, args.run_seconds)
-        repl_cpu = brokers_cpu_s(cluster) - cpu
-        for process in spies:
-            process.wait(args.run_seconds + 30)
+    for name, size, records in (
+        ("small", 100, args.records_small),
+        ("large", 1024, args.records_large),
+    ):
+        if name not in args.workloads:
+            continue
         print(f"\n{size} B records")
-        print(f"  RF 1 acks=1   {base.describe(size)}")
-        print(f"  RF 3 acks=all {repl.describe(size)}")
+        ratios, base_rates, repl_rates = [], [], []
+        for repetition in range(args.repeat):
+            cpu = brokers_cpu_s(cluster)
+            base = throughput(bootstrap, *BASELINE, size, records, args.run_seconds)
+            base_cpu, cpu = brokers_cpu_s(cluster) - cpu, brokers_cpu_s(cluster)
+            profiled = repetition == 0 and name in args.profile
+            spies = profiling(
+                spy if profiled else None,
+                cluster,
+                roles,
+                args.run_seconds,
+                profile_dir / f"{size}B-acks-all",
+                profiles,
+            )
+            repl = throughput(bootstrap, *REPLICATED, size, records, args.run_seconds)
+            repl_cpu = brokers_cpu_s(cluster) - cpu
+            for process in spies:
+                process.wait(args.run_seconds + 30)
+            shown = ratio(repl.records_per_s, base.records_per_s)
+            print(f"  run {repetition + 1} ({load()})")
+            print(f"    RF 1 acks=1   {base.describe(size)}")
+            print(f"    RF 3 acks=all {repl.describe(size)}")
+            print(
+                "    brokers' CPU  "
+                + cpu_per_record(base_cpu, base.delivered, repl_cpu, repl.delivered)
+            )
+            print(f"    ratio {shown}")
+            base_rates.append(base.records_per_s)
+            repl_rates.append(repl.records_per_s)
+            if base.records_per_s > 0 and repl.records_per_s > 0:
+                ratios.append(repl.records_per_s / base.records_per_s)
         print(
-            f"  brokers' CPU  {cpu_per_record(base_cpu, base.delivered, repl_cpu, repl.delivered)}"
+            f"  median of {args.repeat}: RF 1 acks=1 {median(base_rates):,.0f} rec/s, "
+            f"RF 3 acks=all {median(repl_rates):,.0f} rec/s, "
+            f"ratio RF 3 acks=all / RF 1 acks=1: {median(ratios):.2f}x  (goal >= 0.5x)"
         )
-        shown = ratio(repl.records_per_s, base.records_per_s)
-        print(f"  ratio RF 3 acks=all / RF 1 acks=1: {shown}  (goal >= 0.5x)")
-    rate, seconds = args.rate, args.latency_seconds
-    print(f"\nend-to-end latency at {rate:,} rec/s for {seconds:g} s (100 B)")
-    cpu = brokers_cpu_s(cluster)
-    base_latency = end_to_end(bootstrap, *BASELINE, args.partitions, rate, seconds)
-    base_cpu, cpu = brokers_cpu_s(cluster) - cpu, brokers_cpu_s(cluster)
-    repl_latency = end_to_end(bootstrap, *REPLICATED, args.partitions, rate, seconds)
-    repl_cpu = brokers_cpu_s(cluster) - cpu
-    print(f"  RF 1 acks=1   {base_latency.describe()}")
-    print(f"  RF 3 acks=all {repl_latency.describe()}")
-    print(
-        "  brokers' CPU  "
-        + cpu_per_record(base_cpu, base_latency.delivered, repl_cpu, repl_latency.delivered)
-    )
-    shown = ratio(repl_latency.percentile(0.99), base_latency.percentile(0.99))
-    print(f"  ratio p99: {shown}  (goal: acks=all p99 <= 10 ms)")
-    for role, path in profiles.items():
-        print(f"\npy-spy, {role} (own samples, 100 B acks=all run):")
+    if "latency" in args.workloads:
+        latency_runs(cluster, args, spy, roles, profile_dir, profiles)
+    for title, path in profiles.items():
+        print(f"\npy-spy, {title} (own samples):")
         for line in top_frames(path) if path.exists() else ["(no profile written)"]:
             print(f"  {line}")
     return leader, follower
+
+
+def latency_runs(
+    cluster: Cluster,
+    args: argparse.Namespace,
+    spy: str | None,
+    roles: Mapping[str, int],
+    profile_dir: Path,
+    profiles: dict[str, Path],
+) -> None:
+    """The end-to-end latency pairs, ``--repeat`` times (medians of p50 and p99)."""
+    bootstrap = cluster.bootstrap_servers
+    rate, seconds = args.rate, args.latency_seconds
+    print(f"\nend-to-end latency at {rate:,} rec/s for {seconds:g} s (100 B)")
+    summary: dict[str, list[list[float]]] = {"base": [[], []], "repl": [[], []]}
+    for repetition in range(args.repeat):
+        cpu = brokers_cpu_s(cluster)
+        base_latency = end_to_end(bootstrap, *BASELINE, args.partitions, rate, seconds)
+        base_cpu, cpu = brokers_cpu_s(cluster) - cpu, brokers_cpu_s(cluster)
+        profiled = repetition == 0 and "latency" in args.profile
+        spies = profiling(
+            spy if profiled else None,
+            cluster,
+            roles,
+            seconds + 2,
+            profile_dir / "latency-acks-all",
+            profiles,
+        )
+        repl_latency = end_to_end(bootstrap, *REPLICATED, args.partitions, rate, seconds)
+        repl_cpu = brokers_cpu_s(cluster) - cpu
+        for process in spies:
+            process.wait(seconds + 30)
+        print(f"  run {repetition + 1} ({load()})")
+        print(f"    RF 1 acks=1   {base_latency.describe()}")
+        print(f"    RF 3 acks=all {repl_latency.describe()}")
+        print(
+            "    brokers' CPU  "
+            + cpu_per_record(base_cpu, base_latency.delivered, repl_cpu, repl_latency.delivered)
+        )
+        for key, result in (("base", base_latency), ("repl", repl_latency)):
+            summary[key][0].append(result.percentile(0.50))
+            summary[key][1].append(result.percentile(0.99))
+    base_p50, base_p99 = (median(values) for values in summary["base"])
+    repl_p50, repl_p99 = (median(values) for values in summary["repl"])
+    print(
+        f"  median of {args.repeat}: RF 1 acks=1 p50 {base_p50:.2f} ms p99 {base_p99:.2f} ms; "
+        f"RF 3 acks=all p50 {repl_p50:.2f} ms p99 {repl_p99:.2f} ms; "
+        f"ratio p99 {ratio(repl_p99, base_p99)}  (goal: acks=all p99 <= 10 ms)"
+    )
 
 
 def print_cprofiles(profile_dir: Path, leader: int, follower: int) -> None:
@@ -442,28 +543,58 @@ def print_cprofiles(profile_dir: Path, leader: int, follower: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records-small", type=int, default=200_000, help="100 B records")
-    parser.add_argument("--records-large", type=int, default=50_000, help="1 KB records")
+    parser.add_argument("--records-small", type=int, default=500_000, help="100 B records")
+    parser.add_argument("--records-large", type=int, default=200_000, help="1 KB records")
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--rate", type=int, default=10_000, help="records/s, latency runs")
     parser.add_argument("--latency-seconds", type=float, default=5.0)
     parser.add_argument("--run-seconds", type=float, default=30.0, help="cap of each run")
-    parser.add_argument("--profile", action="store_true", help="profile leader and follower")
+    parser.add_argument(
+        "--workloads", default="small,large,latency", help="which runs (comma-separated)"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each pair (medians)")
+    parser.add_argument(
+        "--broker-setting",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting for every broker (repeatable), e.g. replica.fetch.max.bytes=4194304",
+    )
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        help="where the logs go (e.g. /dev/shm: no disk write-back shared by the 3 brokers)",
+    )
+    parser.add_argument(
+        "--profile",
+        nargs="?",
+        const="small,large,latency",
+        default="",
+        help="profile leader and follower in these replicated runs (default: all three)",
+    )
     args = parser.parse_args()
+    settings = dict(item.split("=", 1) for item in args.broker_setting)
+    args.workloads = set(args.workloads.split(","))
+    args.profile = {name for name in args.profile.split(",") if name}
     spy = py_spy() if args.profile else None
-    cprofiled = args.profile and spy is None
-    with tempfile.TemporaryDirectory(prefix="cluster-perf-") as tmp:
+    cprofiled = bool(args.profile) and spy is None
+    with tempfile.TemporaryDirectory(prefix="cluster-perf-", dir=args.work_dir) as tmp:
         root = Path(tmp)
         profile_dir = root / "profiles"
         profile_dir.mkdir()
         with ZooKeeperEnsemble(root / "zk", 1) as zookeeper:
             connect = f"{zookeeper.connect_string}/bench-{uuid.uuid4().hex[:8]}"
             cluster: Cluster = (
-                ProfiledCluster(3, connect, root / "cluster", profile_dir=profile_dir)
+                ProfiledCluster(
+                    3, connect, root / "cluster", settings=settings, profile_dir=profile_dir
+                )
                 if cprofiled
-                else Cluster(3, connect, root / "cluster")
+                else Cluster(3, connect, root / "cluster", settings=settings)
             )
             with cluster:
+                if settings:
+                    print(f"broker settings: {settings}")
                 cluster.wait_until(lambda: cluster.controller_id() is not None, what="controller")
                 leader, follower = run(cluster, args, spy, profile_dir)
         if cprofiled:

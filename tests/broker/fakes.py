@@ -234,7 +234,15 @@ class FakePurgatory:
     async def wait(
         self, partitions: Iterable[TopicPartition], timeout_ms: int, *, replica: bool = False
     ) -> bool:
-        keys = list(partitions)
+        return await self.wait_watched(self.watch(partitions, timeout_ms, replica=replica))
+
+    def watch(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int, *, replica: bool = False
+    ) -> tuple[list[TopicPartition], int]:
+        return list(partitions), timeout_ms
+
+    async def wait_watched(self, watch: tuple[list[TopicPartition], int]) -> bool:
+        keys, timeout_ms = watch
         self.waits.append((keys, timeout_ms))
         before = len(self.notified)
         if self.on_wait:

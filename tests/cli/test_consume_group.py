@@ -46,7 +46,9 @@ def test_a_group_commits_and_the_next_run_continues(cli: Cli, broker: Broker) ->
     assert first.status == 0, first.err
     assert len(first.lines) == 6
     assert committed(broker, "readers", topic) == 6
-    rest = cli.consume(topic, "--group", "readers", "--timeout-ms", "3000")
+    rest = cli.consume(  # a deadline: the idle timer also covers the join on a loaded machine
+        topic, "--group", "readers", "--max-messages", "4", "--timeout-ms", "60000"
+    )
     assert rest.status == 0, rest.err
     assert sorted(first.lines + rest.lines) == sorted(f"r{i}" for i in range(10))
     assert rest.err.splitlines()[-1] == "Processed a total of 4 messages"
@@ -65,8 +67,10 @@ def test_include_reads_every_matching_topic(cli: Cli) -> None:
         "--include",
         pattern,
         "--from-beginning",
+        "--max-messages",
+        "2",
         "--timeout-ms",
-        "1000",
+        "60000",  # a deadline: an idle second let a loaded machine exit before the first fetch
     )
     assert run.status == 0, run.err
     assert sorted(run.lines) == sorted([f"from-{a}", f"from-{b}"])
@@ -102,7 +106,14 @@ def test_isolation_level_and_producer_property(cli: Cli) -> None:
     sent = cli.produce(topic, "--producer-property", "linger.ms=0", stdin=lines_of("x", "y"))
     assert sent.status == 0, sent.err
     run = cli.consume(
-        topic, "--isolation-level", "read_committed", "--from-beginning", "--timeout-ms", "500"
+        topic,
+        "--isolation-level",
+        "read_committed",
+        "--from-beginning",
+        "--max-messages",
+        "2",
+        "--timeout-ms",
+        "60000",
     )
     assert run.status == 0, run.err
     assert run.lines == ["x", "y"]

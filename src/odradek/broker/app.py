@@ -109,6 +109,7 @@ from odradek.broker.replication.fetcher_manager import ReplicaFetcherManager
 from odradek.broker.replication.isr_changes import IsrChangeManager
 from odradek.broker.router import Router
 from odradek.broker.security.credentials import ScramCredentialStore
+from odradek.broker.security.inter_broker import PLAINTEXT_INTER_BROKER, InterBrokerSecurity
 from odradek.broker.security.tls import server_ssl_context
 from odradek.broker.server import BrokerServer, ServerListener
 from odradek.broker.topic_manager import TopicManager
@@ -213,6 +214,7 @@ class BrokerApp:
         self.fetchers: ReplicaFetcherManager | None = None
         self.metrics: MetricsServer | None = None
         self.leader_positions: LeaderPositions | None = None
+        self.inter_broker = PLAINTEXT_INTER_BROKER
 
     def _log_config_for(self, topic: str) -> LogConfig:
         assert self.topics is not None
@@ -296,6 +298,8 @@ class BrokerApp:
         self.topics = topics
         self.log_manager.startup()
         clustered = config.zookeeper_connect is not None
+        if clustered:  # how this broker reaches the others (a lone broker reaches none)
+            self.inter_broker = InterBrokerSecurity.from_config(config.security)
         # In a cluster the controller's LeaderAndIsr requests say which partitions to serve.
         topics.startup(serve=not clustered)
         store = self.store
@@ -317,7 +321,13 @@ class BrokerApp:
             topics,
             replicas,
             self.clock,
-            MarkerWriter(config.broker_id, replicas, self._partition_leader, offsets=self.groups),
+            MarkerWriter(
+                config.broker_id,
+                replicas,
+                self._partition_leader,
+                offsets=self.groups,
+                security=self.inter_broker,
+            ),
             producer_ids=producer_ids,
             live_brokers=lambda: len(topics.metadata.registered_brokers()) or 1,
             in_touch=(lambda: store.connected)
@@ -443,11 +453,16 @@ class BrokerApp:
                 config.leader_imbalance_check_interval_seconds,
                 config.leader_imbalance_per_broker_percentage,
             ),
+            connect=self.inter_broker.connector(f"controller-{config.broker_id}"),
         )
         shell.append(ClusterController(controller, metadata, live, settings))
         # Followers fetch from leaders found in the metadata cache's live brokers.
         self.fetchers = ReplicaFetcherManager(
-            config.broker_id, config.replica_fetchers, self._broker_endpoint, self.clock
+            config.broker_id,
+            config.replica_fetchers,
+            self._broker_endpoint,
+            self.clock,
+            security=self.inter_broker,
         )
         replicas.fetchers = self.fetchers
         self.cluster = ClusterMember(
@@ -456,6 +471,7 @@ class BrokerApp:
             topics,
             shell[0],
             cluster_id,
+            security=self.inter_broker,
             offsets_topic=(
                 config.offsets_topic_num_partitions,
                 config.offsets_topic_replication_factor,
@@ -531,7 +547,9 @@ class BrokerApp:
         )
         # The lag of partitions led elsewhere, from their leaders (none without a cluster; the
         # cluster joins after this: the leader is looked up at each scrape).
-        self.leader_positions = LeaderPositions(config.broker_id, self._partition_leader)
+        self.leader_positions = LeaderPositions(
+            config.broker_id, self._partition_leader, security=self.inter_broker
+        )
         parts.leader_positions = self.leader_positions.positions
         lag_reader = LagReader()
 

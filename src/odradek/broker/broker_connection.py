@@ -1,5 +1,9 @@
 """``BrokerConnection``: one asyncio connection from this broker to another broker, kept
-between requests — the follower's connection to its leader (Fetch, OffsetForLeaderEpoch).
+between requests — the follower's connection to its leader (Fetch, OffsetForLeaderEpoch),
+transaction markers, requests forwarded to the controller.
+
+It connects through the inter-broker listener's security (``security.inter_broker``: TLS
+and the SASL login when that listener has them; a bare TCP connection for PLAINTEXT).
 
 One request at a time: ``request`` writes a frame and reads its answer before the next call
 (a replica fetcher is sequential, as Kafka's is). Requests are described and answers returned
@@ -7,7 +11,9 @@ as plain mappings (``protocol.client_codec``), so nothing here knows an API.
 
 Any failure — no route, a refused or reset connection, an answer later than the timeout, a
 malformed or oversized frame, a mismatched correlation id — closes the connection and raises
-``BrokerUnavailableError``; the next request connects again. The caller backs off.
+``BrokerUnavailableError``; the next request connects again. The caller backs off. A
+refused login (TLS or SASL) raises ``BrokerAuthenticationError``, its subclass, so a caller
+can say so once instead of at every retry.
 
 Thread safety: the event loop thread only.
 """
@@ -19,16 +25,25 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from odradek.broker.security.inter_broker import (
+    PLAINTEXT_INTER_BROKER,
+    InterBrokerAuthenticationError,
+    InterBrokerSecurity,
+)
 from odradek.errors import OdradekError, ProtocolError
 from odradek.protocol.client_codec import decode_response, encode_request
 
-__all__ = ["BrokerConnection", "BrokerUnavailableError"]
+__all__ = ["BrokerAuthenticationError", "BrokerConnection", "BrokerUnavailableError"]
 
 _SIZE = struct.Struct(">i")
 
 
 class BrokerUnavailableError(OdradekError):
     """The other broker could not be reached or did not answer properly."""
+
+
+class BrokerAuthenticationError(BrokerUnavailableError):
+    """The other broker refused this broker's TLS handshake or SASL login."""
 
 
 class BrokerConnection:
@@ -38,12 +53,19 @@ class BrokerConnection:
         client_id: the requests' client id (``replica-fetcher-<broker>-<source>-<id>``).
         timeout_s: connect timeout, and answer timeout beyond a request's own wait.
         max_response_bytes: the largest answer accepted (a bound, not a buffer size).
+        security: how to reach the other broker (default: PLAINTEXT).
     """
 
     def __init__(
-        self, client_id: str, *, timeout_s: float = 30.0, max_response_bytes: int = 100 << 20
+        self,
+        client_id: str,
+        *,
+        timeout_s: float = 30.0,
+        max_response_bytes: int = 100 << 20,
+        security: InterBrokerSecurity = PLAINTEXT_INTER_BROKER,
     ) -> None:
         self.client_id = client_id
+        self._security = security
         self._timeout_s = timeout_s
         self._max_response_bytes = max_response_bytes
         self._endpoint: tuple[str, int] | None = None
@@ -124,6 +146,9 @@ class BrokerConnection:
             (got,) = _SIZE.unpack_from(answer, 0)
             if got != correlation_id:
                 raise ProtocolError(f"correlation id {got}, expected {correlation_id}")
+        except InterBrokerAuthenticationError as error:
+            self.close()
+            raise BrokerAuthenticationError(str(error)) from None
         except (OSError, asyncio.IncompleteReadError, TimeoutError, ProtocolError) as error:
             self.close()
             raise BrokerUnavailableError(
@@ -137,9 +162,12 @@ class BrokerConnection:
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         if self._reader is not None and self._writer is not None:
             return self._reader, self._writer
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(host, port), self._timeout_s
-        )
+        if self._security.plaintext:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(host, port), self._timeout_s
+            )
+        else:
+            reader, writer = await self._security.open(host, port, self._timeout_s, self.client_id)
         self._endpoint = (host, port)
         self._reader, self._writer = reader, writer
         self.connects += 1

@@ -37,6 +37,7 @@ from odradek.broker.group.records import partition_for_group
 from odradek.broker.group.runtime import offsets_topic_configs
 from odradek.broker.metadata_cache import LiveBroker, MetadataCache, PartitionMetadata
 from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.security.inter_broker import PLAINTEXT_INTER_BROKER, InterBrokerSecurity
 from odradek.broker.txn.config import transaction_state_topic_configs
 from odradek.broker.txn.records import TRANSACTION_STATE_TOPIC, partition_for_transactional_id
 from odradek.controller.cluster import (
@@ -76,6 +77,9 @@ class ClusterMember:
         cluster_id: the cluster's id.
         offsets_topic: ``offsets.topic.num.partitions`` and
             ``offsets.topic.replication.factor`` (capped by the live brokers).
+        security: how to reach the controller (the inter-broker listener's); the metadata
+            cache's brokers are at that listener's endpoints unless a client's listener is
+            named.
     """
 
     def __init__(
@@ -87,11 +91,13 @@ class ClusterMember:
         cluster_id: str,
         *,
         offsets_topic: tuple[int, int] = (50, 3),
+        security: InterBrokerSecurity = PLAINTEXT_INTER_BROKER,
     ) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self._offsets_topic = offsets_topic
-        self.cache = MetadataCache(broker_id)
+        self._security = security
+        self.cache = MetadataCache(broker_id, security.listener_name)
         self.replicas = replicas
         self.topics = topics
         self.controller = controller
@@ -160,20 +166,17 @@ class ClusterMember:
         """Applies an UpdateMetadata request; returns the response's fields."""
         if not self.cache.accept_controller(int(body.controller_id), int(body.controller_epoch)):
             return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH}
-        brokers = []
-        for broker in body.live_brokers:
-            endpoint = broker.endpoints[0] if broker.endpoints else None
-            if endpoint is None:
-                continue
-            brokers.append(
-                LiveBroker(
-                    int(broker.id),
-                    str(endpoint.host),
-                    int(endpoint.port),
-                    None if broker.rack is None else str(broker.rack),
-                )
+        self.cache.set_brokers(
+            LiveBroker(
+                int(broker.id),
+                str(endpoint.host),
+                int(endpoint.port),
+                None if broker.rack is None else str(broker.rack),
+                None if endpoint.listener is None else str(endpoint.listener),
             )
-        self.cache.set_brokers(brokers)
+            for broker in body.live_brokers
+            for endpoint in broker.endpoints
+        )
         self._update_cache(
             [
                 _metadata_of(state, offline=tuple(int(r) for r in state.offline_replicas))
@@ -241,7 +244,7 @@ class ClusterMember:
         if controller is None:
             raise NotControllerError("no controller is known yet")
         connection = BrokerConnection(
-            f"forwarded-by-{self.broker_id}", timeout_s=_FORWARD_TIMEOUT_S
+            f"forwarded-by-{self.broker_id}", timeout_s=_FORWARD_TIMEOUT_S, security=self._security
         )
         try:
             return await connection.request(

@@ -80,6 +80,14 @@ CLIENT_ENDPOINT: contextvars.ContextVar[tuple[str, int] | None] = contextvars.Co
 )
 
 
+#: The name of the listener the client connected to, set beside ``CLIENT_ENDPOINT`` (None:
+#: not through a listener). In a cluster, Metadata, DescribeCluster, FindCoordinator and the
+#: KIP-951 leader endpoints list the brokers at that listener's endpoints.
+CLIENT_LISTENER: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "client_listener", default=None
+)
+
+
 def advertised_endpoint(ctx: BrokerContext) -> tuple[str, int]:
     """This broker's address as the current client should see it (see ``CLIENT_ENDPOINT``)."""
     endpoint = CLIENT_ENDPOINT.get()

@@ -19,7 +19,8 @@ What is not known is left out, never guessed: a leader that does not answer with
 (below the log start: the records are gone). The scrape then has no lag for those pairs
 (``lags`` skips them) and the next scrape asks again.
 
-Thread safety: the event loop thread only (its connections are ``BrokerConnection``s).
+Its connections are ``BrokerConnection``s through the inter-broker listener's security (TLS
+and SASL when it has them), as replication's. Thread safety: the event loop thread only.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any, Final
 from odradek._types import TopicPartition
 from odradek.broker.broker_connection import BrokerConnection, BrokerUnavailableError
 from odradek.broker.metrics import LeaderPosition, timestamp_in
+from odradek.broker.security.inter_broker import PLAINTEXT_INTER_BROKER, InterBrokerSecurity
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey
 
@@ -55,10 +57,19 @@ class LeaderPositions:
         broker_id: this broker (a partition whose leader is this broker is not asked).
         leader_of: a partition's leader as (broker id, host, port), None when it has none.
         timeout_s: how long one scrape waits for the leaders' answers.
+        security: how to reach the other brokers (the inter-broker listener's).
     """
 
-    def __init__(self, broker_id: int, leader_of: LeaderOf, *, timeout_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        leader_of: LeaderOf,
+        *,
+        timeout_s: float = 2.0,
+        security: InterBrokerSecurity = PLAINTEXT_INTER_BROKER,
+    ) -> None:
         self._broker_id = broker_id
+        self._security = security
         self._leader_of = leader_of
         self._timeout_s = timeout_s
         self._connections: dict[int, BrokerConnection] = {}
@@ -100,7 +111,7 @@ class LeaderPositions:
         connection = self._connections.get(broker_id)
         if connection is None:
             connection = self._connections[broker_id] = BrokerConnection(
-                f"lag-reader-{self._broker_id}", timeout_s=self._timeout_s
+                f"lag-reader-{self._broker_id}", timeout_s=self._timeout_s, security=self._security
             )
         rounds: list[dict[TopicPartition, int]] = []
         for tp, offsets in asked.items():

@@ -284,6 +284,12 @@ class PurgatoryPort(Protocol):
         self, partitions: Iterable[TopicPartition], timeout_ms: int, *, replica: bool = False
     ) -> bool: ...
 
+    def watch(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int, *, replica: bool = False
+    ) -> Any: ...
+
+    async def wait_watched(self, watch: Any) -> bool: ...
+
 
 # ----------------------------------------------------------------- topics
 

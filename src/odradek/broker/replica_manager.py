@@ -3,11 +3,14 @@
 Owns the ``Partition`` objects: creating them (and their logs) when the broker becomes a
 replica, finding them for produce and fetch, applying new topic configs to their logs, and
 removing them with their logs when a topic is deleted, and describing them per log dir
-(DescribeLogDirs). It installs every Partition's ``on_high_watermark`` listener, which wakes
-the acks=all produces waiting in ``delayed_produce`` and the consumers' fetches long-polling in
-the fetch purgatory (consumers read up to the high watermark, so they must wake when it
-moves); a partition that stops being led here (become_follower, removal) wakes its delayed
-produces and every fetch waiting on it, which then answer NOT_LEADER_OR_FOLLOWER.
+(DescribeLogDirs). It installs every Partition's listeners: ``on_leader_append`` wakes the
+followers' fetches long-polling in the fetch purgatory, whatever wrote to the leader (a
+producer, a transaction marker, a group or transaction coordinator); ``on_high_watermark``
+wakes the acks=all produces waiting in ``delayed_produce`` and the consumers' fetches
+long-polling in the fetch purgatory (consumers read up to the high watermark, so they must
+wake when it moves). A partition that stops being led here (become_follower, removal) wakes
+its delayed produces and every fetch waiting on it, which then answer
+NOT_LEADER_OR_FOLLOWER.
 
 Thread safety: used from the broker's event loop thread only (the log manager underneath is
 thread-safe for its background work).
@@ -82,6 +85,12 @@ class ReplicaManager:
         self.delayed_produce.check(partition)
         if self._fetch_purgatory is not None:
             self._fetch_purgatory.notify_high_watermark(partition.topic_partition)
+
+    def _on_leader_append(self, partition: Partition) -> None:
+        """Every Partition's append listener: a leader's append (produce, transaction
+        marker, coordinator write) wakes the followers' long-polling fetches."""
+        if self._fetch_purgatory is not None:
+            self._fetch_purgatory.notify_appended(partition.topic_partition)
 
     def _on_leadership_change(self, partition: Partition) -> None:
         """A partition stopped being led here: its waiters (delayed produces, fetches of
@@ -184,6 +193,7 @@ class ReplicaManager:
                 replicas=replicas,
                 leader_epoch=leader_epoch,
                 on_high_watermark=self._on_high_watermark,
+                on_leader_append=self._on_leader_append,
                 on_isr_change=self._isr_changed,
                 clock=self.clock,
                 producer_id_expiration_ms=self._producer_id_expiration_ms,

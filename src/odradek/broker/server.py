@@ -47,7 +47,7 @@ from typing import cast
 
 from odradek.broker.auth.throttle import mute_ms, record_request_time
 from odradek.broker.connection_quotas import ConnectionQuotas, IdleConnections
-from odradek.broker.context import CLIENT_ENDPOINT, CLIENT_HOST, BrokerContext
+from odradek.broker.context import CLIENT_ENDPOINT, CLIENT_HOST, CLIENT_LISTENER, BrokerContext
 from odradek.broker.limits import BrokerLimits, is_ip_address
 from odradek.broker.metrics.requests import RequestMetrics
 from odradek.broker.principal import ANONYMOUS, CLIENT_PRINCIPAL, KafkaPrincipal
@@ -538,6 +538,7 @@ class KafkaProtocol(asyncio.Protocol):
             CLIENT_HOST.set(self.client_host)
             CLIENT_PRINCIPAL.set(self.authenticator.principal)
             CLIENT_ENDPOINT.set(self._endpoint)
+            CLIENT_LISTENER.set(self.listener.name)
             quotas = self.ctx.quotas
             if quotas is not None and quotas.request_time_active:  # request_percentage
                 started_ns = time.perf_counter_ns()

@@ -39,6 +39,9 @@ from odradek.protocol.inter_broker import (
 
 logger = logging.getLogger(__name__)
 
+#: Kafka's ``SecurityProtocol`` ids (UpdateMetadata's ``security_protocol``).
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
 #: The leader Kafka sends in UpdateMetadata for a partition being deleted.
 LEADER_DURING_DELETE = -2
 
@@ -59,7 +62,9 @@ class BrokerUpdates:
     def open(self) -> None:
         """Opens the term's channel (on election)."""
         self._channel = ControllerChannel(
-            self._context.broker_id, timeout_s=self._channel_timeout_s
+            self._context.broker_id,
+            timeout_s=self._channel_timeout_s,
+            connect=self._context.settings.connect,
         )
 
     def close(self) -> None:
@@ -112,7 +117,8 @@ class BrokerUpdates:
         self, partitions: Iterable[TopicPartition], *, deleting: bool = False
     ) -> None:
         """UpdateMetadata with the held ``partitions`` (leader -2 while ``deleting``) and every
-        live broker, to every live broker."""
+        live broker with all its endpoints (listener names and security protocols), to every
+        live broker."""
         context = self._context
         fencing = self._fencing()
         live = set(context.brokers)
@@ -137,14 +143,7 @@ class BrokerUpdates:
         brokers = [
             {
                 "id": broker_id,
-                "endpoints": [
-                    {
-                        "port": port,
-                        "host": host,
-                        "listener": context.settings.listener_name,
-                        "security_protocol": 0,
-                    }
-                ],
+                "endpoints": self._endpoints(broker_id, host, port),
                 "rack": context.brokers[broker_id].rack,
             }
             for broker_id, (host, port) in self._addresses()
@@ -199,6 +198,30 @@ class BrokerUpdates:
             if address is not None:
                 addresses.append((broker_id, address))
         return addresses
+
+    def _endpoints(self, broker_id: int, host: str, port: int) -> list[dict[str, Any]]:
+        """Every endpoint of the broker's registration, as UpdateMetadata lists them (a
+        registration without endpoints: its address on ``listener.name``)."""
+        registration = self._context.brokers[broker_id]
+        endpoints = [
+            {
+                "port": endpoint.port,
+                "host": endpoint.host,
+                "listener": endpoint.listener_name,
+                "security_protocol": SECURITY_PROTOCOL_IDS.get(endpoint.security_protocol, 0),
+            }
+            for endpoint in registration.endpoints
+        ]
+        if not endpoints:
+            endpoints.append(
+                {
+                    "port": port,
+                    "host": host,
+                    "listener": self._context.settings.listener_name,
+                    "security_protocol": 0,
+                }
+            )
+        return endpoints
 
     def _address(self, broker_id: int) -> tuple[str, int] | None:
         registration = self._context.brokers.get(broker_id)

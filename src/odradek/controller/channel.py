@@ -7,6 +7,12 @@ round to n brokers costs about one broker's handling time, not n. Requests go ou
 the controller makes them, one round at a time: a broker never sees a later state before an
 earlier one.
 
+Connections are opened by ``connect`` (the broker passes one that speaks its inter-broker
+listener's TLS and SASL, ``broker.security.inter_broker``; by default a bare TCP connection):
+it returns a socket ready for requests, or raises ``OSError`` when the broker cannot be
+reached or refuses the login (logged once per broker until a connection succeeds again, not
+at every round).
+
 A broker that cannot be reached or does not answer within ``timeout_s`` gets no answer
 (``None``): it is dead or dying, and the controller learns that from ``/brokers/ids``. A kept
 connection the broker closed since the last round is replaced before the request goes out.
@@ -19,8 +25,9 @@ from __future__ import annotations
 import logging
 import select
 import socket
+import ssl
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +38,16 @@ logger = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
 _MAX_RESPONSE = 64 * 1024 * 1024
+
+#: ``connect(host, port, timeout_s)``: a socket ready for requests (raises ``OSError``).
+Connector = Callable[[str, int, float], socket.socket]
+
+
+def plaintext_connect(host: str, port: int, timeout_s: float) -> socket.socket:
+    """A bare TCP connection (a PLAINTEXT inter-broker listener)."""
+    sock = socket.create_connection((host, port), timeout=timeout_s)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +67,21 @@ class ControllerChannel:
     Args:
         controller_id: written as the requests' client id (``controller-<id>``).
         timeout_s: connect and answer timeout per broker.
+        connect: opens a connection (see the module docstring).
     """
 
-    def __init__(self, controller_id: int, *, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        controller_id: int,
+        *,
+        timeout_s: float = 10.0,
+        connect: Connector = plaintext_connect,
+    ) -> None:
         self._client_id = f"controller-{controller_id}"
         self._timeout_s = timeout_s
+        self._connect = connect
+        #: Brokers whose last connection attempt failed (their failure was logged).
+        self._unreachable: set[int] = set()
         self._sockets: dict[int, tuple[str, int, socket.socket]] = {}
         self._correlation = 0
         self.requests_sent = 0
@@ -132,13 +159,13 @@ class ControllerChannel:
                 return kept[2]
             self._drop(broker_id)
         try:
-            sock = socket.create_connection((host, port), timeout=self._timeout_s)
-        except OSError as error:
-            logger.warning(
-                "controller: cannot reach broker %d at %s:%d: %s", broker_id, host, port, error
-            )
+            sock = self._connect(host, port, self._timeout_s)
+        except (OSError, ProtocolError) as error:
+            log = logger.debug if broker_id in self._unreachable else logger.warning
+            log("controller: cannot reach broker %d at %s:%d: %s", broker_id, host, port, error)
+            self._unreachable.add(broker_id)
             return None
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._unreachable.discard(broker_id)
         self._sockets[broker_id] = (host, port, sock)
         return sock
 
@@ -156,6 +183,8 @@ def _open(sock: socket.socket) -> bool:
     """Whether a kept connection is still open: the broker may have closed it since the last
     round (it stopped, or rejoined the cluster on the same address), and a request written to
     it would still go out, only to read end-of-file. Never blocks."""
+    if isinstance(sock, ssl.SSLSocket):
+        return _tls_open(sock)
     readable, _, _ = select.select([sock], [], [], 0)
     if not readable:
         return True  # nothing to read: open and idle, as it should be between rounds
@@ -163,6 +192,26 @@ def _open(sock: socket.socket) -> bool:
         return sock.recv(1, socket.MSG_PEEK) != b""  # readable: data, or end-of-file
     except OSError:
         return False
+
+
+def _tls_open(sock: ssl.SSLSocket) -> bool:
+    """``_open`` under TLS (no MSG_PEEK there): readable bytes may be TLS records the broker
+    sent after the handshake (TLS 1.3 session tickets), consumed here without blocking; a
+    close, or application data no request asked for, means the connection is unusable."""
+    readable, _, _ = select.select([sock], [], [], 0)
+    if not readable and not sock.pending():
+        return True
+    timeout = sock.gettimeout()
+    sock.setblocking(False)
+    try:
+        sock.recv(1)
+    except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+        return True  # only TLS records: open
+    except OSError:
+        return False
+    finally:
+        sock.settimeout(timeout)
+    return False  # end-of-file, or an unexpected byte
 
 
 def _read_exactly(sock: socket.socket, size: int) -> bytes:

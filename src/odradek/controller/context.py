@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from odradek._types import TopicPartition
 from odradek.controller.admission import PartitionLimits
 from odradek.controller.brokers import LiveBrokers
+from odradek.controller.channel import Connector, plaintext_connect
 from odradek.controller.controller import Controller
 from odradek.controller.election import ControllerEpoch
 from odradek.controller.layout import (
@@ -71,6 +72,9 @@ class ControllerSettings:
     rebalance: RebalanceSettings = field(default_factory=RebalanceSettings)
     #: ``max.partitions``, ``max.broker.partitions``, ``max.partitions.per.request``.
     limits: PartitionLimits = field(default_factory=PartitionLimits)
+    #: How the controller's channel connects to brokers (the inter-broker listener's TLS and
+    #: SASL; ``controller.channel``).
+    connect: Connector = plaintext_connect
 
 
 class ControllerContext:

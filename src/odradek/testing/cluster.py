@@ -34,6 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from odradek.client import AdminClient
 from odradek.controller.election import (
     CONTROLLER_EPOCH_PATH,
     CONTROLLER_PATH,
@@ -149,10 +150,37 @@ class Cluster:
                 timeout_s=max(deadline - time.monotonic(), 1.0),
                 what="every broker registered",
             )
+            self.wait_until(
+                self._controller_knows_every_broker,
+                timeout_s=max(deadline - time.monotonic(), 1.0),
+                what="the controller to know every broker",
+            )
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _controller_knows_every_broker(self) -> bool:
+        """Whether the controller's broker lists every broker of this cluster in DescribeCluster.
+
+        The controller learns of a registration a moment after ZooKeeper has it; a CreateTopics
+        in between sees fewer live brokers (INVALID_REPLICATION_FACTOR). True without asking
+        when the controller is not one of this cluster's brokers or listens on named listeners
+        (the probe speaks PLAINTEXT to ``address``)."""
+        controller = self.controller_id()
+        if controller is None:
+            return False
+        broker = self.brokers.get(controller)
+        if broker is None or "listeners" in {**self.settings, **broker.settings}:
+            return True
+        admin = AdminClient({"bootstrap.servers": broker.address, "request.timeout.ms": 5000})
+        try:
+            described = admin.describe_cluster(timeout_ms=5000)
+        except Exception:  # not answering yet: polled again
+            return False
+        finally:
+            admin.close()
+        return {b.node_id for b in described.brokers} >= set(self.brokers)
 
     def stop(self) -> None:
         """Stops every broker this cluster started, then closes its ZooKeeper session."""

@@ -11,7 +11,7 @@ client falls back to Metadata.
 from __future__ import annotations
 
 from odradek._types import TopicPartition
-from odradek.broker.context import BrokerContext
+from odradek.broker.context import CLIENT_LISTENER, BrokerContext
 from odradek.protocol import NodeEndpoint
 
 NO_LEADER = (-1, -1)
@@ -33,7 +33,7 @@ class LeaderDiscovery:
         if cluster is None:
             return NO_LEADER
         state = cluster.cache.partition(topic_partition)
-        leader = cluster.cache.leader(topic_partition)
+        leader = cluster.cache.leader(topic_partition, CLIENT_LISTENER.get())
         if state is None or leader is None:
             return NO_LEADER
         if leader.broker_id not in self._endpoints:

@@ -14,7 +14,7 @@ from typing import Any
 
 from odradek.broker.auth.acls import AclOperation
 from odradek.broker.auth.checks import CLUSTER_DENIED, Op, cluster_allowed
-from odradek.broker.context import BrokerContext, advertised_endpoint
+from odradek.broker.context import CLIENT_LISTENER, BrokerContext, advertised_endpoint
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
 from odradek.protocol.admin_requests import describe_cluster_body
@@ -61,7 +61,7 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
         if ctx.cluster is None
         else [
             {"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-            for b in ctx.cluster.cache.brokers()
+            for b in ctx.cluster.cache.brokers(CLIENT_LISTENER.get())
         ],
         "cluster_authorized_operations": operations,
     }

@@ -89,7 +89,18 @@ def handle(
     max_wait_ms = duration_ms(body.max_wait)
     if total >= body.min_bytes or max_wait_ms <= 0 or _has_errors(responses):
         return _frame(ctx, request, context, responses)
-    return _long_poll(ctx, request, context, max_wait_ms)
+    # Watched now, in the step that read: the long poll's first step runs later, and an
+    # append in between (another connection's Produce) would otherwise wake no one.
+    replica = fetch_replica_id(request) >= 0
+    partitions = _partitions(context)
+    watch = ctx.purgatory.watch(partitions, max_wait_ms, replica=replica)
+    return _long_poll(ctx, request, context, max_wait_ms, partitions, watch)
+
+
+def _partitions(context: FetchContext) -> list[TopicPartition]:
+    return [
+        TopicPartition(topic, p.partition) for topic, requests in context.topics for p in requests
+    ]
 
 
 def _topic_name(ctx: BrokerContext, topic: Any, by_id: bool) -> str:
@@ -126,20 +137,24 @@ def _context(ctx: BrokerContext, request: Request) -> FetchContext | SessionErro
 
 
 async def _long_poll(
-    ctx: BrokerContext, request: Request, context: FetchContext, max_wait_ms: int
+    ctx: BrokerContext,
+    request: Request,
+    context: FetchContext,
+    max_wait_ms: int,
+    partitions: list[TopicPartition],
+    watch: Any,
 ) -> FetchResponseFrame[FileRegion]:
     deadline = ctx.clock.monotonic_ms() + max_wait_ms
     body = fetch_body(request)
     replica = fetch_replica_id(request) >= 0
-    partitions = [
-        TopicPartition(topic, p.partition) for topic, requests in context.topics for p in requests
-    ]
     while True:
-        remaining = deadline - ctx.clock.monotonic_ms()
-        woken = await ctx.purgatory.wait(partitions, remaining, replica=replica)
+        woken = await ctx.purgatory.wait_watched(watch)
         responses, total = _read(ctx, request, context)
         if not woken or total >= body.min_bytes or _has_errors(responses):
             return _frame(ctx, request, context, responses)
+        # Watched again before anything else runs: no await between the read and this.
+        remaining = deadline - ctx.clock.monotonic_ms()
+        watch = ctx.purgatory.watch(partitions, remaining, replica=replica)
 
 
 def _frame(

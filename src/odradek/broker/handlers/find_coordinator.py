@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from odradek.broker.auth.acls import ResourceType
 from odradek.broker.auth.checks import GROUP_DENIED, Op, allowed, group_allowed
-from odradek.broker.context import BrokerContext, advertised_endpoint
+from odradek.broker.context import CLIENT_LISTENER, BrokerContext, advertised_endpoint
 from odradek.broker.ports import ClusterPort
 from odradek.errors import ErrorCode
 from odradek.protocol import ApiKey, Request, ResponsePayload
@@ -102,6 +102,8 @@ def _in_cluster(cluster: ClusterPort, key: str, key_type: int) -> _Found:
         if key_type == GROUP_KEY_TYPE
         else cluster.transaction_coordinator_for(key)
     )
+    if leader is not None:  # at its endpoint on the client's listener (Kafka: none, none)
+        leader = cluster.cache.broker(leader.broker_id, CLIENT_LISTENER.get())
     if leader is None:
         return _Found(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the coordinator is not available yet")
     return _Found(ErrorCode.NONE, None, leader.broker_id, leader.host, leader.port)

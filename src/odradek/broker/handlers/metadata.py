@@ -27,7 +27,7 @@ from __future__ import annotations
 import uuid
 
 from odradek.broker.auth.checks import TOPIC_DENIED, Op, create_allowed, topic_allowed
-from odradek.broker.context import BrokerContext, advertised_endpoint
+from odradek.broker.context import CLIENT_LISTENER, BrokerContext, advertised_endpoint
 from odradek.broker.handlers._topic_metadata import (
     describe_topic,
     find_topic,
@@ -90,12 +90,15 @@ def handle(ctx: BrokerContext, request: Request) -> bytes:
         controller_id = ctx.broker_id
     else:
         brokers = [
-            MetadataBroker(b.broker_id, b.host, b.port, b.rack) for b in cluster.cache.brokers()
+            MetadataBroker(b.broker_id, b.host, b.port, b.rack)
+            for b in cluster.cache.brokers(CLIENT_LISTENER.get())
         ]
         if not brokers:
             # Before the controller's first UpdateMetadata this broker knows only itself; an
             # empty broker list makes librdkafka's admin client give up on the response.
-            brokers = [MetadataBroker(ctx.broker_id, ctx.host, ctx.port, ctx.config.broker_rack)]
+            brokers = [
+                MetadataBroker(ctx.broker_id, *advertised_endpoint(ctx), ctx.config.broker_rack)
+            ]
         known = cluster.cache.controller_id
         controller_id = -1 if known is None else known
     return encode_metadata_response(

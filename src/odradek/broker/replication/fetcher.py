@@ -23,9 +23,13 @@ the leader answers only the partitions with news; a session error, a lost connec
 unreadable answer makes the next fetch a full one.
 
 Errors: a lost connection or an unreadable answer backs the whole fetcher off for
-``replica.fetch.backoff.ms`` and reconnects; a partition answering NOT_LEADER_OR_FOLLOWER,
-FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH (or any other error) is left out of fetches for
-that long (the controller's LeaderAndIsr moves it meanwhile); OFFSET_OUT_OF_RANGE below the
+``replica.fetch.backoff.ms`` and reconnects; a refused login to the leader (TLS or SASL on
+the inter-broker listener: a wrong password, say) is logged once as an error — again only
+after a fetch succeeded — and backs off twice as long at each failure, up to
+``_AUTH_BACKOFF_MAX_MS``, so the follower stays out of the ISR without flooding the log; a
+partition answering NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH (or
+any other error) is left out of fetches for ``replica.fetch.backoff.ms`` (the controller's
+LeaderAndIsr moves it meanwhile); OFFSET_OUT_OF_RANGE below the
 leader's log start offset empties the log and restarts it there, and above it sends the
 partition back to truncation. An answer for a partition removed or re-added meanwhile is
 dropped.
@@ -44,7 +48,11 @@ from typing import Any
 
 from odradek._clock import Clock
 from odradek._types import TopicPartition
-from odradek.broker.broker_connection import BrokerConnection, BrokerUnavailableError
+from odradek.broker.broker_connection import (
+    BrokerAuthenticationError,
+    BrokerConnection,
+    BrokerUnavailableError,
+)
 from odradek.broker.config import FetcherSettings
 from odradek.broker.replication.follower_session import FollowerFetchSession
 from odradek.broker.replication.partition import Partition
@@ -53,6 +61,7 @@ from odradek.broker.replication.truncation import (
     decide_truncation,
     truncation_without_epochs,
 )
+from odradek.broker.security.inter_broker import PLAINTEXT_INTER_BROKER, InterBrokerSecurity
 from odradek.errors import ErrorCode, KafkaError, ProtocolError
 from odradek.protocol import ApiKey
 from odradek.protocol.replica_fetch import (
@@ -81,6 +90,8 @@ _ENDPOINT_POLL_S = 0.05
 _UNDEFINED_EPOCH = -1
 #: How often ``stop`` repeats a cancellation the task has not acted on yet.
 _STOP_RETRY_S = 0.1
+#: The longest pause between logins a leader refuses.
+_AUTH_BACKOFF_MAX_MS = 30_000
 
 #: ``(host, port)`` of a broker id, or None while unknown.
 EndpointLookup = Callable[[int], tuple[str, int] | None]
@@ -125,6 +136,7 @@ class ReplicaFetcher:
         clock: for the back-offs.
         connection: the connection to the leader (default: a ``BrokerConnection``; tests
             pass one that serves the leader's handlers in process).
+        security: how to reach the leader (the inter-broker listener's TLS and SASL).
     """
 
     def __init__(
@@ -136,6 +148,7 @@ class ReplicaFetcher:
         endpoint_for: EndpointLookup,
         clock: Clock,
         connection: BrokerConnection | None = None,
+        security: InterBrokerSecurity = PLAINTEXT_INTER_BROKER,
     ) -> None:
         self.broker_id = broker_id
         self.source_id = source_id
@@ -151,12 +164,16 @@ class ReplicaFetcher:
         self._connection = connection or BrokerConnection(
             self.name,
             max_response_bytes=settings.replica_fetch_response_max_bytes + (16 << 20),
+            security=security,
         )
         self.session = FollowerFetchSession()
         self.fetches = 0
         self.bytes_appended = 0
         self.truncations = 0
         self.failures = 0
+        self.authentication_failures = 0
+        #: The pause after the last refused login (0: the last login was accepted).
+        self._auth_backoff_ms = 0
 
     # ------------------------------------------------------------------ partitions
 
@@ -188,6 +205,7 @@ class ReplicaFetcher:
             "bytes_appended": self.bytes_appended,
             "truncations": self.truncations,
             "failures": self.failures,
+            "authentication_failures": self.authentication_failures,
             **self.session.statistics(),
         }
 
@@ -218,6 +236,11 @@ class ReplicaFetcher:
         while not self._stopped:
             try:
                 await self.run_once()
+                self._auth_backoff_ms = 0
+            except BrokerAuthenticationError as error:
+                self.failures += 1
+                self.authentication_failures += 1
+                await self._refused(error)
             except BrokerUnavailableError as error:
                 self.failures += 1
                 logger.info("%s: %s; backing off", self.name, error)
@@ -226,6 +249,22 @@ class ReplicaFetcher:
                 self.failures += 1
                 logger.exception("%s: unexpected failure; backing off", self.name)
                 await self._back_off()
+
+    async def _refused(self, error: BrokerAuthenticationError) -> None:
+        """The leader refused the login: say so once, then retry less and less often."""
+        if self._auth_backoff_ms == 0:
+            logger.error(
+                "%s: cannot fetch from broker %d: %s (the follower stays out of the ISR; "
+                "check the inter-broker listener's credentials)",
+                self.name,
+                self.source_id,
+                error,
+            )
+            self._auth_backoff_ms = max(self._settings.replica_fetch_backoff_ms, 1)
+        else:
+            logger.debug("%s: login refused again: %s", self.name, error)
+            self._auth_backoff_ms = min(2 * self._auth_backoff_ms, _AUTH_BACKOFF_MAX_MS)
+        await asyncio.sleep(self._auth_backoff_ms / 1000)
 
     async def _back_off(self) -> None:
         await asyncio.sleep(self._settings.replica_fetch_backoff_ms / 1000)

@@ -26,6 +26,7 @@ from odradek._types import TopicPartition
 from odradek.broker.config import FetcherSettings
 from odradek.broker.replication.fetcher import EndpointLookup, ReplicaFetcher
 from odradek.broker.replication.partition import Partition
+from odradek.broker.security.inter_broker import PLAINTEXT_INTER_BROKER, InterBrokerSecurity
 
 __all__ = ["ReplicaFetcherManager", "fetcher_id_for"]
 
@@ -47,6 +48,7 @@ class ReplicaFetcherManager:
         settings: ``num.replica.fetchers`` and ``replica.fetch.*``.
         endpoint_for: the address of a broker id (None while unknown).
         clock: for the fetchers' back-offs.
+        security: how the fetchers reach leaders (the inter-broker listener's).
     """
 
     def __init__(
@@ -55,8 +57,10 @@ class ReplicaFetcherManager:
         settings: FetcherSettings,
         endpoint_for: EndpointLookup,
         clock: Clock,
+        security: InterBrokerSecurity = PLAINTEXT_INTER_BROKER,
     ) -> None:
         self.broker_id = broker_id
+        self._security = security
         self._settings = settings
         self._endpoint_for = endpoint_for
         self._clock = clock
@@ -77,7 +81,13 @@ class ReplicaFetcherManager:
         fetcher = self._fetchers.get(key)
         if fetcher is None:
             fetcher = ReplicaFetcher(
-                self.broker_id, source, key[1], self._settings, self._endpoint_for, self._clock
+                self.broker_id,
+                source,
+                key[1],
+                self._settings,
+                self._endpoint_for,
+                self._clock,
+                security=self._security,
             )
             self._fetchers[key] = fetcher
             fetcher.start()

@@ -91,6 +91,10 @@ class Partition:
         leader_epoch: the current leader epoch, written into appended batches.
         on_high_watermark: called with the partition after its high watermark moved
             (``advance_high_watermark``): wakes delayed fetches and acks=all produces.
+        on_leader_append: called with the partition after each append as leader — a
+            producer's batch, a transaction marker, a coordinator's write — before its high
+            watermark moves: wakes the followers' fetches long-polling on it, whatever path
+            the append came by.
         on_isr_change: called with a proposed ISR change (the AlterPartition sender); without
             one (a single broker, no controller) a proposal commits at once.
         clock: the time producer-state entries expire by.
@@ -106,6 +110,7 @@ class Partition:
         replicas: list[int],
         leader_epoch: int = 0,
         on_high_watermark: Callable[[Partition], None] | None = None,
+        on_leader_append: Callable[[Partition], None] | None = None,
         on_isr_change: Callable[[IsrChange], None] | None = None,
         clock: Clock = SYSTEM_CLOCK,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -138,6 +143,7 @@ class Partition:
         self._followers: dict[int, FollowerState] = {}
         self._leader_epoch_start_offset = log.log_end_offset
         self._on_high_watermark = on_high_watermark
+        self._on_leader_append = on_leader_append
         self._on_isr_change = on_isr_change
         #: What producers appended and consumers read, for metrics (Kafka's BytesInPerSec,
         #: MessagesInPerSec, BytesOutPerSec; follower reads are not counted).
@@ -209,9 +215,13 @@ class Partition:
         return info
 
     def _advance_after_append(self, log_end_offset: int) -> None:
-        """``_maybe_advance_high_watermark`` after a leader's append that left the log at
-        ``log_end_offset``, with a shortcut for the leader alone in the ISR (its log end
-        offset is the high watermark)."""
+        """After every leader's append that left the log at ``log_end_offset``: the
+        ``on_leader_append`` listener (followers waiting in a long poll fetch it now, not at
+        ``replica.fetch.wait.max.ms``), then ``_maybe_advance_high_watermark`` with a
+        shortcut for the leader alone in the ISR (its log end offset is the high
+        watermark)."""
+        if self._on_leader_append is not None:
+            self._on_leader_append(self)
         broker_id = self.broker_id
         if self.leader_id != broker_id:
             return
@@ -370,7 +380,7 @@ class Partition:
         self.transactions.on_marker(
             producer_id, info.first_offset, commit, self.high_watermark, coordinator_epoch
         )
-        self._maybe_advance_high_watermark()
+        self._advance_after_append(info.last_offset + 1)
         return info
 
     def append_transactional_as_coordinator(self, data: bytes) -> AppendInfo:
@@ -381,7 +391,7 @@ class Partition:
         self.transactions.on_leader_batch(
             parse_header(data), info.first_offset, self.high_watermark
         )
-        self._maybe_advance_high_watermark()
+        self._advance_after_append(info.last_offset + 1)
         return info
 
     def active_producers(self) -> list[tuple[int, int, int, int, int]]:

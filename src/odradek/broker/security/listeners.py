@@ -80,6 +80,7 @@ _PER_LISTENER_NAMES = frozenset(
         "ssl.client.auth",
         "ssl.cipher.suites",
         "ssl.principal.mapping.rules",
+        "ssl.endpoint.identification.algorithm",
     }
 )
 #: Every plain (not per-listener) setting name read here.
@@ -291,6 +292,8 @@ def _ssl_settings(get: _Getter, name: str) -> SslSettings:
         client_auth=(get("ssl.client.auth", "none") or "none").lower(),
         cipher_suites=_list(get("ssl.cipher.suites")),
         principal_mapping_rules=get("ssl.principal.mapping.rules", "DEFAULT") or "DEFAULT",
+        endpoint_identification_algorithm=get("ssl.endpoint.identification.algorithm", "https")
+        or "",
     )
     settings.validate(name)
     return settings

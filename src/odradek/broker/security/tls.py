@@ -11,7 +11,10 @@ Settings (Kafka's names, per listener with ``listener.name.<l>.`` in front):
 - ``ssl.enabled.protocols`` (``TLSv1.2,TLSv1.3``): the range of versions allowed;
 - ``ssl.client.auth``: ``required`` (mTLS), ``requested`` (checked when sent) or ``none``;
 - ``ssl.cipher.suites``: OpenSSL cipher names for TLS 1.2 (empty: OpenSSL's defaults);
-- ``ssl.principal.mapping.rules``: how a certificate's subject becomes the user name.
+- ``ssl.principal.mapping.rules``: how a certificate's subject becomes the user name;
+- ``ssl.endpoint.identification.algorithm`` (``https``): when this broker connects to another
+  one through the listener (``client_ssl_context``), check the other's host name against its
+  certificate (empty: do not).
 
 The principal of an authenticated certificate is ``User:<mapped subject>``, where the subject
 is written as Java's ``X500Principal.getName()`` writes it (RFC 2253: the most specific RDN
@@ -33,6 +36,7 @@ from odradek.errors import ConfigError
 __all__ = [
     "PrincipalMappingRules",
     "SslSettings",
+    "client_ssl_context",
     "server_ssl_context",
     "subject_name",
 ]
@@ -58,6 +62,7 @@ class SslSettings:
     client_auth: str = "none"
     cipher_suites: tuple[str, ...] = ()
     principal_mapping_rules: str = "DEFAULT"
+    endpoint_identification_algorithm: str = "https"
 
     def validate(self, listener: str) -> None:
         """Raises ``ConfigError`` naming the setting when the listener cannot serve TLS."""
@@ -126,6 +131,48 @@ def server_ssl_context(settings: SslSettings) -> ssl.SSLContext:
     except (OSError, ssl.SSLError) as error:
         raise ConfigError(f"cannot load the listener's TLS key or certificates: {error}") from None
     context.verify_mode = CLIENT_AUTH[settings.client_auth]
+    return context
+
+
+def client_ssl_context(settings: SslSettings) -> ssl.SSLContext:
+    """The client side TLS context of a listener: what this broker uses to connect to another
+    broker's listener of the same name (the truststore checks the other's certificate; the
+    keystore's certificate is presented when the other asks for one).
+
+    Raises:
+        ConfigError: a key or certificate file that cannot be read or does not match.
+    """
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    versions = sorted(_TLS_VERSIONS[p] for p in settings.enabled_protocols)
+    context.minimum_version = versions[0]
+    context.maximum_version = versions[-1]
+    if settings.cipher_suites:
+        try:
+            context.set_ciphers(":".join(settings.cipher_suites))
+        except ssl.SSLError as error:
+            raise ConfigError(f"invalid ssl.cipher.suites: {error}") from None
+    try:
+        if settings.truststore_location or settings.truststore_certificates:
+            if settings.truststore_location:
+                context.load_verify_locations(cafile=settings.truststore_location)
+            if settings.truststore_certificates:
+                context.load_verify_locations(cadata=settings.truststore_certificates)
+        else:
+            context.load_default_certs()
+        if settings.keystore_location is not None:
+            context.load_cert_chain(
+                settings.keystore_location, password=settings.key_password or None
+            )
+        elif settings.keystore_key is not None and settings.keystore_certificate_chain:
+            _load_inline_chain(
+                context,
+                settings.keystore_certificate_chain,
+                settings.keystore_key,
+                settings.key_password,
+            )
+    except (OSError, ssl.SSLError) as error:
+        raise ConfigError(f"cannot load the listener's TLS key or certificates: {error}") from None
+    context.check_hostname = settings.endpoint_identification_algorithm.lower() == "https"
     return context
 
 

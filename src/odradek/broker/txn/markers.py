@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from odradek._types import TopicPartition
 from odradek.broker.broker_connection import BrokerConnection, BrokerUnavailableError
 from odradek.broker.ports import ReplicasPort
+from odradek.broker.security.inter_broker import PLAINTEXT_INTER_BROKER, InterBrokerSecurity
 from odradek.broker.txn.coordinator import MarkerJob
 from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol import ApiKey
@@ -110,6 +111,7 @@ class MarkerWriter:
         leader_of: where a partition's leader is.
         offsets: the group coordinator (markers on ``__consumer_offsets``).
         timeout_ms: how long one marker waits for its replication.
+        security: how to reach the other leaders (the inter-broker listener's).
     """
 
     def __init__(
@@ -121,8 +123,10 @@ class MarkerWriter:
         offsets: TransactionalOffsets | None = None,
         timeout_ms: int = 5_000,
         retry_backoff_s: float = 0.1,
+        security: InterBrokerSecurity = PLAINTEXT_INTER_BROKER,
     ) -> None:
         self._broker_id = broker_id
+        self._security = security
         self._replicas = replicas
         self._leader_of = leader_of
         self.offsets = offsets
@@ -197,7 +201,9 @@ class MarkerWriter:
         connection = self._connections.get(broker_id)
         if connection is None:
             connection = self._connections[broker_id] = BrokerConnection(
-                f"txn-marker-sender-{self._broker_id}", timeout_s=self._timeout_ms / 1000 + 5
+                f"txn-marker-sender-{self._broker_id}",
+                timeout_s=self._timeout_ms / 1000 + 5,
+                security=self._security,
             )
         by_topic: dict[str, list[int]] = {}
         for tp in tps:
