@@ -34,6 +34,7 @@ from odradek.client.consumer.config import ConsumerSettings
 from odradek.client.consumer.coordinator import ConsumerCoordinator, RebalanceListener
 from odradek.client.consumer.deserializers import resolve_deserializer
 from odradek.client.consumer.fetcher import Fetcher
+from odradek.client.consumer.group_membership import ConsumerMembership
 from odradek.client.consumer.network_thread import NetworkThread
 from odradek.client.consumer.record import ConsumerRecord, OffsetAndMetadata
 from odradek.client.consumer.subscription import EARLIEST, LATEST, SubscriptionState
@@ -99,7 +100,10 @@ class Consumer(Closeable):
         self._fetch_thread = NetworkThread(network, "odradek-consumer-fetcher")
         self._coordinator: ConsumerCoordinator | None = None
         if settings.group_id is not None:
-            self._coordinator = ConsumerCoordinator(
+            member = (
+                ConsumerMembership if settings.group_protocol == "consumer" else ConsumerCoordinator
+            )
+            self._coordinator = member(
                 settings,
                 NetworkClient(self._config, clock=clock),
                 self._metadata,
