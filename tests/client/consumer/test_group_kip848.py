@@ -13,7 +13,6 @@ from tests.client.consumer.conftest import MakeConsumer, Member, eventually
 from tests.client.consumer.test_group import all_partitions, fill
 
 from odradek import TopicPartition
-from odradek.errors import ConfigError
 
 KIP848 = {"group_protocol": "consumer", "auto_offset_reset": "earliest"}
 

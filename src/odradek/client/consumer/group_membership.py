@@ -118,6 +118,7 @@ class ConsumerMembership(ConsumerCoordinator):
         self._revoke_commit: set[TopicPartition] | None = None  # in flight for these
         self._revoke_committed: set[TopicPartition] = set()
         self._regex: str | None = None
+        self._had_regex = False
 
     @property
     def member_epoch(self) -> int:
@@ -303,6 +304,10 @@ class ConsumerMembership(ConsumerCoordinator):
     def _heartbeat_fields(self, epoch: int) -> dict[str, Any]:
         subscriptions = self._subscriptions
         regex = self._regex
+        if regex is not None:
+            self._had_regex = True
+        elif self._had_regex:
+            regex = ""  # clears the broker's regex (KIP-848)
         return {
             "group_id": self._group_id,
             "member_id": self._member_id,
@@ -310,7 +315,7 @@ class ConsumerMembership(ConsumerCoordinator):
             "instance_id": self._instance_id,
             "rack_id": self._settings.client_rack or None,
             "rebalance_timeout": self._settings.max_poll_interval_ms,
-            "subscribed_topic_names": [] if regex is not None else sorted(subscriptions.topics),
+            "subscribed_topic_names": None if regex else sorted(subscriptions.topics),
             "subscribed_topic_regex": regex,
             "server_assignor": self._settings.group_remote_assignor,
             "topic_partitions": [
