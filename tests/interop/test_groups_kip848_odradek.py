@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -17,6 +18,7 @@ from odradek import Broker
 
 from .test_groups import wait_until
 from .test_groups_kip848 import (
+    BROKER_CONFIG,
     PARTITIONS,
     SESSION_TIMEOUT_MS,
     Member,
@@ -26,9 +28,12 @@ from .test_groups_kip848 import (
     covering,
     produce,
 )
-from .test_groups_kip848 import broker as broker  # the module's broker fixture
 
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[Broker]:
+    with Broker(config=BROKER_CONFIG) as running:
+        yield running
 
 
 @pytest.mark.parametrize(
