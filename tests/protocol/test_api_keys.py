@@ -220,6 +220,8 @@ def test_the_other_apis_flexible_versions() -> None:
         ("CONSUMER_GROUP_HEARTBEAT", 1),
         ("CONSUMER_GROUP_DESCRIBE", 0),
         ("CONSUMER_GROUP_DESCRIBE", 1),
+        ("LIST_CONFIG_RESOURCES", 0),
+        ("LIST_CONFIG_RESOURCES", 1),
         # Transactions (broker/txn).
         *(("ADD_PARTITIONS_TO_TXN", v) for v in range(3, 6)),
         *(("ADD_OFFSETS_TO_TXN", v) for v in range(3, 5)),

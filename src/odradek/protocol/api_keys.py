@@ -235,6 +235,8 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         # KIP-848 consumer groups (broker/group/consumer_membership.py), as Kafka 4.x serves.
         ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),
         ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
+        # Kafka 4.1's rename of ListClientMetricsResources (v0) with resource types (v1).
+        ApiKey.LIST_CONFIG_RESOURCES: VersionRange(0, 1),
     }
 )
 
