@@ -18,6 +18,7 @@ from tests.client.consumer.conftest import MakeConsumer, Member, eventually, pol
 from tests.client.consumer.test_group import all_partitions, fill
 
 from odradek import Broker, Consumer, OffsetAndMetadata, TopicPartition
+from odradek.client.consumer.group_membership import ConsumerMembership
 from odradek.errors import ConfigError, ErrorCode, KafkaError
 
 KIP848 = {"group_protocol": "consumer", "auto_offset_reset": "earliest"}
@@ -334,3 +335,55 @@ def test_the_default_is_still_the_classic_protocol(make_consumer: MakeConsumer) 
     consumer = make_consumer(group_id="default")
     assert consumer._settings.group_protocol == "classic"
     assert type(consumer._coordinator).__name__ == "ConsumerCoordinator"
+
+
+def test_revoked_partitions_are_committed_before_the_new_owner_reads_them(
+    make_consumer: MakeConsumer, create_topic: Any, produce: Produce
+) -> None:
+    create_topic("rv", 4)
+    fill(produce, "rv", 4, 10)
+    # Auto commit on, but its timer far away: only the commit before a revocation can save
+    # what a has read.
+    settings = {"group_id": "revoke-commit", "auto_commit_interval_ms": 600_000, **KIP848}
+    a = Member(make_consumer(**settings), ["rv"])
+    eventually(lambda: len(a.seen()) == 40, what="a reads every record alone")
+    b = Member(make_consumer(**settings), ["rv"])
+    eventually(lambda: len(a.current()) == 2 and len(b.current()) == 2, what="2 + 2")
+    fill(produce, "rv", 4, 2, start=10)
+    eventually(
+        lambda: (
+            {(r.partition, r.offset) for m in (a, b) for r in m.seen()}
+            >= {(p, o) for p in range(4) for o in (10, 11)}
+        ),
+        what="the new records",
+    )
+    # b started its partitions where a had committed them on revocation: nothing re-read.
+    assert sorted(r.offset for r in b.seen()) == [10, 10, 11, 11]
+    revoked = [tps for kind, tps in a.events if kind == "revoked"]
+    assert sorted(tp for tps in revoked for tp in tps) == sorted(b.current())
+    a.stop()
+    b.stop()
+
+
+def test_heartbeats_report_the_partitions_owned_by_topic_id(
+    make_consumer: MakeConsumer, create_topic: Any
+) -> None:
+    """The acknowledgement KIP-848 reconciliation waits for: what the member owns, which the
+    broker must not hand to another member before the member stops reporting it."""
+    create_topic("hb", 3)
+    consumer = make_consumer(group_id="heartbeat-fields", **KIP848)
+    consumer.subscribe(["hb"])
+
+    def assigned() -> bool:
+        consumer.poll(100)
+        return consumer.assignment() == all_partitions("hb", 3)
+
+    eventually(assigned, what="every partition")
+    membership = consumer._coordinator
+    assert isinstance(membership, ConsumerMembership)
+    topic_id = consumer._metadata.cluster.topics["hb"].topic_id
+    assert topic_id is not None
+    fields = membership._heartbeat_fields(membership.member_epoch)
+    assert fields["topic_partitions"] == [{"topic_id": topic_id, "partitions": [0, 1, 2]}]
+    assert fields["subscribed_topic_names"] == ["hb"]
+    assert fields["member_epoch"] > 0
