@@ -387,3 +387,25 @@ def test_heartbeats_report_the_partitions_owned_by_topic_id(
     assert fields["topic_partitions"] == [{"topic_id": topic_id, "partitions": [0, 1, 2]}]
     assert fields["subscribed_topic_names"] == ["hb"]
     assert fields["member_epoch"] > 0
+
+
+def test_a_client_side_pattern_is_sent_as_topic_names(
+    make_consumer: MakeConsumer, create_topic: Any
+) -> None:
+    create_topic("pat-x", 1)
+    create_topic("pat-y", 1)
+    consumer = make_consumer(group_id="pattern", metadata_max_age_ms=200, **KIP848)
+    consumer.subscribe(pattern="^pat-", exclude_pattern="y$")
+
+    def assigned() -> bool:
+        consumer.poll(100)
+        return consumer.assignment() == {TopicPartition("pat-x", 0)}
+
+    eventually(assigned, what="the matching, not excluded topic")
+    create_topic("pat-z", 1)
+
+    def grown() -> bool:
+        consumer.poll(100)
+        return consumer.assignment() == {TopicPartition("pat-x", 0), TopicPartition("pat-z", 0)}
+
+    eventually(grown, what="the new matching topic, after a metadata refresh")
