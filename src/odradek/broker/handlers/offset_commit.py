@@ -41,7 +41,7 @@ async def handle(ctx: BrokerContext, request: Request) -> ResponsePayload:
     topics: list[tuple[str, Sequence[Any]]] = []
     for topic in body.topics:
         if not by_id:
-            topics.append((str(topic.name), topic.partitions))
+            topics.append((str(optional(topic, "name")), topic.partitions))
             continue
         topic_id = optional(topic, "topic_id")
         name = None if topic_id is None else find_topic(ctx, topic_id)
