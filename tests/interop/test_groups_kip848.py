@@ -53,15 +53,11 @@ class Member:
     def __init__(self, name: str, protocol: str, bootstrap: str, topic: str, group: str) -> None:
         self.name = name
         self.group = group
+        command = [str(INTEROP_DIR / "kip848_member.py"), protocol, bootstrap, topic, group]
+        if protocol == "odradek":  # odradek's own consumer, group.protocol=consumer
+            command = [str(INTEROP_DIR / "odradek_kip848_member.py"), bootstrap, topic, group]
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                str(INTEROP_DIR / "kip848_member.py"),
-                protocol,
-                bootstrap,
-                topic,
-                group,
-            ],
+            [sys.executable, *command],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

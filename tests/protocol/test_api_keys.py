@@ -55,6 +55,7 @@ KAFKA_4_0 = {
 DIFFERS_FROM_KAFKA_4_0 = {
     ApiKey.FETCH: (4, 18),  # Kafka 4.1's v18: a follower's high watermark, a tagged field
     ApiKey.JOIN_GROUP: (0, 9),  # v0-v1 kept: dropping them buys nothing, may break an old client
+    ApiKey.OFFSET_COMMIT: (2, 10),  # Kafka 4.1's v10: topics by id
 }
 
 #: Kafka's ``flexibleVersions`` (the first flexible version) of each API above.
@@ -220,6 +221,8 @@ def test_the_other_apis_flexible_versions() -> None:
         ("CONSUMER_GROUP_HEARTBEAT", 1),
         ("CONSUMER_GROUP_DESCRIBE", 0),
         ("CONSUMER_GROUP_DESCRIBE", 1),
+        ("LIST_CONFIG_RESOURCES", 0),
+        ("LIST_CONFIG_RESOURCES", 1),
         # Transactions (broker/txn).
         *(("ADD_PARTITIONS_TO_TXN", v) for v in range(3, 6)),
         *(("ADD_OFFSETS_TO_TXN", v) for v in range(3, 5)),

@@ -69,6 +69,7 @@ REQUESTS: dict[ApiKey, dict[str, Any]] = {
         "topics": [
             {
                 "name": "t",
+                "topic_id": TOPIC_ID,  # v10
                 "partitions": [
                     {"partition_index": 1, "committed_offset": 42, "committed_metadata": None}
                 ],

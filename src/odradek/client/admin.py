@@ -15,7 +15,7 @@ loop):
 - ``GroupAdmin`` (``admin_groups``): list, describe and delete groups, list, alter and delete
   their committed offsets (to group coordinators);
 - ``ClusterAdmin`` (``admin_cluster``): alter and list partition reassignments (to the
-  controller);
+  controller), list the resources that have configs;
 - ``ScramAdmin`` (``admin_scram``): alter and describe users' SCRAM credentials.
 
 Errors: a request that fails on the network (connection lost, timeout, NOT_CONTROLLER) is
@@ -152,6 +152,7 @@ class AdminClient(Closeable):
     list_partition_reassignments = _PartMethod(
         "_cluster", ClusterAdmin.list_partition_reassignments
     )
+    list_config_resources = _PartMethod("_cluster", ClusterAdmin.list_config_resources)
     # SCRAM credentials
     alter_user_scram_credentials = _PartMethod("_scram", ScramAdmin.alter_user_scram_credentials)
     describe_user_scram_credentials = _PartMethod(

@@ -1,7 +1,9 @@
-"""``ClusterAdmin``: the partition reassignment calls of ``AdminClient`` (KIP-455).
+"""``ClusterAdmin``: the partition reassignment calls of ``AdminClient`` (KIP-455), and
+``list_config_resources`` (ListConfigResources, KIP-1142).
 
-Both go to the controller (from metadata), as Kafka's admin client sends them; a
-NOT_CONTROLLER answer (the controller moved) is retried elsewhere within the call's deadline.
+The reassignment calls go to the controller (from metadata), as Kafka's admin client sends
+them; a NOT_CONTROLLER answer (the controller moved) is retried elsewhere within the call's
+deadline. ListConfigResources goes to any broker.
 Per-partition errors of AlterPartitionReassignments come back in the call's ``AdminResult``
 as ``KafkaError`` subclasses.
 Thread safety: each call holds the client's lock (``AdminRequests.lock``).
@@ -14,7 +16,12 @@ from typing import Any, Final
 
 from odradek._types import TopicPartition
 from odradek.client.admin_requests import RETRY_REQUEST_CODES, AdminRequests
-from odradek.client.admin_types import AdminResult, PartitionReassignment
+from odradek.client.admin_types import (
+    AdminResult,
+    ConfigResource,
+    ConfigResourceType,
+    PartitionReassignment,
+)
 from odradek.client.admin_wire import item_error, raise_for
 from odradek.errors import KafkaError
 from odradek.protocol.api_keys import ApiKey, VersionRange
@@ -25,6 +32,9 @@ __all__ = ["ClusterAdmin"]
 ALTER_PARTITION_REASSIGNMENTS_VERSIONS: Final = VersionRange(0, 1)
 ALTER_KEEPING_REPLICATION_FACTOR_VERSIONS: Final = VersionRange(1, 1)
 LIST_PARTITION_REASSIGNMENTS_VERSIONS: Final = VersionRange(0, 0)
+#: v0 was ListClientMetricsResources (client-metrics resources only); v1 takes the types.
+LIST_CONFIG_RESOURCES_VERSIONS: Final = VersionRange(1, 1)
+LIST_CLIENT_METRICS_RESOURCES_VERSIONS: Final = VersionRange(0, 1)
 
 
 class ClusterAdmin:
@@ -152,6 +162,52 @@ class ClusterAdmin:
             for entry in topic["partitions"]
         }
         return dict(sorted(ongoing.items()))
+
+    def list_config_resources(
+        self,
+        resource_types: Sequence[ConfigResourceType | int] | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> list[ConfigResource]:
+        """The resources that have configs, of ``resource_types`` or (``None`` or empty)
+        every type the broker lists: topics, brokers, broker loggers, client metrics and
+        groups (ListConfigResources v1, Kafka 4.1+). Asking for client metrics only works
+        with brokers that serve just v0 (ListClientMetricsResources) too.
+
+        Raises:
+            KafkaError: the request failed (UNSUPPORTED_VERSION: a type the broker does not
+                list, or a broker without the API; CLUSTER_AUTHORIZATION_FAILED), or the
+                deadline passed.
+        """
+        types = list(dict.fromkeys(int(t) for t in resource_types or ()))
+        versions = LIST_CONFIG_RESOURCES_VERSIONS
+        if types == [ConfigResourceType.CLIENT_METRICS]:
+            versions = LIST_CLIENT_METRICS_RESOURCES_VERSIONS
+        deadline = self._requests.deadline(timeout_ms)
+        with self._requests.lock:
+            body = self._requests.call(
+                self._requests.any_node,
+                ApiKey.LIST_CONFIG_RESOURCES,
+                versions,
+                {"resource_types": types},
+                deadline,
+                retry_items=_top_level_retriable,
+            )
+        raise_for(body, "ListConfigResources")
+        return [
+            ConfigResource(
+                _resource_type(int(entry.get("resource_type", ConfigResourceType.CLIENT_METRICS))),
+                str(entry["resource_name"]),
+            )
+            for entry in body["config_resources"]
+        ]
+
+
+def _resource_type(value: int) -> ConfigResourceType:
+    try:
+        return ConfigResourceType(value)
+    except ValueError:
+        return ConfigResourceType.UNKNOWN
 
 
 def _top_level_retriable(body: Mapping[str, Any]) -> bool:

@@ -127,6 +127,8 @@ class ConfigResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
 
 
 @dataclass(frozen=True, slots=True)

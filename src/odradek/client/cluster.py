@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -120,6 +121,8 @@ class TopicMetadata:
     error_code: int
     is_internal: bool
     partitions: tuple[PartitionMetadata, ...]
+    #: Metadata v10+ (KIP-516); None before, or for a topic without one.
+    topic_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True)
@@ -252,6 +255,7 @@ def cluster_from_response(body: Mapping[str, Any], version: int, previous: Clust
                 error_code=int(entry.get("error_code", 0)),
                 is_internal=bool(entry.get("is_internal", False)),
                 partitions=tuple(partitions),
+                topic_id=_topic_id(entry.get("topic_id")),
             )
         )
     return Cluster.build(
@@ -261,6 +265,10 @@ def cluster_from_response(body: Mapping[str, Any], version: int, previous: Clust
         controller_id=int(body.get("controller_id", -1)),
         version=previous.version + 1,
     )
+
+
+def _topic_id(value: Any) -> uuid.UUID | None:
+    return value if isinstance(value, uuid.UUID) and value.int else None
 
 
 class Metadata:

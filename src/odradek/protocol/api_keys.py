@@ -162,9 +162,9 @@ class VersionRange:
 #: The versions odradek decodes and answers, per API: what Kafka 4.0 serves (issue 19;
 #: version-inferring clients read a broker's age from these), with these choices — Produce
 #: v0-v2 and JoinGroup v0-v1 are still served (Kafka 4 dropped them, KIP-896; see below);
-#: Fetch goes to Kafka 4.1's v18; ListOffsets v11, Produce v13 and OffsetCommit/OffsetFetch
-#: v10 (Kafka 4.1/4.2: topic ids, a new spec) and InitProducerId v6 (KIP-939's two-phase
-#: commit) are not served yet.
+#: Fetch goes to Kafka 4.1's v18 and OffsetCommit to its v10 (topic ids); ListOffsets v11,
+#: Produce v13 and OffsetFetch v10 (Kafka 4.1/4.2: topic ids, a new spec) and InitProducerId
+#: v6 (KIP-939's two-phase commit) are not served yet.
 IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
     {
         # Produce v0-v2 carry message format v0/v1, up-converted to v2 batches on append.
@@ -172,7 +172,7 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.FETCH: VersionRange(4, 18),
         ApiKey.LIST_OFFSETS: VersionRange(1, 10),
         ApiKey.METADATA: VersionRange(0, 13),
-        ApiKey.OFFSET_COMMIT: VersionRange(2, 9),
+        ApiKey.OFFSET_COMMIT: VersionRange(2, 10),
         ApiKey.OFFSET_FETCH: VersionRange(1, 9),
         ApiKey.FIND_COORDINATOR: VersionRange(0, 6),
         ApiKey.JOIN_GROUP: VersionRange(0, 9),
@@ -235,6 +235,8 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         # KIP-848 consumer groups (broker/group/consumer_membership.py), as Kafka 4.x serves.
         ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),
         ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
+        # Kafka 4.1's rename of ListClientMetricsResources (v0) with resource types (v1).
+        ApiKey.LIST_CONFIG_RESOURCES: VersionRange(0, 1),
     }
 )
 

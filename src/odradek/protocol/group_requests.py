@@ -118,8 +118,8 @@ class OffsetCommitPartitionRequest(Protocol):
 
 
 class OffsetCommitTopicRequest(Protocol):
-    @property
-    def name(self) -> str: ...
+    """v2-v9 name the topic (``name``), v10 gives its ``topic_id`` instead."""
+
     @property
     def partitions(self) -> Sequence[OffsetCommitPartitionRequest]: ...
 

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from odradek.client.assignors import DEFAULT_PARTITION_ASSIGNMENT_STRATEGY
 from odradek.client.config import CONSUMER, ClientConfig, ConfigKey, register_keys
+from odradek.errors import ConfigError
 
 __all__ = ["ConsumerSettings"]
 
@@ -26,6 +27,20 @@ register_keys(
     (
         ConfigKey("group.id", str, None, "the consumer group (none: assign() only)", nullable=True),
         ConfigKey("group.instance.id", str, None, "static membership id (KIP-345)", nullable=True),
+        ConfigKey(
+            "group.protocol",
+            str,
+            "classic",
+            "the group protocol: classic (JoinGroup/SyncGroup) or consumer (KIP-848)",
+            choices=("classic", "consumer"),
+        ),
+        ConfigKey(
+            "group.remote.assignor",
+            str,
+            None,
+            "group.protocol=consumer: the server assignor (none: the broker's default)",
+            nullable=True,
+        ),
         ConfigKey("session.timeout.ms", int, 45_000, "member expiry without heartbeats", 1),
         ConfigKey("heartbeat.interval.ms", int, 3_000, "time between heartbeats", 1),
         ConfigKey(
@@ -113,6 +128,8 @@ class ConsumerSettings:
     retry_backoff_ms: int
     retry_backoff_max_ms: int
     metadata_max_age_ms: int
+    group_protocol: str = "classic"
+    group_remote_assignor: str | None = None
 
     @classmethod
     def from_config(cls, config: ClientConfig) -> ConsumerSettings:
@@ -145,4 +162,37 @@ class ConsumerSettings:
             retry_backoff_ms=config.get_int("retry.backoff.ms"),
             retry_backoff_max_ms=config.get_int("retry.backoff.max.ms"),
             metadata_max_age_ms=config.get_int("metadata.max.age.ms"),
+            group_protocol=_group_protocol(config),
+            group_remote_assignor=config.get_optional_str("group.remote.assignor"),
         )
+
+
+#: Settings of the classic protocol that KIP-848 moves to the broker: Kafka's consumer refuses
+#: them with ``group.protocol=consumer`` rather than ignore them silently.
+_CLASSIC_ONLY: Final = (
+    "partition.assignment.strategy",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+)
+
+
+def _group_protocol(config: ClientConfig) -> str:
+    """``group.protocol``, checked against the settings it excludes.
+
+    Raises:
+        ConfigError: ``consumer`` with a classic-only setting given, or
+            ``group.remote.assignor`` with ``classic``.
+    """
+    protocol = config.get_str("group.protocol")
+    given = config.given
+    if protocol == "consumer":
+        refused = [name for name in _CLASSIC_ONLY if name in given]
+        if refused:
+            raise ConfigError(
+                f"{', '.join(refused)}: not used with group.protocol=consumer (the broker "
+                "assigns partitions and sets the session and heartbeat interval, KIP-848; "
+                "group.remote.assignor names the broker's assignor)"
+            )
+    elif given.get("group.remote.assignor") is not None:
+        raise ConfigError("group.remote.assignor: needs group.protocol=consumer")
+    return protocol

@@ -34,6 +34,7 @@ from odradek.client.consumer.config import ConsumerSettings
 from odradek.client.consumer.coordinator import ConsumerCoordinator, RebalanceListener
 from odradek.client.consumer.deserializers import resolve_deserializer
 from odradek.client.consumer.fetcher import Fetcher
+from odradek.client.consumer.group_membership import ConsumerMembership
 from odradek.client.consumer.network_thread import NetworkThread
 from odradek.client.consumer.record import ConsumerRecord, OffsetAndMetadata
 from odradek.client.consumer.subscription import EARLIEST, LATEST, SubscriptionState
@@ -99,7 +100,10 @@ class Consumer(Closeable):
         self._fetch_thread = NetworkThread(network, "odradek-consumer-fetcher")
         self._coordinator: ConsumerCoordinator | None = None
         if settings.group_id is not None:
-            self._coordinator = ConsumerCoordinator(
+            member = (
+                ConsumerMembership if settings.group_protocol == "consumer" else ConsumerCoordinator
+            )
+            self._coordinator = member(
                 settings,
                 NetworkClient(self._config, clock=clock),
                 self._metadata,
@@ -144,6 +148,7 @@ class Consumer(Closeable):
         *,
         pattern: str | re.Pattern[str] | None = None,
         exclude_pattern: str | re.Pattern[str] | None = None,
+        regex: str | None = None,
     ) -> None:
         """Joins the group for ``topics`` (a list, or a compiled ``re.Pattern`` / ``pattern=``
         matched against every topic name, new topics included on metadata refresh).
@@ -151,6 +156,10 @@ class Consumer(Closeable):
         ``exclude_pattern`` leaves out the topics it finds (``re.search``) from a pattern
         subscription (the whitelist / blacklist filters of Kafka's old consumer); alone, it
         subscribes to every topic it does not find.
+
+        ``regex`` (``group.protocol=consumer`` only) subscribes to the topics whose whole name
+        the *broker* matches with it (KIP-848's RE2/J subscription; topics starting with ``__``
+        never match); the other forms are matched here and sent as topic names.
 
         ``listener`` may have ``on_partitions_revoked(partitions)``,
         ``on_partitions_assigned(partitions)`` and ``on_partitions_lost(partitions)`` (default:
@@ -164,6 +173,15 @@ class Consumer(Closeable):
         self._check_open()
         if self._coordinator is None:
             raise ConfigError("subscribe() needs a group.id (use assign() without a group)")
+        membership = self._coordinator
+        if regex is not None:
+            if not isinstance(membership, ConsumerMembership):
+                raise ConfigError("subscribe(regex=...) needs group.protocol=consumer (KIP-848)")
+            if topics or pattern is not None or exclude_pattern is not None:
+                raise ValueError("regex goes alone, without topics or patterns")
+            pattern = re.compile(regex)
+        if isinstance(membership, ConsumerMembership):
+            membership.set_regex(regex)
         if isinstance(topics, re.Pattern):
             pattern, topics = topics, ()
         elif isinstance(topics, str):

@@ -27,16 +27,14 @@ and keeps these rules:
   (default: ``on_partitions_revoked``) and does not commit.
 - **Heartbeats** every ``heartbeat.interval.ms`` while stable; REBALANCE_IN_PROGRESS asks the
   application thread to rejoin (and wakes a blocked ``poll``).
-- **Positions** of newly assigned partitions come from OffsetFetch; a partition without a
-  committed offset falls back to ``auto.offset.reset``.
+- **Positions** of new partitions come from OffsetFetch, else ``auto.offset.reset``.
 - **Commits**: OffsetCommit with the member id and generation (the committed offset is the
   next one to read). REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID raise
   ``CommitFailedError``; coordinator errors are retried until the deadline. Auto commit
   (``enable.auto.commit``) commits positions asynchronously every ``auto.commit.interval.ms``
   from ``poll``, synchronously before an eager revocation and on ``close``.
-- **Static membership** (KIP-345): ``group.instance.id`` goes in JoinGroup and SyncGroup, and
-  a static member does not send LeaveGroup on ``close`` (its partitions wait for it until
-  ``session.timeout.ms``).
+- **Static membership** (KIP-345): ``group.instance.id`` goes in JoinGroup and SyncGroup; no
+  LeaveGroup on ``close`` (its partitions wait for it until ``session.timeout.ms``).
 """
 
 from __future__ import annotations
@@ -107,6 +105,8 @@ class _JoinInFlight(Exception):  # noqa: N818 (a signal, not an error)
 
 class ConsumerCoordinator:
     """The group member (see the module docstring)."""
+
+    _commit_versions: VersionRange = _OFFSET_COMMIT  # KIP-848's member: v9+
 
     def __init__(
         self,
@@ -681,9 +681,8 @@ class ConsumerCoordinator:
         deadline = self._clock.monotonic_ms() + timeout_ms
         while True:
             try:
-                body = self._send(
-                    ApiKey.OFFSET_COMMIT, self._commit_fields(offsets), _OFFSET_COMMIT, deadline
-                )
+                fields = self._commit_fields(offsets)
+                body = self._send(ApiKey.OFFSET_COMMIT, fields, self._commit_versions, deadline)
                 error = self._commit_error(body)
             except KafkaError as failure:
                 error = failure
@@ -713,7 +712,7 @@ class ConsumerCoordinator:
                 finish(error)
                 return
         future = self._thread.request(
-            node, ApiKey.OFFSET_COMMIT, self._commit_fields(offsets), _OFFSET_COMMIT
+            node, ApiKey.OFFSET_COMMIT, self._commit_fields(offsets), self._commit_versions
         )
 
         def done(completed: Future[dict[str, Any]]) -> None:
