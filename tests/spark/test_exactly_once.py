@@ -130,8 +130,17 @@ def run_driver(
     """The driver, its output in ``<checkpoint>.<block>.log``."""
     with open(f"{checkpoint}.{block}.log", "wb") as log:
         return subprocess.Popen(
-            [sys.executable, str(DRIVER), bootstrap, source, output, str(checkpoint)]
-            + [guarantee, block, str(ready)],
+            [
+                sys.executable,
+                str(DRIVER),
+                bootstrap,
+                source,
+                output,
+                str(checkpoint),
+                guarantee,
+                block,
+                str(ready),
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
         )
