@@ -18,15 +18,18 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.types import BinaryType, StructField, StructType
 
 from odradek import AdminClient, Broker, Consumer, NewTopic, Producer, SimpleConsumer
 from odradek.client import TopicPartition
-from odradek.errors import KafkaError
+from odradek.errors import ConfigError, KafkaError
 from odradek.spark.exactly_once import (
     TaskTransaction,
     commit_task,
     open_task_producer,
 )
+from odradek.spark.options import parse_sink_options
+from odradek.spark.writer import BatchWriter
 
 pytestmark = [pytest.mark.spark]
 
@@ -212,6 +215,7 @@ def committed_marker(admin: AdminClient, group: str, topic: str) -> int:
     return -1 if committed is None else committed.offset
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", ["commit", "task"])
 def test_a_killed_and_restarted_query_writes_each_row_once(
     broker: Broker, admin: AdminClient, tmp_path: Path, block: str
@@ -221,6 +225,7 @@ def test_a_killed_and_restarted_query_writes_each_row_once(
     assert Counter(output) == Counter(values)
 
 
+@pytest.mark.slow
 def test_the_same_kill_duplicates_with_the_at_least_once_sink(
     broker: Broker, admin: AdminClient, tmp_path: Path
 ) -> None:
@@ -278,3 +283,11 @@ def test_a_batch_write_lands_once_and_leaves_a_marker_per_task(
     groups = [g.group_id for g in admin.list_groups() if g.group_id.startswith("odradek-spark-")]
     written = [g for g in groups if committed_marker(admin, g, topic) == 1]
     assert len(written) == 3  # one progress group per task, batch 0 done
+
+
+def test_exactly_once_needs_acks_all_before_any_task_runs() -> None:
+    schema = StructType([StructField("value", BinaryType())])
+    options = {"kafka.bootstrap.servers": "127.0.0.1:9", "topic": "t", "kafka.acks": "1"}
+    BatchWriter(parse_sink_options(options), schema)  # at-least-once takes acks=1
+    with pytest.raises(ConfigError, match=r"transactional\.id needs acks=all"):
+        BatchWriter(parse_sink_options({**options, "deliveryGuarantee": "exactlyOnce"}), schema)
