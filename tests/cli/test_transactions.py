@@ -138,6 +138,7 @@ def test_list_filters(
 @pytest.mark.parametrize(
     ("args", "status", "message"),
     [
+        (["describe", "--transactional-id", "nobody"], 1, "TRANSACTIONAL_ID_NOT_FOUND"),
         (["describe-producers", "--topic", "missing", "--partition", "0"], 1, "UNKNOWN_TOPIC"),
         (["describe-producers", "--topic", TOPIC, "--partition", "7"], 1, "UNKNOWN_TOPIC"),
         (["describe-producers", "--topic", TOPIC, "--partition", "-1"], 2, "--partition"),
