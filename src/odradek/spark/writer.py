@@ -96,6 +96,10 @@ PRODUCER_DEFAULTS: Final[Mapping[str, str]] = {
     "acks": "all",
     "client.id": "odradek-spark-writer",
 }
+#: A transactional producer has one request in flight per partition, so each round trip
+#: carries one batch of a partition: bigger batches for an exactly-once write (the fast path
+#: cuts its Arrow runs at ``batch.size``).
+EXACTLY_ONCE_DEFAULTS: Final[Mapping[str, str]] = {"batch.size": str(256 * 1024)}
 #: Settle the futures of sent rows once this many are pending (and then each time their number
 #: doubles): failures show early, and a long task does not keep a future per row.
 SETTLE_EVERY: Final = 65_536
@@ -131,9 +135,12 @@ class WriteCommitMessage(WriterCommitMessage):
 
 
 def producer_config(options: SinkOptions) -> dict[str, str]:
-    """The producer's settings for a write: ``PRODUCER_DEFAULTS``, then the ``kafka.*``
-    options (``bootstrap.servers`` among them)."""
+    """The producer's settings for a write: ``PRODUCER_DEFAULTS`` (and
+    ``EXACTLY_ONCE_DEFAULTS`` for an exactly-once write), then the ``kafka.*`` options
+    (``bootstrap.servers`` among them)."""
     config = dict(PRODUCER_DEFAULTS)
+    if options.exactly_once:
+        config.update(EXACTLY_ONCE_DEFAULTS)
     config.update(options.client_config)
     return config
 
