@@ -1,6 +1,8 @@
-"""Rows/s of ``df.write.format("odradek")`` (the Arrow writer path) next to two baselines in the
-same run, on the same DataFrame: Spark's ``noop`` sink (Spark producing the rows, no Python) and
-a do-nothing Python Arrow writer (Spark producing the rows and handing them to Python workers as
+"""Rows/s of ``df.write.format("odradek")`` (the Arrow writer path), at-least-once and
+exactly-once (``deliveryGuarantee=exactlyOnce``: each task's rows in one transaction with its
+progress marker), next to two baselines in the same run, on the same DataFrame: Spark's
+``noop`` sink (Spark producing the rows, no Python) and a do-nothing Python Arrow writer (Spark
+producing the rows and handing them to Python workers as
 Arrow batches: the ceiling of any Python sink).
 
 Workload: ``spark.range(rows)`` → one 100-byte binary ``value`` column (the id, left-padded),
@@ -83,19 +85,20 @@ def main() -> None:
                 f"CAST(lpad(CAST(id AS STRING), {VALUE_BYTES}, 'x') AS BINARY) AS value"
             )
 
-            def to_odradek() -> None:
+            def to_odradek(guarantee: str) -> None:
                 topic = f"bench-{uuid.uuid4().hex[:8]}"
                 admin.create_topics([NewTopic(topic, 1, 1)]).all()
                 df.write.format("odradek").option("kafka.bootstrap.servers", bootstrap).option(
                     "topic", topic
-                ).mode("append").save()
+                ).option("deliveryGuarantee", guarantee).mode("append").save()
 
             writes: dict[str, Callable[[], None]] = {
                 "noop sink": lambda: df.write.format("noop").mode("overwrite").save(),
                 "null Arrow writer": lambda: (
                     df.write.format("bench_null_arrow").mode("append").save()
                 ),
-                "odradek": to_odradek,
+                "odradek": lambda: to_odradek("atLeastOnce"),
+                "odradek exactly-once": lambda: to_odradek("exactlyOnce"),
             }
             for save in writes.values():  # warm-up: JIT, Python workers, connections
                 save()
@@ -120,6 +123,11 @@ def main() -> None:
     print(
         f"odradek = {rates['odradek'] / rates['noop sink']:.2f}x the noop sink, "
         f"{rates['odradek'] / rates['null Arrow writer']:.2f}x the null Arrow writer"
+    )
+    exactly_once = rates["odradek exactly-once"]
+    print(
+        f"odradek exactly-once = {exactly_once / rates['null Arrow writer']:.2f}x the null Arrow "
+        f"writer, {exactly_once / rates['odradek']:.2f}x at-least-once"
     )
 
 

@@ -153,3 +153,20 @@ def test_sink_options() -> None:
         parse_sink_options({**BOOT, "kafka.value.serializer": "x"})
     with pytest.raises(ValueError, match="must be specified for configuring Kafka producer"):
         parse_sink_options({"topic": "x"})
+
+
+def test_delivery_guarantee_options() -> None:
+    assert parse_sink_options(BOOT).exactly_once is False
+    sink = parse_sink_options({**BOOT, "deliveryGuarantee": "exactlyonce"})
+    assert sink.exactly_once is True
+    assert sink.transactional_id_prefix == "odradek-spark-"
+    sink = parse_sink_options(
+        {**BOOT, "deliveryGuarantee": "atLeastOnce", "transactionalIdPrefix": "etl-"}
+    )
+    assert (sink.exactly_once, sink.transactional_id_prefix) == (False, "etl-")
+    with pytest.raises(ValueError, match="'deliveryGuarantee' must be 'atLeastOnce' or"):
+        parse_sink_options({**BOOT, "deliveryGuarantee": "exactly-twice"})
+    with pytest.raises(ValueError, match="'transactionalIdPrefix' must not be empty"):
+        parse_sink_options({**BOOT, "transactionalIdPrefix": " "})
+    with pytest.raises(ValueError, match=r"'transactional\.id' is not supported"):
+        parse_sink_options({**BOOT, "kafka.transactional.id": "mine"})

@@ -26,7 +26,7 @@ import pyspark
 import pytest
 from tests._processes import processes_with_environ
 
-from odradek import AdminClient, Broker, NewTopic, Producer
+from odradek import AdminClient, Broker, NewTopic, Producer, SimpleConsumer
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -193,3 +193,95 @@ def test_batch_read_on_a_standalone_cluster(cluster: Cluster, tmp_path: Path) ->
     # The worker launched the application's executor, which ran the read tasks' Python.
     apps = list(cluster.work_dir.glob("app-*/*/stderr"))
     assert apps, "no executor ran on the worker"
+
+
+EXACTLY_ONCE_DRIVER = """\
+import sys
+from pyspark.sql import SparkSession
+
+master, bootstrap, source, output, checkpoint = sys.argv[1:6]
+spark = (
+    SparkSession.builder.master(master)
+    .appName("odradek-standalone-eos-test")
+    .config("spark.driver.host", "127.0.0.1")
+    .config("spark.driver.bindAddress", "127.0.0.1")
+    .config("spark.ui.enabled", "false")
+    .config("spark.ui.showConsoleProgress", "false")
+    .config("spark.executor.memory", "512m")
+    .config("spark.cores.max", "1")
+    .config("spark.sql.shuffle.partitions", "2")
+    .getOrCreate()
+)
+spark.sparkContext.setLogLevel("ERROR")
+query = (
+    spark.readStream.format("odradek")
+    .option("kafka.bootstrap.servers", bootstrap)
+    .option("subscribe", source)
+    .option("startingOffsets", "earliest")
+    .option("maxOffsetsPerTrigger", "50")
+    .load()
+    .select("key", "value")
+    .writeStream.format("odradek")
+    .option("kafka.bootstrap.servers", bootstrap)
+    .option("topic", output)
+    .option("deliveryGuarantee", "exactlyOnce")
+    .option("checkpointLocation", checkpoint)
+    .trigger(availableNow=True)
+    .start()
+)
+query.awaitTermination()
+print(query.id)
+spark.stop()
+"""
+
+
+def test_exactly_once_streaming_write_on_a_standalone_cluster(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The executor's write tasks get the query id and batch id (task-local properties) and
+    commit one transaction each, with a progress group per task."""
+    script = tmp_path / "eos_driver.py"
+    script.write_text(EXACTLY_ONCE_DRIVER)
+    with Broker() as broker:
+        bootstrap = broker.bootstrap_servers
+        with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+            admin.create_topics([NewTopic("views", 2, 1), NewTopic("copies", 1, 1)]).all()
+        with Producer({"bootstrap.servers": bootstrap}) as producer:
+            for n in range(100):
+                producer.send("views", f"value-{n}".encode(), partition=n % 2)
+            producer.flush()
+        run = subprocess.run(
+            [
+                sys.executable,
+                str(script),
+                cluster.master_url,
+                bootstrap,
+                "views",
+                "copies",
+                str(tmp_path / "checkpoint"),
+            ],
+            env=spark_env(),
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr[-5000:]
+        query_id = run.stdout.strip().splitlines()[-1]
+        config = {"bootstrap.servers": bootstrap, "isolation.level": "read_committed"}
+        with SimpleConsumer(config) as consumer:
+            end = consumer.latest_offset("copies", 0)
+            values: list[bytes] = []
+            offset = 0
+            while offset < end:
+                messages = consumer.fetch("copies", 0, offset)
+                if not messages:  # only control records (commit markers) in that read
+                    offset += 1
+                    continue
+                values.extend(m.value for m in messages if m.value is not None)
+                offset = messages[-1].offset + 1
+        with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+            groups = {g.group_id for g in admin.list_groups()}
+    assert sorted(values) == sorted(f"value-{n}".encode() for n in range(100))
+    # Two micro-batches of 50 rows, each written by the tasks of Spark partitions 0 and 1.
+    assert {f"odradek-spark-{query_id}-0", f"odradek-spark-{query_id}-1"} <= groups

@@ -29,6 +29,7 @@ from odradek.cli.reassign_partitions import reassign_partitions
 from odradek.cli.records import records
 from odradek.cli.serve import serve
 from odradek.cli.topics import topics
+from odradek.cli.transactions import transactions
 from odradek.cli.users import users
 
 
@@ -58,6 +59,7 @@ cli.add_command(reassign_partitions)
 cli.add_command(records)
 cli.add_command(serve)
 cli.add_command(topics)
+cli.add_command(transactions)
 cli.add_command(users)
 
 

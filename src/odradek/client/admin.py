@@ -16,7 +16,9 @@ loop):
   their committed offsets (to group coordinators);
 - ``ClusterAdmin`` (``admin_cluster``): alter and list partition reassignments (to the
   controller), list the resources that have configs;
-- ``ScramAdmin`` (``admin_scram``): alter and describe users' SCRAM credentials.
+- ``ScramAdmin`` (``admin_scram``): alter and describe users' SCRAM credentials;
+- ``TransactionAdmin`` (``admin_transactions``): list and describe transactions, describe a
+  partition's producers.
 
 Errors: a request that fails on the network (connection lost, timeout, NOT_CONTROLLER) is
 retried after ``retry.backoff.ms`` until the call's deadline, then raises its ``KafkaError``
@@ -41,6 +43,7 @@ from odradek.client.admin_records import RecordAdmin
 from odradek.client.admin_requests import AdminRequests
 from odradek.client.admin_scram import ScramAdmin
 from odradek.client.admin_topics import TopicAdmin
+from odradek.client.admin_transactions import TransactionAdmin
 from odradek.client.closeable import Closeable
 from odradek.client.config import ADMIN, ClientConfig
 
@@ -115,6 +118,7 @@ class AdminClient(Closeable):
         self._scram = ScramAdmin(self._requests)
         self._acls = AclAdmin(self._requests)
         self._quotas = QuotaAdmin(self._requests)
+        self._transactions = TransactionAdmin(self._requests)
 
     @property
     def config(self) -> ClientConfig:
@@ -145,6 +149,9 @@ class AdminClient(Closeable):
     alter_group_offsets = _PartMethod("_groups", GroupAdmin.alter_group_offsets)
     delete_groups = _PartMethod("_groups", GroupAdmin.delete_groups)
     delete_group_offsets = _PartMethod("_groups", GroupAdmin.delete_group_offsets)
+    list_transactions = _PartMethod("_transactions", TransactionAdmin.list_transactions)
+    describe_transactions = _PartMethod("_transactions", TransactionAdmin.describe_transactions)
+    describe_producers = _PartMethod("_transactions", TransactionAdmin.describe_producers)
     # partition reassignments
     alter_partition_reassignments = _PartMethod(
         "_cluster", ClusterAdmin.alter_partition_reassignments

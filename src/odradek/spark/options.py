@@ -17,7 +17,12 @@ messages, are those of Spark's Kafka connector, so a job moves between the two u
   ``maxTriggerDelay`` (default 15m), ``minPartitions``, ``maxRecordsPerPartition``,
   ``includeHeaders``, ``startingOffsetsByTimestampStrategy`` (``error`` or ``latest``);
 - beyond Spark: ``groupId`` — the streaming source commits each finished micro-batch's end
-  offsets to this consumer group, so lag tools see the query.
+  offsets to this consumer group, so lag tools see the query;
+- beyond Spark, for writes: ``deliveryGuarantee`` — ``atLeastOnce`` (the default, Spark's Kafka
+  sink's guarantee) or ``exactlyOnce`` (each write task's rows in one Kafka transaction, see
+  ``exactly_once``), and ``transactionalIdPrefix`` (default ``odradek-spark-``), the start of
+  the transactional ids and progress groups of an exactly-once write. ``kafka.transactional.id``
+  is refused: the sink derives one per task.
 
 Invalid options raise ``ValueError`` (Spark's ``IllegalArgumentException``) with Spark's text.
 """
@@ -33,7 +38,10 @@ from typing import Final, Literal
 from odradek.client import TopicPartition
 
 __all__ = [
+    "AT_LEAST_ONCE",
+    "DEFAULT_TRANSACTIONAL_ID_PREFIX",
     "EARLIEST",
+    "EXACTLY_ONCE",
     "LATEST",
     "Assign",
     "GlobalTimestamp",
@@ -52,6 +60,10 @@ __all__ = [
 #: Offsets in ``startingOffsets``/``endingOffsets`` JSON that stand for a position, not a number.
 EARLIEST: Final = -2
 LATEST: Final = -1
+#: ``deliveryGuarantee`` values (case-insensitive).
+AT_LEAST_ONCE: Final = "atLeastOnce"
+EXACTLY_ONCE: Final = "exactlyOnce"
+DEFAULT_TRANSACTIONAL_ID_PREFIX: Final = "odradek-spark-"
 
 _STRATEGY_KEYS: Final = ("subscribe", "subscribepattern", "assign")
 _STRATEGY_LIST: Final = ", ".join(_STRATEGY_KEYS)
@@ -148,6 +160,9 @@ class SinkOptions:
     bootstrap_servers: str
     topic: str | None
     client_config: Mapping[str, str] = field(default_factory=dict)
+    #: ``deliveryGuarantee=exactlyOnce``.
+    exactly_once: bool = False
+    transactional_id_prefix: str = DEFAULT_TRANSACTIONAL_ID_PREFIX
 
 
 def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -246,8 +261,29 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         raise ValueError(
             "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka producer"
         )
+    if "transactional.id" in client:
+        raise ValueError(
+            "Kafka option 'transactional.id' is not supported: for exactly-once writes set "
+            "'deliveryGuarantee' to 'exactlyOnce' (each write task gets its own transactional "
+            "id, starting with 'transactionalIdPrefix')"
+        )
     topic = params.get("topic", "").strip() or None
-    return SinkOptions(bootstrap_servers=bootstrap, topic=topic, client_config=client)
+    guarantee = params.get("deliveryguarantee", AT_LEAST_ONCE)
+    if guarantee.lower() not in (AT_LEAST_ONCE.lower(), EXACTLY_ONCE.lower()):
+        raise ValueError(
+            f"Option 'deliveryGuarantee' must be '{AT_LEAST_ONCE}' or '{EXACTLY_ONCE}', "
+            f"got '{guarantee}'"
+        )
+    prefix = params.get("transactionalidprefix", DEFAULT_TRANSACTIONAL_ID_PREFIX)
+    if not prefix.strip():
+        raise ValueError("Option 'transactionalIdPrefix' must not be empty")
+    return SinkOptions(
+        bootstrap_servers=bootstrap,
+        topic=topic,
+        client_config=client,
+        exactly_once=guarantee.lower() == EXACTLY_ONCE.lower(),
+        transactional_id_prefix=prefix,
+    )
 
 
 # ----------------------------------------------------------------------------- JSON forms

@@ -18,9 +18,13 @@ fails the task with the reason (the Kafka error name, the topic and partition, t
 broker's message); a task stops sending at the first failure it sees. The task's commit
 message counts the rows acknowledged per partition.
 
-Guarantee: at-least-once, like Spark's Kafka sink. A task that fails after sending some rows,
-a retried task and a micro-batch replayed after a restart send rows again; nothing is staged,
-so ``commit`` and ``abort`` have nothing to publish or undo and only log.
+Guarantee: at-least-once by default, like Spark's Kafka sink. A task that fails after sending
+some rows, a retried task and a micro-batch replayed after a restart send rows again; nothing is
+staged, so ``commit`` and ``abort`` have nothing to publish or undo and only log. With
+``deliveryGuarantee=exactlyOnce`` each task sends its rows in one Kafka transaction together
+with a progress marker, and an attempt that finds its batch's marker committed sends nothing:
+read_committed readers see each row once (the contract and its limits: ``exactly_once``). The
+task's commit message then says ``replayed``; ``commit`` and ``abort`` still only log.
 
 Save modes: a batch write says ``.mode("append")``. Spark (4.x) plans a Python data source's
 batch write as a DataSource V2 table write, which takes Append, and Overwrite (handed to
@@ -67,6 +71,14 @@ from odradek.spark._rows_to_records import (
     plan_columns,
     record_columns,
 )
+from odradek.spark.exactly_once import (
+    TaskTransaction,
+    abort_task,
+    commit_task,
+    new_write_id,
+    open_task_producer,
+    task_transaction,
+)
 from odradek.spark.options import SinkOptions
 
 __all__ = [
@@ -84,6 +96,10 @@ PRODUCER_DEFAULTS: Final[Mapping[str, str]] = {
     "acks": "all",
     "client.id": "odradek-spark-writer",
 }
+#: A transactional producer has one request in flight per partition, so each round trip
+#: carries one batch of a partition: bigger batches for an exactly-once write (the fast path
+#: cuts its Arrow runs at ``batch.size``).
+EXACTLY_ONCE_DEFAULTS: Final[Mapping[str, str]] = {"batch.size": str(256 * 1024)}
 #: Settle the futures of sent rows once this many are pending (and then each time their number
 #: doubles): failures show early, and a long task does not keep a future per row.
 SETTLE_EVERY: Final = 65_536
@@ -94,6 +110,12 @@ OVERWRITE_REFUSED: Final = (
     "Allowed save mode: Append (.mode('append')), like Spark's Kafka sink."
 )
 
+#: Why rows of an aborted write stay, per guarantee.
+_ABORT_NOTE: Final = "the sink is at-least-once"
+_ABORT_NOTE_EXACTLY_ONCE: Final = (
+    "committed in their tasks' transactions; a replay of the batch skips those tasks"
+)
+
 #: The batch outcome a record's future shares with the rest of its batch: deliveries are
 #: checked per batch, not per row (a per-row ``metadata()`` costs ~1 µs, a quarter of a send).
 _batch_of: Final = attrgetter("batch")
@@ -101,9 +123,11 @@ _batch_of: Final = attrgetter("batch")
 
 @dataclass(frozen=True)
 class WriteCommitMessage(WriterCommitMessage):
-    """What one write task sent: the rows acknowledged, per topic-partition."""
+    """What one write task sent: the rows acknowledged, per topic-partition; ``replayed``:
+    an earlier attempt had committed the task's rows (exactly-once), so it sent none."""
 
     rows: Mapping[TopicPartition, int] = field(default_factory=dict)
+    replayed: bool = False
 
     @property
     def total_rows(self) -> int:
@@ -111,9 +135,12 @@ class WriteCommitMessage(WriterCommitMessage):
 
 
 def producer_config(options: SinkOptions) -> dict[str, str]:
-    """The producer's settings for a write: ``PRODUCER_DEFAULTS``, then the ``kafka.*``
-    options (``bootstrap.servers`` among them)."""
+    """The producer's settings for a write: ``PRODUCER_DEFAULTS`` (and
+    ``EXACTLY_ONCE_DEFAULTS`` for an exactly-once write), then the ``kafka.*`` options
+    (``bootstrap.servers`` among them)."""
     config = dict(PRODUCER_DEFAULTS)
+    if options.exactly_once:
+        config.update(EXACTLY_ONCE_DEFAULTS)
     config.update(options.client_config)
     return config
 
@@ -124,17 +151,27 @@ class _ArrowSink:
     Args:
         options: the write's options (``parse_sink_options``).
         schema: the input DataFrame's schema.
+        write_id: an exactly-once batch write's id (``None``: a streaming write, whose tasks
+            take the query id).
 
     Raises:
         ValueError: the schema breaks a rule of Spark's Kafka sink (Spark's message).
         ConfigError: a ``kafka.*`` option the producer does not take, or a bad value.
     """
 
-    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+    def __init__(
+        self, options: SinkOptions, schema: StructType, write_id: str | None = None
+    ) -> None:
         self._topic = options.topic
         self._columns: SinkColumns = plan_columns(schema, options.topic)
         self._config = producer_config(options)
-        ProducerSettings.from_config(ClientConfig(self._config, client_type=PRODUCER))
+        self._exactly_once = options.exactly_once
+        self._prefix = options.transactional_id_prefix
+        self._write_id = write_id
+        checked = dict(self._config)
+        if self._exactly_once:  # the rules of a transactional producer (acks=all)
+            checked["transactional.id"] = f"{self._prefix}check"
+        ProducerSettings.from_config(ClientConfig(checked, client_type=PRODUCER))
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteCommitMessage:
         """Sends every row of the task's batches; returns the rows acknowledged.
@@ -152,6 +189,10 @@ class _ArrowSink:
         producer: Producer | None = None
         fast: _FastPath | None = None
         deliveries = _Deliveries()
+        task: TaskTransaction | None = None
+        marker_topic = ""
+        if self._exactly_once:
+            task = task_transaction(self._prefix, self._write_id)
         try:
             for batch in iterator:
                 if not batch.num_rows:
@@ -162,7 +203,15 @@ class _ArrowSink:
                         and batch.column(self._columns.topic).null_count
                     ):
                         raise ValueError(NULL_TOPIC_MESSAGE)  # before connecting
-                    producer = Producer(self._config)
+                    if task is None:
+                        producer = Producer(self._config)
+                    else:
+                        marker_topic = self._marker_topic(batch)
+                        producer = open_task_producer(self._config, task, marker_topic)
+                        if producer is None:  # an earlier attempt committed the batch
+                            for _ in iterator:
+                                pass
+                            return WriteCommitMessage(replayed=True)
                     if producer.takes_encoded:
                         fast = _FastPath(producer, SYSTEM_CLOCK)
                 encoded = None if fast is None else fast.encode(batch, self._columns, self._topic)
@@ -175,9 +224,14 @@ class _ArrowSink:
             if producer is not None:
                 producer.flush()
                 deliveries.settle(final=True)
+                if task is not None:
+                    commit_task(producer, task, marker_topic)
         except BaseException:
             if producer is not None:
-                producer.close(0)  # what is still queued fails at once, unsent
+                if task is not None:
+                    abort_task(producer, task)
+                else:
+                    producer.close(0)  # what is still queued fails at once, unsent
             raise
         if producer is not None:
             producer.close()
@@ -186,6 +240,15 @@ class _ArrowSink:
             "write task sent %d rows to %d partitions", message.total_rows, len(message.rows)
         )
         return message
+
+    def _marker_topic(self, first: pa.RecordBatch) -> str:
+        """Where the task's progress marker is kept: the ``topic`` option, else the topic of
+        the task's first row (the same on every attempt of the task)."""
+        if self._topic is not None:
+            return self._topic
+        assert self._columns.topic is not None
+        topic = first.column(self._columns.topic)[0].as_py()
+        return topic.decode() if isinstance(topic, bytes) else str(topic)
 
 
 class _FastPath:
@@ -405,7 +468,8 @@ def _summary(messages: Sequence[WriterCommitMessage | None]) -> tuple[int, int, 
 
 
 class BatchWriter(_ArrowSink, DataSourceArrowWriter):
-    """``df.write.format("odradek")``: at-least-once (see the module docstring).
+    """``df.write.format("odradek")``: at-least-once, or exactly-once per task attempt (a
+    retried task does not send its rows twice; see the module docstring).
 
     Save modes: Append only. Overwrite (``overwrite=True``) is refused here, as Spark's Kafka
     sink refuses it — a topic is appended to, never truncated. ErrorIfExists (the default) and
@@ -415,7 +479,7 @@ class BatchWriter(_ArrowSink, DataSourceArrowWriter):
     def __init__(self, options: SinkOptions, schema: StructType, *, overwrite: bool = False):
         if overwrite:
             raise ValueError(OVERWRITE_REFUSED)
-        super().__init__(options, schema)
+        super().__init__(options, schema, new_write_id() if options.exactly_once else None)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         rows, partitions, tasks = _summary(messages)
@@ -427,17 +491,18 @@ class BatchWriter(_ArrowSink, DataSourceArrowWriter):
         rows, partitions, tasks = _summary(messages)
         logger.warning(
             "odradek write aborted: %d of %d tasks had finished and sent %d rows to %d "
-            "partitions; those rows stay (the sink is at-least-once)",
+            "partitions; those rows stay (%s)",
             tasks,
             len(messages),
             rows,
             partitions,
+            _ABORT_NOTE_EXACTLY_ONCE if self._exactly_once else _ABORT_NOTE,
         )
 
 
 class StreamWriter(_ArrowSink, DataSourceStreamArrowWriter):
-    """``df.writeStream.format("odradek")``: at-least-once; a micro-batch replayed after a
-    restart is sent again (see the module docstring)."""
+    """``df.writeStream.format("odradek")``: at-least-once, a micro-batch replayed after a
+    restart is sent again; or exactly-once (see the module docstring)."""
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         rows, partitions, tasks = _summary(messages)
@@ -453,10 +518,11 @@ class StreamWriter(_ArrowSink, DataSourceStreamArrowWriter):
         rows, partitions, tasks = _summary(messages)
         logger.warning(
             "odradek micro-batch %d aborted: %d of %d tasks had finished and sent %d rows to "
-            "%d partitions; those rows stay (the sink is at-least-once)",
+            "%d partitions; those rows stay (%s)",
             batchId,
             tasks,
             len(messages),
             rows,
             partitions,
+            _ABORT_NOTE_EXACTLY_ONCE if self._exactly_once else _ABORT_NOTE,
         )

@@ -25,7 +25,7 @@ def _state(ctx: BrokerContext, transactional_id: str) -> dict[str, Any]:
             "transactional_id": transactional_id,
             "transaction_state": "",
             "transaction_timeout": 0,
-            "transaction_start_time": -1,
+            "transaction_start_time": 0,  # Kafka's default (-1 is unreadable to kio clients)
             "producer_id": -1,
             "producer_epoch": -1,
             "topics": [],

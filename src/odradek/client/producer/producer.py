@@ -457,6 +457,8 @@ class Producer(Closeable):
         """
         if self._closed:
             raise ProducerClosedError("cannot send: the producer is closed")
+        if self._transactions is not None:
+            self._transactions.add_partition(tp)  # stamped with its sequence when drained
         batch = self._accumulator.append_encoded(
             tp,
             records,
@@ -483,13 +485,10 @@ class Producer(Closeable):
     def takes_encoded(self) -> bool:
         """Whether ``send_encoded`` of records encoded as ``send`` would encode them loses
         nothing ``send`` does: no interceptors, and the default partitioner (a caller picks
-        partitions with ``key_partition`` and its own sticky choice), and no transaction
-        (whose batches join it and carry its producer id and sequences)."""
-        return (
-            type(self._partitioner) is DefaultPartitioner
-            and not self._interceptors
-            and self._transactions is None
-        )
+        partitions with ``key_partition`` and its own sticky choice). In a transaction the
+        batch's partition joins it and the sender stamps the producer id and sequence, as
+        for ``send``'s batches."""
+        return type(self._partitioner) is DefaultPartitioner and not self._interceptors
 
     @staticmethod
     def key_partition(key: bytes, partition_count: int) -> int:
