@@ -13,7 +13,12 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Protocol, TypeAlias
+
+from odradek.protocol import RecordsSlot
+
+#: Slices smaller than this are copied into the write buffer; larger ones use sendfile.
+SENDFILE_MIN_BYTES = 64 * 1024
 
 
 class FileRegion(Protocol):
@@ -115,3 +120,25 @@ async def copy_file_slice(
         remaining -= len(chunk)
         if remaining and transport.get_write_buffer_size() > high:
             await drained()
+
+
+#: One piece of a response on its way out: encoded bytes, or a Fetch response's records.
+Part: TypeAlias = bytes | RecordsSlot[FileRegion]
+
+
+def wants_sendfile(part: Part) -> bool:
+    """Whether ``part`` is a records slice large enough to go out with ``sendfile``."""
+    return isinstance(part, RecordsSlot) and part.size >= SENDFILE_MIN_BYTES
+
+
+def as_bytes(part: Part) -> bytes:
+    """The bytes of ``part`` (a records slice is read; OSError when it changed size)."""
+    if isinstance(part, bytes):
+        return part
+    records = part.records
+    if records is None or part.size == 0:
+        return b""
+    data = records.read()
+    if len(data) != part.size:
+        raise OSError(f"records slice changed size: {len(data)} != {part.size}")
+    return data
