@@ -5,7 +5,9 @@ transport's socket descriptor (``add_writer`` refuses a descriptor a transport o
 duplicate is a different number for the same socket). The caller first waits until the
 transport's own buffer is empty, so bytes leave in order. On EAGAIN we wait for the socket to
 become writable. Works on both the default loop and uvloop. Under TLS ``copy_file_slice``
-reads the slice in chunks and writes it through the (encrypting) transport instead.
+reads the slice in chunks and writes it through the (encrypting) transport instead. Which
+response parts go out this way (``Part``, ``wants_sendfile``: slices of ``SENDFILE_MIN_BYTES``
+or more) and the copy of the others (``as_bytes``) are here too, for the broker's server.
 """
 
 from __future__ import annotations

@@ -16,6 +16,12 @@ the default interval with small batches. The tail is known only for batches this
 appended or recovered: after a clean load or a truncation lookups scan until the next
 index-interval point starts a new one; an inactive segment keeps none.
 
+Appends: what every append reads and changes (next offset, largest timestamp, first batch
+timestamp, bytes since the last index entry, index room, tail) is the segment's
+``append_state.AppendState``, compiled when ``odradek._append`` is built: a produce batch is
+checked, written and accounted for in one call; the appends that write index entries or trim
+the tail are ``segment_append``'s, in Python.
+
 Invariants: batches are stored in offset order; ``next_offset`` is the offset after the last
 batch; the index files are preallocated while the segment is active and trimmed when it rolls.
 Every index lookup is checked against the batch header it points at: an entry that does not
