@@ -102,6 +102,7 @@ class NullPartition:
         *,
         min_one_message: bool = True,
         committed_only: bool = True,
+        read_committed: bool = False,
     ) -> Any:
         if self.follow:
             if offset >= self.log_end_offset:

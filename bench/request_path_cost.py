@@ -68,11 +68,16 @@ class Rig:
         blob = prebuilt(1, value_bytes)
         self.nulls = [NullPartition(*blob, follow=True) for _ in range(PARTITIONS)]
         self.produce = [produce_frame(p, 1, value_bytes) for p in range(PARTITIONS)]
-        #: Where each produce frame's batch starts, and the next base sequence per partition.
+        #: Where each produce frame's batch starts, and the next base sequence per partition,
+        #: per kind: the null partitions keep no producer state, and a real partition that
+        #: saw the sequences jump by a null round would refuse every batch after it
+        #: (OUT_OF_ORDER_SEQUENCE_NUMBER: the case would time an error path).
         self.batch_starts = [_batch_start(frame) for frame in self.produce]
-        self.sequences = [0] * PARTITIONS
+        self.sequences = {"null": [0] * PARTITIONS, "real": [0] * PARTITIONS}
+        self.kind = "real"
 
     def use(self, kind: str) -> None:
+        self.kind = kind
         if kind == "null":
             nulls = self.nulls
             self.replicas.get = lambda tp: nulls[tp.partition]  # type: ignore[method-assign]
@@ -106,12 +111,13 @@ class Rig:
         """The next ``requests`` idempotent produce frames, round-robin over the partitions,
         each partition's base sequences continuing from the last round's."""
         frames = []
+        sequences = self.sequences[self.kind]
         for i in range(requests):
             partition = i % PARTITIONS
             frame = bytearray(self.produce[partition])
             start = self.batch_starts[partition]
-            sequence = self.sequences[partition]
-            self.sequences[partition] = sequence + 1
+            sequence = sequences[partition]
+            sequences[partition] = sequence + 1
             _PRODUCER.pack_into(
                 frame, start + _PRODUCER_OFFSET, _IDEMPOTENT_PRODUCER_ID, 0, sequence
             )
@@ -123,10 +129,18 @@ class Rig:
     def idempotent_produce(self, requests: int) -> float:
         frames = self.idempotent_frames(requests)
         conn = self._connection()
+        before = self._appended()
         started = time.process_time()
         for frame in frames:
             self._answer(conn, frame)
-        return (time.process_time() - started) / requests
+        elapsed = time.process_time() - started
+        if self._appended() - before != requests:
+            raise RuntimeError("an idempotent produce was refused: the case would time errors")
+        return elapsed / requests
+
+    def _appended(self) -> int:
+        """Records appended to the partitions so far (one per produce request)."""
+        return sum(self._high_watermark(p) for p in range(PARTITIONS))
 
     def produce_and_fetch(self, requests: int, every: int) -> float:
         conn = self._connection()

@@ -21,6 +21,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -214,27 +215,11 @@ PyDoc_STRVAR(append_batch_doc,
              "             records_count) | None\n\n"
              "The compiled odradek.storage.file_records.py_append_batch (same contract).");
 
+/* The body of append_batch (and of AppendState.append), its arguments parsed. */
 static PyObject *
-append_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+append_core(int fd, PyObject *data, int64_t base_offset, int set_epoch, int64_t leader_epoch,
+            int64_t max_size, int64_t max_timestamp, int64_t max_delta, Py_ssize_t *written)
 {
-    (void)module;
-    if (nargs != 7) {
-        PyErr_Format(PyExc_TypeError, "append_batch() takes 7 positional arguments (%zd given)",
-                     nargs);
-        return NULL;
-    }
-    int64_t fd, base_offset, leader_epoch = 0, max_size, max_timestamp, max_delta;
-    int set_epoch = args[3] != Py_None;
-    if (ranged_arg(args[0], "fd", 0, INT_MAX, &fd) < 0 ||
-        ranged_arg(args[2], "base_offset", INT64_MIN, INT64_MAX, &base_offset) < 0 ||
-        (set_epoch &&
-         ranged_arg(args[3], "leader_epoch", INT32_MIN, INT32_MAX, &leader_epoch) < 0) ||
-        limit_arg(args[4], "max_size", &max_size) < 0 ||
-        limit_arg(args[5], "max_timestamp", &max_timestamp) < 0 ||
-        limit_arg(args[6], "max_last_offset_delta", &max_delta) < 0) {
-        return NULL;
-    }
-    PyObject *data = args[1];
     if (!accepted_buffer(data)) {
         Py_RETURN_NONE;
     }
@@ -313,13 +298,284 @@ append_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         iov[1].iov_len = (size_t)(size - HEADER_SIZE);
         iovcnt = 2;
     }
-    if (write_all((int)fd, iov, iovcnt) < 0) {
+    if (write_all(fd, iov, iovcnt) < 0) {
         Py_CLEAR(answer);
+    }
+    else {
+        *written = size;
     }
 done:
     PyBuffer_Release(&view);
     return answer;
 }
+
+static PyObject *
+append_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "append_batch() takes 7 positional arguments (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    int64_t fd, base_offset, leader_epoch = 0, max_size, max_timestamp, max_delta;
+    int set_epoch = args[3] != Py_None;
+    if (ranged_arg(args[0], "fd", 0, INT_MAX, &fd) < 0 ||
+        ranged_arg(args[2], "base_offset", INT64_MIN, INT64_MAX, &base_offset) < 0 ||
+        (set_epoch &&
+         ranged_arg(args[3], "leader_epoch", INT32_MIN, INT32_MAX, &leader_epoch) < 0) ||
+        limit_arg(args[4], "max_size", &max_size) < 0 ||
+        limit_arg(args[5], "max_timestamp", &max_timestamp) < 0 ||
+        limit_arg(args[6], "max_last_offset_delta", &max_delta) < 0) {
+        return NULL;
+    }
+    Py_ssize_t written;
+    return append_core((int)fd, args[1], base_offset, set_epoch, leader_epoch, max_size,
+                       max_timestamp, max_delta, &written);
+}
+
+/* ---- AppendState: the active segment's append state ---- */
+
+/* The compiled odradek.storage.append_state.PyAppendState (its docstring is the contract;
+ * the two behave identically). Every field is a plain C value but ``tail``; the segment reads
+ * and writes them as attributes wherever it changes them outside ``append``. */
+typedef struct {
+    PyObject_HEAD
+    long long base_offset;
+    long long max_offset;
+    long long index_interval_bytes;
+    long long tail_max_batches;
+    long long next_offset;
+    long long max_timestamp_so_far;
+    long long offset_of_max_timestamp;
+    long long first_batch_timestamp;
+    long long bytes_since_last_index_entry;
+    char indexes_full;
+    PyObject *tail; /* None, or the segment_tail.Tail tuple */
+} AppendState;
+
+static PyObject *append_name; /* "append", interned at module init */
+
+#define MAX_RELATIVE_OFFSET 2147483647LL
+
+static int
+state_init(AppendState *self, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"base_offset", "index_interval_bytes", "tail_max_batches", NULL};
+    long long base_offset, interval, tail_max;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "LLL:AppendState", names, &base_offset,
+                                     &interval, &tail_max)) {
+        return -1;
+    }
+    if (base_offset < 0 || base_offset > INT64_MAX - MAX_RELATIVE_OFFSET) {
+        PyErr_Format(PyExc_ValueError, "AppendState(): base_offset %lld is out of range",
+                     base_offset);
+        return -1;
+    }
+    self->base_offset = base_offset;
+    self->max_offset = base_offset + MAX_RELATIVE_OFFSET;
+    self->index_interval_bytes = interval;
+    self->tail_max_batches = tail_max;
+    self->next_offset = base_offset;
+    self->max_timestamp_so_far = -1;
+    self->offset_of_max_timestamp = base_offset;
+    self->first_batch_timestamp = -1;
+    self->bytes_since_last_index_entry = 0;
+    self->indexes_full = 0;
+    Py_XSETREF(self->tail, Py_NewRef(Py_None));
+    return 0;
+}
+
+static int
+state_traverse(AppendState *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->tail);
+    return 0;
+}
+
+static int
+state_clear(AppendState *self)
+{
+    Py_CLEAR(self->tail);
+    return 0;
+}
+
+static void
+state_dealloc(AppendState *self)
+{
+    PyObject_GC_UnTrack(self);
+    state_clear(self);
+    PyTypeObject *type = Py_TYPE(self);
+    type->tp_free((PyObject *)self);
+}
+
+/* The tail's three arrays (borrowed) when ``tail`` is a Tail with room for one more batch;
+ * 0 (no exception) when the append must be Python's; -1 on error. */
+static int
+tail_arrays(AppendState *self, PyObject **arrays)
+{
+    PyObject *tail = self->tail;
+    if (tail == NULL || !PyTuple_CheckExact(tail) || PyTuple_GET_SIZE(tail) != 4) {
+        return 0;
+    }
+    for (int i = 0; i < 3; i++) {
+        arrays[i] = PyTuple_GET_ITEM(tail, i + 1);
+    }
+    Py_ssize_t held = PyObject_Size(arrays[0]);
+    if (held < 0) {
+        return -1;
+    }
+    return held < self->tail_max_batches;
+}
+
+static inline int64_t
+saturating_add(int64_t a, int64_t b)
+{
+    int64_t sum;
+    if (__builtin_add_overflow(a, b, &sum)) {
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    }
+    return sum;
+}
+
+static inline int64_t
+saturating_sub(int64_t a, int64_t b)
+{
+    int64_t difference;
+    if (__builtin_sub_overflow(a, b, &difference)) {
+        return b < 0 ? INT64_MAX : INT64_MIN;
+    }
+    return difference;
+}
+
+static int
+append_to(PyObject *array, PyObject *value)
+{
+    PyObject *call_args[2] = {array, value};
+    PyObject *result = PyObject_VectorcallMethod(append_name, call_args,
+                                                 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (result == NULL) {
+        return -1;
+    }
+    Py_DECREF(result);
+    return 0;
+}
+
+PyDoc_STRVAR(state_append_doc,
+             "append(fd, data, base_offset, leader_epoch, position, max_batch_bytes,\n"
+             "       max_file_bytes, segment_ms) -> (last_offset_delta, max_timestamp,\n"
+             "       records_count) | None\n\n"
+             "The compiled PyAppendState.append (same contract).");
+
+static PyObject *
+state_append(AppendState *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "append() takes 8 positional arguments (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    int64_t fd, base_offset, leader_epoch = 0, position, max_batch, max_file, segment_ms;
+    int set_epoch = args[3] != Py_None;
+    if (ranged_arg(args[0], "fd", 0, INT_MAX, &fd) < 0 ||
+        ranged_arg(args[2], "base_offset", INT64_MIN, INT64_MAX, &base_offset) < 0 ||
+        (set_epoch &&
+         ranged_arg(args[3], "leader_epoch", INT32_MIN, INT32_MAX, &leader_epoch) < 0) ||
+        ranged_arg(args[4], "position", 0, INT64_MAX, &position) < 0 ||
+        limit_arg(args[5], "max_batch_bytes", &max_batch) < 0 ||
+        limit_arg(args[6], "max_file_bytes", &max_file) < 0 ||
+        limit_arg(args[7], "segment_ms", &segment_ms) < 0) {
+        return NULL;
+    }
+    /* What the segment's Python path handles: an empty segment (or one whose first batch
+     * has no timestamp), an offset below the base, a full index, an index entry due, no
+     * tail or a full one. */
+    int64_t first_timestamp = self->first_batch_timestamp;
+    if (first_timestamp < 0 || base_offset < self->base_offset || self->indexes_full ||
+        self->bytes_since_last_index_entry > self->index_interval_bytes) {
+        Py_RETURN_NONE;
+    }
+    PyObject *arrays[3];
+    int room_in_tail = tail_arrays(self, arrays);
+    if (room_in_tail <= 0) {
+        return room_in_tail < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    int64_t room = saturating_sub(max_file, position);
+    Py_ssize_t size = 0;
+    PyObject *fields = append_core((int)fd, args[1], base_offset, set_epoch, leader_epoch,
+                                   room < max_batch ? room : max_batch,
+                                   saturating_add(first_timestamp, segment_ms),
+                                   self->max_offset - base_offset, &size);
+    if (fields == NULL || fields == Py_None) {
+        return fields;
+    }
+    /* Written: from here on nothing may fail (the caller counts the bytes as appended). The
+     * fields were built from C values: reading them back cannot fail. */
+    int64_t last_offset = base_offset + PyLong_AsLongLong(PyTuple_GET_ITEM(fields, 0));
+    int64_t max_timestamp = PyLong_AsLongLong(PyTuple_GET_ITEM(fields, 1));
+    if (max_timestamp > self->max_timestamp_so_far) {
+        self->max_timestamp_so_far = max_timestamp;
+        self->offset_of_max_timestamp = base_offset;
+    }
+    self->bytes_since_last_index_entry += size;
+    self->next_offset = last_offset + 1;
+    /* As segment_tail's rule: positions and sizes first, last offsets last. */
+    PyObject *position_obj = PyLong_FromLongLong(position);
+    PyObject *size_obj = PyLong_FromSsize_t(size);
+    PyObject *last_obj = PyLong_FromLongLong(last_offset);
+    int failed = position_obj == NULL || size_obj == NULL || last_obj == NULL ||
+                 append_to(arrays[0], position_obj) < 0 || append_to(arrays[2], size_obj) < 0 ||
+                 append_to(arrays[1], last_obj) < 0;
+    Py_XDECREF(position_obj);
+    Py_XDECREF(size_obj);
+    Py_XDECREF(last_obj);
+    if (failed) {
+        /* Out of memory with the batch written: the tail no longer lists every batch, so it
+         * is forgotten (lookups scan instead, until the next index entry starts a new one),
+         * and the append stands. */
+        PyErr_Clear();
+        Py_SETREF(self->tail, Py_NewRef(Py_None));
+    }
+    return fields;
+}
+
+static PyMethodDef state_methods[] = {
+    {"append", (PyCFunction)(void (*)(void))state_append, METH_FASTCALL, state_append_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+#define STATE_FIELD(name, type, flags, doc)                                                   \
+    {#name, type, offsetof(AppendState, name), flags, PyDoc_STR(doc)}
+
+static PyMemberDef state_members[] = {
+    STATE_FIELD(base_offset, T_LONGLONG, READONLY, "The segment's base offset."),
+    STATE_FIELD(max_offset, T_LONGLONG, READONLY, "The largest offset the segment can hold."),
+    STATE_FIELD(index_interval_bytes, T_LONGLONG, 0, "index.interval.bytes."),
+    STATE_FIELD(tail_max_batches, T_LONGLONG, READONLY, "The most batches the tail lists."),
+    STATE_FIELD(next_offset, T_LONGLONG, 0, "The offset after the last batch."),
+    STATE_FIELD(max_timestamp_so_far, T_LONGLONG, 0, "The largest batch timestamp, or -1."),
+    STATE_FIELD(offset_of_max_timestamp, T_LONGLONG, 0, "Where that timestamp is."),
+    STATE_FIELD(first_batch_timestamp, T_LONGLONG, 0, "The first batch's timestamp, or -1."),
+    STATE_FIELD(bytes_since_last_index_entry, T_LONGLONG, 0, "Bytes since the last entry."),
+    STATE_FIELD(indexes_full, T_BOOL, 0, "Whether an index is full (a roll is due)."),
+    STATE_FIELD(tail, T_OBJECT, 0, "The tail (segment_tail.Tail), or None."),
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject AppendStateType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "odradek._append.AppendState",
+    .tp_doc = PyDoc_STR("The compiled odradek.storage.append_state.PyAppendState."),
+    .tp_basicsize = sizeof(AppendState),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)state_init,
+    .tp_dealloc = (destructor)state_dealloc,
+    .tp_traverse = (traverseproc)state_traverse,
+    .tp_clear = (inquiry)state_clear,
+    .tp_methods = state_methods,
+    .tp_members = state_members,
+};
 
 static PyMethodDef module_methods[] = {
     {"append_batch", (PyCFunction)(void (*)(void))append_batch, METH_FASTCALL,
@@ -341,5 +597,19 @@ PyInit__append(void)
     if (crc32c == NULL && (crc32c = import_attr("odradek.records.crc", "crc32c_unwrapped")) == NULL) {
         return NULL;
     }
-    return PyModule_Create(&append_module);
+    if (append_name == NULL && (append_name = PyUnicode_InternFromString("append")) == NULL) {
+        return NULL;
+    }
+    if (PyType_Ready(&AppendStateType) < 0) {
+        return NULL;
+    }
+    PyObject *module = PyModule_Create(&append_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(module, "AppendState", (PyObject *)&AppendStateType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

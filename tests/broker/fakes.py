@@ -45,6 +45,7 @@ class MemoryRegion:
 class Appended:
     first_offset: int
     log_append_time_ms: int = -1
+    log_start_offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ class FakePartition:
         self.batches.append((first, bytes(data)))
         if self.committed:
             self.high_watermark = self.log_end_offset
-        return Appended(first)
+        return Appended(first, log_start_offset=self.log_start_offset)
 
     def read(
         self,

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from odradek._clock import MockClock
+from odradek._compiled import compiled_attr
 from odradek._types import TopicPartition
 from odradek.errors import (
     CorruptRecordError,
@@ -31,7 +32,8 @@ from odradek.errors import (
 from odradek.records.batch import CRC_OFFSET, HEADER_SIZE, compute_crc, parse_header
 from odradek.records.codec import build_batch, decode_batch_records
 from odradek.records.record import Record, SimpleRecord
-from odradek.storage import file_records
+from odradek.storage import append_state, file_records
+from odradek.storage.append_state import PyAppendState
 from odradek.storage.config import LogConfig
 from odradek.storage.file_records import compiled_append_batch, py_append_batch
 from odradek.storage.log import Log
@@ -45,31 +47,75 @@ def _general_only(*_args: Any) -> None:
     """An ``append_batch`` that declines everything: every append takes the general path."""
 
 
-PATHS: dict[str, Callable[..., Any]] = {"general": _general_only, "python": py_append_batch}
+class _GeneralOnlyState(PyAppendState):
+    """An append state whose fast path declines everything."""
+
+    __slots__ = ()
+
+    def append(self, *_args: Any) -> None:
+        return None
+
+
+#: A fast path: the segment's helper (``file_records.append_batch_impl``, used when an index
+#: entry is due) and its append state's class (``append_state``, every other append).
+FastPath = tuple[Callable[..., Any], type[Any]]
+PATHS: dict[str, FastPath] = {
+    "general": (_general_only, _GeneralOnlyState),
+    "python": (py_append_batch, PyAppendState),
+}
 if compiled is not None:
-    PATHS["compiled"] = compiled
+    PATHS["compiled"] = (compiled, compiled_attr(file_records.COMPILED_MODULE, "AppendState"))
+#: What the log uses when nothing is patched.
+DEFAULT_PATH: FastPath = (file_records.append_batch_impl, append_state._IMPLEMENTATION)  # type: ignore[assignment]
 
 
 class Counting:
-    """Wraps an ``append_batch`` implementation and counts what it accepts."""
+    """A fast path (helper and append state) that counts the appends it accepts."""
 
-    def __init__(self, implementation: Callable[..., Any]) -> None:
-        self.implementation = implementation
+    def __init__(self, path: FastPath) -> None:
+        self.implementation, state_class = path
         self.accepted = 0
         self.declined = 0
+        counter = self
 
-    def __call__(self, *args: Any) -> Any:
-        answer = self.implementation(*args)
+        class CountingState(state_class):  # type: ignore[valid-type,misc]
+            __slots__ = ()
+
+            def append(self, *args: Any) -> Any:
+                # Counted as the helper's calls are: only what passes the state's own checks
+                # (its declines before the helper are the segment's, not the batch's).
+                answer = super().append(*args)
+                tail = self.tail
+                if (
+                    self.first_batch_timestamp < 0
+                    or args[2] < self.base_offset
+                    or self.indexes_full
+                    or self.bytes_since_last_index_entry > self.index_interval_bytes
+                    or tail is None
+                    or len(tail[1]) >= self.tail_max_batches
+                ) and answer is None:
+                    return None
+                return counter.count(answer)
+
+        self.state_class = CountingState
+
+    def count(self, answer: Any) -> Any:
         if answer is None:
             self.declined += 1
         else:
             self.accepted += 1
         return answer
 
+    def __call__(self, *args: Any) -> Any:
+        return self.count(self.implementation(*args))
+
 
 @contextmanager
-def using(implementation: Callable[..., Any]) -> Iterator[None]:
-    with mock.patch.object(file_records, "append_batch_impl", implementation):
+def using(counting: Counting) -> Iterator[None]:
+    with (
+        mock.patch.object(file_records, "append_batch_impl", counting),
+        mock.patch.object(append_state, "_IMPLEMENTATION", counting.state_class),
+    ):
         yield
 
 
@@ -152,13 +198,11 @@ def _damaged(raw: bytes, damage: str) -> bytes:
     return bytes(data)
 
 
-def replay(
-    implementation: Callable[..., Any], config: LogConfig, operations: list[Any]
-) -> dict[str, Any]:
-    """Runs ``operations`` on a new log with ``implementation`` as the fast path's helper;
+def replay(path: FastPath, config: LogConfig, operations: list[Any]) -> dict[str, Any]:
+    """Runs ``operations`` on a new log with ``path`` as the fast path;
     everything observable: answers, files while open, segment statistics, files after close
     (and, under "accepted", how many appends the helper took)."""
-    counting = Counting(implementation)
+    counting = Counting(path)
     answers: list[Any] = []
     with tempfile.TemporaryDirectory() as parent, using(counting):
         directory = os.path.join(parent, "orders-0")
@@ -216,12 +260,12 @@ def replay(
 )
 @given(config=_configs, operations=_operations)
 def test_every_path_leaves_the_same_log(config: LogConfig, operations: list[Any]) -> None:
-    reference = replay(_general_only, config, operations)
+    reference = replay(PATHS["general"], config, operations)
     assert reference.pop("accepted") == 0
     accepted = set()
-    for name, implementation in PATHS.items():
+    for name, path in PATHS.items():
         if name != "general":
-            observed = replay(implementation, config, operations)
+            observed = replay(path, config, operations)
             accepted.add(observed.pop("accepted"))
             assert observed == reference, name
     assert len(accepted) == 1  # the Python and compiled helpers took the same appends
@@ -234,7 +278,7 @@ def test_every_path_leaves_the_same_log(config: LogConfig, operations: list[Any]
 
 @pytest.fixture
 def counting(tmp_path: Path) -> Iterator[Counting]:
-    counter = Counting(file_records.append_batch_impl)
+    counter = Counting(DEFAULT_PATH)
     with using(counter):
         yield counter
 

@@ -229,7 +229,7 @@ def test_a_header_that_does_not_match_the_tail_falls_back_to_the_scan(
 ) -> None:
     segment = new_segment(index_interval_bytes=1000)
     written = [append(segment, make_batch(3)) for _ in range(10)]
-    tail = segment._tail
+    tail = segment._state.tail
     assert tail is not None
     tail[2][-1] += 1  # what a bug in the bookkeeping would look like
     check_every_offset(segment, written, reads=False)

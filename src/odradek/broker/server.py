@@ -56,7 +56,14 @@ from odradek.broker.security.authenticator import Authenticator
 from odradek.broker.security.listeners import ListenerSecurity
 from odradek.broker.security.tls import PrincipalMappingRules, subject_name
 from odradek.errors import ConnectionStateError, KafkaError
-from odradek.net.sendfile import FileRegion, copy_file_slice, send_file_slice
+from odradek.net.sendfile import (
+    FileRegion,
+    Part,
+    as_bytes,
+    copy_file_slice,
+    send_file_slice,
+    wants_sendfile,
+)
 from odradek.protocol import (
     ApiKey,
     Event,
@@ -70,8 +77,6 @@ from odradek.protocol.sasl import ScramCredential, ScramMechanism
 
 logger = logging.getLogger(__name__)
 
-#: Slices smaller than this are copied into the write buffer; larger ones use sendfile.
-SENDFILE_MIN_BYTES = 64 * 1024
 #: Requests one connection gets handled per turn of the event loop; the rest of what one read
 #: brought wait for the next turn, behind the other connections (Kafka's network threads go
 #: further: one request per connection until it is answered). Small enough that a turn over
@@ -82,8 +87,6 @@ MAX_REQUESTS_PER_TURN = 8
 _perf_counter = time.perf_counter
 #: At most one refused-connection log line per this many ms (a flood logs a count).
 REFUSAL_LOG_INTERVAL_MS = 1000
-
-Part = bytes | RecordsSlot[FileRegion]
 
 _SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
 
@@ -704,13 +707,13 @@ class KafkaProtocol(asyncio.Protocol):
         if len(parts) == 1 and self._writer is None and type(parts[0]) is bytes:
             self.transport.write(parts[0])  # the common case: one or more small responses
             return
-        if self._writer is not None or any(_wants_sendfile(part) for part in parts):
+        if self._writer is not None or any(wants_sendfile(part) for part in parts):
             self._outbox.extend(parts)
             if self._writer is None:
                 self._writer = asyncio.ensure_future(self._drain_outbox())
             return
         try:
-            data = b"".join(_as_bytes(part) for part in parts)
+            data = b"".join(as_bytes(part) for part in parts)
         except (OSError, KafkaError) as error:
             # The records' file went away under the response (its topic was deleted while
             # a long poll waited): this connection's response cannot be completed.
@@ -725,7 +728,7 @@ class KafkaProtocol(asyncio.Protocol):
         try:
             while self._outbox and not self._closing:
                 part = self._outbox.popleft()
-                if _wants_sendfile(part):
+                if wants_sendfile(part):
                     assert isinstance(part, RecordsSlot)
                     if self._tls:
                         await copy_file_slice(transport, part.records, part.size, self._writable)
@@ -733,7 +736,7 @@ class KafkaProtocol(asyncio.Protocol):
                     await self._wait_drained(transport)
                     await send_file_slice(transport, part.records, part.size)
                 else:
-                    transport.write(_as_bytes(part))
+                    transport.write(as_bytes(part))
         except (ConnectionError, OSError, KafkaError) as error:
             logger.info("write to %s failed: %s", self.peer, error)
             self.close()
@@ -785,19 +788,3 @@ class KafkaProtocol(asyncio.Protocol):
             self.transport.close()  # flushes the buffer, then closes
         else:
             self.transport.abort()
-
-
-def _wants_sendfile(part: Part) -> bool:
-    return isinstance(part, RecordsSlot) and part.size >= SENDFILE_MIN_BYTES
-
-
-def _as_bytes(part: Part) -> bytes:
-    if isinstance(part, bytes):
-        return part
-    records = part.records
-    if records is None or part.size == 0:
-        return b""
-    data = records.read()
-    if len(data) != part.size:
-        raise OSError(f"records slice changed size: {len(data)} != {part.size}")
-    return data

@@ -5,7 +5,9 @@ transport's socket descriptor (``add_writer`` refuses a descriptor a transport o
 duplicate is a different number for the same socket). The caller first waits until the
 transport's own buffer is empty, so bytes leave in order. On EAGAIN we wait for the socket to
 become writable. Works on both the default loop and uvloop. Under TLS ``copy_file_slice``
-reads the slice in chunks and writes it through the (encrypting) transport instead.
+reads the slice in chunks and writes it through the (encrypting) transport instead. Which
+response parts go out this way (``Part``, ``wants_sendfile``: slices of ``SENDFILE_MIN_BYTES``
+or more) and the copy of the others (``as_bytes``) are here too, for the broker's server.
 """
 
 from __future__ import annotations
@@ -13,7 +15,12 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Protocol, TypeAlias
+
+from odradek.protocol import RecordsSlot
+
+#: Slices smaller than this are copied into the write buffer; larger ones use sendfile.
+SENDFILE_MIN_BYTES = 64 * 1024
 
 
 class FileRegion(Protocol):
@@ -115,3 +122,25 @@ async def copy_file_slice(
         remaining -= len(chunk)
         if remaining and transport.get_write_buffer_size() > high:
             await drained()
+
+
+#: One piece of a response on its way out: encoded bytes, or a Fetch response's records.
+Part: TypeAlias = bytes | RecordsSlot[FileRegion]
+
+
+def wants_sendfile(part: Part) -> bool:
+    """Whether ``part`` is a records slice large enough to go out with ``sendfile``."""
+    return isinstance(part, RecordsSlot) and part.size >= SENDFILE_MIN_BYTES
+
+
+def as_bytes(part: Part) -> bytes:
+    """The bytes of ``part`` (a records slice is read; OSError when it changed size)."""
+    if isinstance(part, bytes):
+        return part
+    records = part.records
+    if records is None or part.size == 0:
+        return b""
+    data = records.read()
+    if len(data) != part.size:
+        raise OSError(f"records slice changed size: {len(data)} != {part.size}")
+    return data

@@ -50,7 +50,7 @@ import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import Protocol, TypeAlias
 
 from odradek._compiled import compiled_attr
 from odradek._types import ReadableBuffer
@@ -75,6 +75,24 @@ BatchFields: TypeAlias = tuple[int, int, int]
 AppendBatch: TypeAlias = Callable[
     [int, ReadableBuffer, int, int | None, int, int, int], BatchFields | None
 ]
+
+
+class AppendsBatch(Protocol):
+    """What ``append_with_state`` calls (``append_state.AppendState``'s ``append``)."""
+
+    def append(
+        self,
+        fd: int,
+        data: ReadableBuffer,
+        base_offset: int,
+        leader_epoch: int | None,
+        position: int,
+        max_batch_bytes: int,
+        max_file_bytes: int,
+        segment_ms: int,
+        /,
+    ) -> BatchFields | None: ...
+
 
 #: The optional extension module holding the compiled ``append_batch``.
 COMPILED_MODULE = "odradek._append"
@@ -380,6 +398,39 @@ class FileRecords:
             raise self._undo_append(handle, error) from error
         if fields is not None:
             self._size += len(data)
+        return fields
+
+    def append_with_state(
+        self,
+        state: AppendsBatch,
+        data: ReadableBuffer,
+        base_offset: int,
+        leader_epoch: int | None,
+        max_batch_bytes: int,
+        max_file_bytes: int,
+        segment_ms: int,
+    ) -> BatchFields | None:
+        """``append_batch`` through a segment's append state (``append_state``), which checks
+        its own limits and accounts for the batch: the file's part (the descriptor, the size,
+        undoing a partial write) stays here."""
+        handle = self._handle or self._open()
+        self.recently_used = True
+        size = self._size
+        try:
+            fields = state.append(
+                handle.fd,
+                data,
+                base_offset,
+                leader_epoch,
+                size,
+                max_batch_bytes,
+                max_file_bytes,
+                segment_ms,
+            )
+        except OSError as error:
+            raise self._undo_append(handle, error) from error
+        if fields is not None:
+            self._size = size + len(data)
         return fields
 
     def _undo_append(self, handle: FileHandle, error: OSError) -> KafkaStorageError:

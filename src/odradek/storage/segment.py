@@ -16,6 +16,12 @@ the default interval with small batches. The tail is known only for batches this
 appended or recovered: after a clean load or a truncation lookups scan until the next
 index-interval point starts a new one; an inactive segment keeps none.
 
+Appends: what every append reads and changes (next offset, largest timestamp, first batch
+timestamp, bytes since the last index entry, index room, tail) is the segment's
+``append_state.AppendState``, compiled when ``odradek._append`` is built: a produce batch is
+checked, written and accounted for in one call; the appends that write index entries or trim
+the tail are ``segment_append``'s, in Python.
+
 Invariants: batches are stored in offset order; ``next_offset`` is the offset after the last
 batch; the index files are preallocated while the segment is active and trimmed when it rolls.
 Every index lookup is checked against the batch header it points at: an entry that does not
@@ -44,6 +50,7 @@ from odradek._types import ReadableBuffer
 from odradek.errors import CorruptRecordError, KafkaStorageError
 from odradek.records.batch import BatchHeader, TimestampType
 from odradek.records.codec import decode_batch_records
+from odradek.storage.append_state import MAX_RELATIVE_OFFSET, NO_TIMESTAMP, new_append_state
 from odradek.storage.config import LogConfig
 from odradek.storage.file_records import BatchFields, FileRecords, FileSlice
 from odradek.storage.index_errors import CorruptIndexError
@@ -56,14 +63,13 @@ from odradek.storage.naming import (
 )
 from odradek.storage.offset_index import OffsetIndex
 from odradek.storage.open_files import OpenFiles
-from odradek.storage.segment_tail import TAIL_MAX_BATCHES, Tail, new_tail, trimmed_tail
+from odradek.storage.segment_append import append_indexing, index_batch
+from odradek.storage.segment_tail import TAIL_MAX_BATCHES, new_tail
 from odradek.storage.time_index import TimeIndex
 
 logger = logging.getLogger(__name__)
 
-_MAX_RELATIVE_OFFSET = 2**31 - 1
 TIME_INDEX_ENTRY_BYTES = 12
-NO_TIMESTAMP = -1
 
 
 class BatchPosition(NamedTuple):
@@ -103,26 +109,41 @@ class LogSegment:
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
-        #: The largest offset this segment can hold (relative offsets are int32).
-        self._max_offset = base_offset + _MAX_RELATIVE_OFFSET
         self.created_ms = created_ms
         self.log = log
         self.offset_index = offset_index
         self.time_index = time_index
-        self._index_interval_bytes = config.index_interval_bytes
-        self._bytes_since_last_index_entry = 0
-        self.next_offset = base_offset
-        self.max_timestamp_so_far = NO_TIMESTAMP
-        self.offset_of_max_timestamp = base_offset
-        self.first_batch_timestamp = NO_TIMESTAMP
+        #: What every append reads and changes (``append_state``): the next offset, the
+        #: largest timestamp and its offset, the first batch's timestamp, the bytes since the
+        #: last index entry, whether an index is full, and the tail — None until this
+        #: process knows every batch from an interval point on: a new segment (``create``),
+        #: a recovered one, or the next interval point.
+        self._state = new_append_state(base_offset, config.index_interval_bytes, TAIL_MAX_BATCHES)
         self._index_trusted = True
-        #: Whether an index is full (a roll is due): ``should_roll``'s check, cached for the
-        #: fast path and refreshed (``_note_index_room``) wherever entries or sizes change.
-        self._indexes_full = offset_index.is_full or time_index.is_full
+        #: ``should_roll``'s index check, cached for the fast path and refreshed
+        #: (``_note_index_room``) wherever entries or sizes change.
+        self._state.indexes_full = offset_index.is_full or time_index.is_full
         self.deleted = False
-        #: None until this process knows every batch from an interval point on: a new
-        #: segment (``create``), a recovered one, or the next interval point.
-        self._tail: Tail | None = None
+
+    @property
+    def next_offset(self) -> int:
+        """The offset after the last batch (the base offset when empty)."""
+        return self._state.next_offset
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        """The largest batch timestamp in the segment, or -1."""
+        return self._state.max_timestamp_so_far
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        """The base offset of the batch holding ``max_timestamp_so_far``."""
+        return self._state.offset_of_max_timestamp
+
+    @property
+    def first_batch_timestamp(self) -> int:
+        """The first batch's max timestamp, or -1 (empty, or no timestamp)."""
+        return self._state.first_batch_timestamp
 
     # ----------------------------------------------------------------- construction
 
@@ -142,7 +163,7 @@ class LogSegment:
             if os.path.exists(path):
                 os.remove(path)
         segment = cls._open_files(directory, base_offset, config, now_ms, open_files)
-        segment._tail = new_tail(base_offset)
+        segment._state.tail = new_tail(base_offset)
         return segment
 
     @classmethod
@@ -203,23 +224,23 @@ class LogSegment:
     @property
     def largest_timestamp(self) -> int:
         """The largest batch timestamp in the segment, or -1 when it holds none."""
-        return self.max_timestamp_so_far
+        return self._state.max_timestamp_so_far
 
     def statistics(self) -> dict[str, int]:
         return {
             "base_offset": self.base_offset,
-            "next_offset": self.next_offset,
+            "next_offset": self._state.next_offset,
             "size_bytes": self.size,
             "index_entries": self.offset_index.entries,
             "time_index_entries": self.time_index.entries,
-            "largest_timestamp": self.max_timestamp_so_far,
+            "largest_timestamp": self._state.max_timestamp_so_far,
         }
 
     # ----------------------------------------------------------------- append
 
     def fits_relative_offset(self, last_offset: int) -> bool:
         """Whether an offset can be stored relative to this segment's base (int32)."""
-        return 0 <= last_offset - self.base_offset <= _MAX_RELATIVE_OFFSET
+        return 0 <= last_offset - self.base_offset <= MAX_RELATIVE_OFFSET
 
     def should_roll(
         self,
@@ -246,8 +267,8 @@ class LogSegment:
             return False
         if self.size + batch_bytes > segment_bytes:
             return True
-        if self.first_batch_timestamp >= 0 and max_timestamp >= 0:
-            waited = max_timestamp - self.first_batch_timestamp
+        if self._state.first_batch_timestamp >= 0 and max_timestamp >= 0:
+            waited = max_timestamp - self._state.first_batch_timestamp
         else:
             waited = now_ms - self.created_ms
         return waited > segment_ms
@@ -271,7 +292,7 @@ class LogSegment:
         for batch in batches:
             header = batch.header
             if start + batch.position == 0:
-                self.first_batch_timestamp = header.max_timestamp
+                self._state.first_batch_timestamp = header.max_timestamp
             self._index_batch(header, start + batch.position)
         return start
 
@@ -287,110 +308,58 @@ class LogSegment:
         batch, over ``max.message.bytes``, no timestamp, or a roll due (``should_roll``'s
         reasons; an empty segment or one whose first batch has no timestamp always declines).
         The caller holds the log's lock and passes the log end offset.
+
+        The append state serves it in one call (``append_state``) but when an index entry
+        is due or the tail must be trimmed or started: then ``_append_batch_indexing``.
         """
-        # >= 0 only while the segment holds a batch: an empty segment declines.
-        first_timestamp = self.first_batch_timestamp
-        if first_timestamp < 0 or base_offset < self.base_offset or self._indexes_full:
-            return None
-        due = self._bytes_since_last_index_entry > self._index_interval_bytes
-        if due:
-            offset_index = self.offset_index
-            time_index = self.time_index
-            if offset_index.is_full or time_index.is_full:
-                return None  # the cached flag is a shortcut: never index past a full index
-            # Index pages first (see IndexFile.reserve_entries).
-            offset_index.reserve_entries()
-            time_index.reserve_entries()
-        records = self.log
-        position = records.size
-        fields = records.append_batch(
+        state = self._state
+        fields = self.log.append_with_state(
+            state,
             data,
             base_offset,
             leader_epoch,
             config.max_message_bytes,
             config.segment_bytes,
-            first_timestamp + config.segment_ms,
-            self._max_offset - base_offset,
+            config.segment_ms,
         )
         if fields is None:
-            return None
-        max_timestamp = fields[1]
-        if max_timestamp > self.max_timestamp_so_far:
-            self.max_timestamp_so_far = max_timestamp
-            self.offset_of_max_timestamp = base_offset
-        size = len(data)
-        last_offset = base_offset + fields[0]
-        if due:
-            # As ``_index_batch``; neither index was full (checked above).
-            offset_index.append_trusted(base_offset, position)
-            if self.max_timestamp_so_far > time_index.last_timestamp:
-                time_index.append_trusted(self.max_timestamp_so_far, self.offset_of_max_timestamp)
-            self._indexes_full = offset_index.is_full or time_index.is_full
-            self._bytes_since_last_index_entry = size
-            if self._tail is None:
-                self._tail = new_tail(base_offset, position, last_offset, size)
-                self.next_offset = last_offset + 1
-                return fields
-        else:
-            self._bytes_since_last_index_entry += size
-        # As ``_remember_in_tail``, inline (the hot path).
-        tail = self._tail
-        if tail is not None:
-            positions = tail[1]
-            if len(positions) >= TAIL_MAX_BATCHES:
-                tail = self._tail = trimmed_tail(tail)
-                positions = tail[1]
-            positions.append(position)
-            tail[3].append(size)
-            tail[2].append(last_offset)
-        self.next_offset = last_offset + 1
+            tail = state.tail
+            if (
+                state.bytes_since_last_index_entry > state.index_interval_bytes
+                or tail is None
+                or len(tail[1]) >= TAIL_MAX_BATCHES
+            ):
+                return self._append_batch_indexing(data, base_offset, leader_epoch, config)
         return fields
 
+    def _append_batch_indexing(
+        self, data: ReadableBuffer, base_offset: int, leader_epoch: int | None, config: LogConfig
+    ) -> BatchFields | None:
+        """``append_batch`` when the append state declined for the segment's own work."""
+        return append_indexing(
+            self._state,
+            self.log,
+            self.offset_index,
+            self.time_index,
+            data,
+            base_offset,
+            leader_epoch,
+            config,
+        )
+
     def _index_batch(self, header: BatchHeader, position: int) -> None:
-        if header.max_timestamp > self.max_timestamp_so_far:
-            self.max_timestamp_so_far = header.max_timestamp
-            self.offset_of_max_timestamp = header.base_offset
-        if self._bytes_since_last_index_entry > self._index_interval_bytes:
-            # The hot path: entries are in order by construction, under the log's lock.
-            # A full index (after segment.index.bytes shrank) only makes lookups sparser.
-            offset_index = self.offset_index
-            if not offset_index.is_full:
-                offset_index.append_trusted(header.base_offset, position)
-            time_index = self.time_index
-            if self.max_timestamp_so_far > time_index.last_timestamp and not time_index.is_full:
-                time_index.append_trusted(self.max_timestamp_so_far, self.offset_of_max_timestamp)
-            self._note_index_room()
-            self._bytes_since_last_index_entry = 0
-            if self._tail is None:
-                self._tail = new_tail(header.base_offset, position, header.last_offset, header.size)
-            else:
-                self._remember_in_tail(position, header.last_offset, header.size)
-        else:
-            self._remember_in_tail(position, header.last_offset, header.size)
-        self._bytes_since_last_index_entry += header.size
-        self.next_offset = header.base_offset + header.last_offset_delta + 1
+        index_batch(self._state, self.offset_index, self.time_index, header, position)
 
     def _note_index_room(self) -> None:
         """Refreshes ``_indexes_full`` (after entries were added or an index resized)."""
-        self._indexes_full = self.offset_index.is_full or self.time_index.is_full
-
-    def _remember_in_tail(self, position: int, last_offset: int, size: int) -> None:
-        tail = self._tail
-        if tail is not None:
-            positions = tail[1]
-            if len(positions) >= TAIL_MAX_BATCHES:
-                tail = self._tail = trimmed_tail(tail)
-                positions = tail[1]
-            positions.append(position)
-            tail[3].append(size)
-            tail[2].append(last_offset)  # last: see ``Tail``
+        self._state.indexes_full = self.offset_index.is_full or self.time_index.is_full
 
     # ----------------------------------------------------------------- lookups
 
     def translate_offset(self, target: int, start_position: int = 0) -> BatchPosition | None:
         """The first batch at or after ``start_position`` whose last offset is ≥ ``target``,
         or None when no batch in this segment reaches ``target``."""
-        tail = self._tail
+        tail = self._state.tail
         if tail is not None and start_position == 0 and target >= tail[0]:
             # From memory and one header read (see the module docstring); a header that does
             # not match what was remembered falls through to the scan.
@@ -462,7 +431,7 @@ class LogSegment:
         Returns:
             The slice, or None when the segment holds nothing at or after ``start_offset``.
         """
-        tail = self._tail
+        tail = self._state.tail
         if tail is not None and start_offset >= tail[0]:
             # From memory, no header read (the tail is this process's own bookkeeping of
             # what it wrote; ``translate_offset`` still checks the header it reads).
@@ -571,32 +540,32 @@ class LogSegment:
                 time_last.timestamp,
             ):
                 raise CorruptIndexError(f"{self.time_index.path}: last entry does not match")
-            self.max_timestamp_so_far = time_last.timestamp
-            self.offset_of_max_timestamp = time_last.offset
+            self._state.max_timestamp_so_far = time_last.timestamp
+            self._state.offset_of_max_timestamp = time_last.offset
             unaccounted_from = found.position + found.header.size
         self._scan_max_timestamp(unaccounted_from, start)
         valid_end = start
         for position, header in self.log.validated_batches(start):
             if header.base_offset < next_offset:
                 break
-            if header.max_timestamp > self.max_timestamp_so_far:
-                self.max_timestamp_so_far = header.max_timestamp
-                self.offset_of_max_timestamp = header.base_offset
+            if header.max_timestamp > self._state.max_timestamp_so_far:
+                self._state.max_timestamp_so_far = header.max_timestamp
+                self._state.offset_of_max_timestamp = header.base_offset
             valid_end = position + header.size
             next_offset = header.next_offset
-        self._bytes_since_last_index_entry = valid_end - start
+        self._state.bytes_since_last_index_entry = valid_end - start
         if time_last.offset >= next_offset and self.time_index.entries:
             raise CorruptIndexError(f"{self.time_index.path}: entry past the end of the log")
-        if self.max_timestamp_so_far > time_last.timestamp:
+        if self._state.max_timestamp_so_far > time_last.timestamp:
             # A segment is only loaded this way after ``on_become_inactive`` recorded its
             # largest timestamp as the last entry: a larger one in the log means entries were
             # lost (a file cut back to whole entries passes the structural checks).
             raise CorruptIndexError(
                 f"{self.time_index.path}: last entry {tuple(time_last)} is below the largest "
-                f"timestamp in the log, {self.max_timestamp_so_far} at offset "
-                f"{self.offset_of_max_timestamp}"
+                f"timestamp in the log, {self._state.max_timestamp_so_far} at offset "
+                f"{self._state.offset_of_max_timestamp}"
             )
-        self.next_offset = next_offset
+        self._state.next_offset = next_offset
         # After the truncation: a segment whose bytes from 0 were invalid is empty now, and
         # its first header must not be read (it may be zeros or garbage).
         cut = self._truncate_invalid_tail(valid_end)
@@ -613,9 +582,9 @@ class LogSegment:
             for batch_position, header in self.log.batches_from(position):
                 if batch_position >= end:
                     break
-                if header.max_timestamp > self.max_timestamp_so_far:
-                    self.max_timestamp_so_far = header.max_timestamp
-                    self.offset_of_max_timestamp = header.base_offset
+                if header.max_timestamp > self._state.max_timestamp_so_far:
+                    self._state.max_timestamp_so_far = header.max_timestamp
+                    self._state.offset_of_max_timestamp = header.base_offset
         except CorruptRecordError as error:
             raise CorruptIndexError(
                 f"{self.log.path}: a batch header before the last index entry is bad: {error}"
@@ -627,20 +596,20 @@ class LogSegment:
         self.offset_index.reset()
         self.time_index.reset()
         self._index_trusted = True
-        self._bytes_since_last_index_entry = 0
-        self._tail = new_tail(self.base_offset)
-        self.max_timestamp_so_far = NO_TIMESTAMP
-        self.offset_of_max_timestamp = self.base_offset
-        self.next_offset = self.base_offset
-        self.first_batch_timestamp = NO_TIMESTAMP
+        self._state.bytes_since_last_index_entry = 0
+        self._state.tail = new_tail(self.base_offset)
+        self._state.max_timestamp_so_far = NO_TIMESTAMP
+        self._state.offset_of_max_timestamp = self.base_offset
+        self._state.next_offset = self.base_offset
+        self._state.first_batch_timestamp = NO_TIMESTAMP
         valid_end = 0
         for position, header in self.log.validated_batches(0):
-            if header.base_offset < self.next_offset or not self.fits_relative_offset(
+            if header.base_offset < self._state.next_offset or not self.fits_relative_offset(
                 header.last_offset
             ):
                 break
             if position == 0:
-                self.first_batch_timestamp = header.max_timestamp
+                self._state.first_batch_timestamp = header.max_timestamp
             self._index_batch(header, position)
             valid_end = position + header.size
         self._note_index_room()
@@ -667,7 +636,7 @@ class LogSegment:
                 header = self.log.header_at(0)
             except CorruptRecordError as error:
                 raise CorruptIndexError(f"{self.log.path}: first batch header: {error}") from error
-            self.first_batch_timestamp = header.max_timestamp
+            self._state.first_batch_timestamp = header.max_timestamp
 
     # ----------------------------------------------------------------- truncation and roll
 
@@ -680,7 +649,7 @@ class LogSegment:
         found = self.translate_offset(offset)
         if found is None:
             return 0
-        self._tail = None
+        self._state.tail = None
         position = found.position
         if found.header.base_offset < offset:
             position += found.header.size
@@ -694,28 +663,28 @@ class LogSegment:
     def _rescan_after_truncation(self) -> None:
         last = self.offset_index.last_entry()
         start = last.position if self.offset_index.entries else 0
-        self.next_offset = self.base_offset if start == 0 else last.offset
+        self._state.next_offset = self.base_offset if start == 0 else last.offset
         time_last = self.time_index.last_entry()
-        self.max_timestamp_so_far = time_last.timestamp
-        self.offset_of_max_timestamp = time_last.offset
-        self._bytes_since_last_index_entry = 0
+        self._state.max_timestamp_so_far = time_last.timestamp
+        self._state.offset_of_max_timestamp = time_last.offset
+        self._state.bytes_since_last_index_entry = 0
         for _position, header in self.log.batches_from(start):
-            if header.max_timestamp > self.max_timestamp_so_far:
-                self.max_timestamp_so_far = header.max_timestamp
-                self.offset_of_max_timestamp = header.base_offset
-            self._bytes_since_last_index_entry += header.size
-            self.next_offset = header.next_offset
+            if header.max_timestamp > self._state.max_timestamp_so_far:
+                self._state.max_timestamp_so_far = header.max_timestamp
+                self._state.offset_of_max_timestamp = header.base_offset
+            self._state.bytes_since_last_index_entry += header.size
+            self._state.next_offset = header.next_offset
         if self.log.size == 0:
-            self.first_batch_timestamp = NO_TIMESTAMP
+            self._state.first_batch_timestamp = NO_TIMESTAMP
 
     def on_become_inactive(self) -> None:
         """Called when the log rolls past this segment: records the final time-index entry
         (the segment's largest timestamp) and trims both index files. Only the active
         segment keeps a tail (memory with thousands of partitions)."""
-        self._tail = None
+        self._state.tail = None
         index = self.time_index
         last = index.last_entry()
-        if self.max_timestamp_so_far > last.timestamp:
+        if self._state.max_timestamp_so_far > last.timestamp:
             if index.entries >= index.max_entries:
                 # A trimmed index (loaded from a clean shutdown) has no free slot: make one.
                 index.resize((index.entries + 1) * TIME_INDEX_ENTRY_BYTES)
@@ -727,7 +696,9 @@ class LogSegment:
                 logger.warning("%s: final time-index entry skipped: %s", self.directory, error)
             else:
                 index.maybe_append(
-                    self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True
+                    self._state.max_timestamp_so_far,
+                    self._state.offset_of_max_timestamp,
+                    skip_full_check=True,
                 )
         self.offset_index.trim()
         index.trim()
@@ -790,6 +761,6 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return (
-            f"LogSegment(base_offset={self.base_offset}, next_offset={self.next_offset}, "
+            f"LogSegment(base_offset={self.base_offset}, next_offset={self._state.next_offset}, "
             f"size={self.size})"
         )

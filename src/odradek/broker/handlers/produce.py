@@ -269,6 +269,7 @@ def _append(
     # Wakes fetches waiting for the log end offset (followers); consumers, who read up to the
     # high watermark, are woken by the replica manager's high-watermark listener.
     ctx.purgatory.notify_appended(topic_partition)
-    # tuple.__new__ skips the NamedTuple's Python-level __new__: every field, in order.
-    answer = (index, _NONE, info.first_offset, info.log_append_time_ms, partition.log_start_offset)
+    # tuple.__new__ skips the NamedTuple's Python-level __new__: every field, in order. The
+    # log start offset is the append's (read under the log's lock, as the partition's would be).
+    answer = (index, _NONE, info.first_offset, info.log_append_time_ms, info.log_start_offset)
     return tuple.__new__(PartitionProduceResponse, (*answer, (), None, _NO_LEADER)), partition
