@@ -65,6 +65,7 @@ from odradek.client.consumer.group_requests import (
     COORDINATOR_ERRORS,
     GENERATION_GONE,
     RETRY_JOIN,
+    committed_offsets,
     join_protocols,
     log_auto_commit,
     offset_commit_fields,
@@ -626,20 +627,7 @@ class ConsumerCoordinator:
                     raise error_for_code(code, f"OffsetFetch of group {self._group_id!r}")
                 self._backoff(deadline)
                 continue
-            result: dict[TopicPartition, OffsetAndMetadata | None] = dict.fromkeys(partitions)
-            for topic in body.get("topics") or ():
-                for entry in topic.get("partitions") or ():
-                    tp = TopicPartition(topic["name"], int(entry["partition_index"]))
-                    if int(entry.get("error_code", 0)):
-                        raise error_for_code(int(entry["error_code"]), f"OffsetFetch of {tp}")
-                    offset = int(entry["committed_offset"])
-                    if offset >= 0:
-                        result[tp] = OffsetAndMetadata(
-                            offset,
-                            entry.get("metadata") or "",
-                            int(entry.get("committed_leader_epoch", -1)),
-                        )
-            return result
+            return committed_offsets(partitions, body)
 
     def _commit_fields(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> dict[str, Any]:
         with self._lock:

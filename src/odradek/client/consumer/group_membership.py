@@ -44,7 +44,11 @@ from odradek.client.cluster import Metadata
 from odradek.client.consumer.config import ConsumerSettings
 from odradek.client.consumer.coordinator import ConsumerCoordinator
 from odradek.client.consumer.fetcher import Fetcher
-from odradek.client.consumer.group_requests import COORDINATOR_ERRORS
+from odradek.client.consumer.group_requests import (
+    COORDINATOR_ERRORS,
+    committed_offsets,
+    log_auto_commit,
+)
 from odradek.client.consumer.record import CommitFailedError, OffsetAndMetadata
 from odradek.client.consumer.subscription import SubscriptionState
 from odradek.client.network import NetworkClient, RequestFuture
@@ -186,7 +190,7 @@ class ConsumerMembership(ConsumerCoordinator):
                 member = self._generation > 0
             offsets = {tp: OffsetAndMetadata(p) for tp, p in subscriptions.positions().items()}
             if offsets and member:
-                self.commit_async(offsets, _log_auto_commit)
+                self.commit_async(offsets, log_auto_commit)
 
     def _reconcile(self) -> None:
         """One step towards the broker's assignment (see the module docstring)."""
@@ -504,7 +508,7 @@ class ConsumerMembership(ConsumerCoordinator):
                 continue
             if code:
                 raise error_for_code(code, f"OffsetFetch of group {self._group_id!r}")
-            return _committed(partitions, group)
+            return committed_offsets(partitions, group)
 
     # ------------------------------------------------------------------ leaving
 
@@ -530,29 +534,3 @@ class ConsumerMembership(ConsumerCoordinator):
             self._owned_ids = {}
             self._revoke_commit = None
             self._revoke_committed = set()
-
-
-def _committed(
-    partitions: list[TopicPartition], group: Mapping[str, Any]
-) -> dict[TopicPartition, OffsetAndMetadata | None]:
-    result: dict[TopicPartition, OffsetAndMetadata | None] = dict.fromkeys(partitions)
-    for topic in group.get("topics") or ():
-        for entry in topic.get("partitions") or ():
-            tp = TopicPartition(topic["name"], int(entry["partition_index"]))
-            if int(entry.get("error_code", 0)):
-                raise error_for_code(int(entry["error_code"]), f"OffsetFetch of {tp}")
-            offset = int(entry["committed_offset"])
-            if offset >= 0:
-                result[tp] = OffsetAndMetadata(
-                    offset,
-                    entry.get("metadata") or "",
-                    int(entry.get("committed_leader_epoch", -1)),
-                )
-    return result
-
-
-def _log_auto_commit(
-    offsets: Mapping[TopicPartition, OffsetAndMetadata], error: BaseException | None
-) -> None:
-    if error is not None:
-        log.warning("auto commit of %d partitions failed: %s", len(offsets), error)

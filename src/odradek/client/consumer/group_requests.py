@@ -18,7 +18,7 @@ from odradek.client.assignors import (
     subscription_user_data,
 )
 from odradek.client.consumer.record import OffsetAndMetadata
-from odradek.errors import ErrorCode
+from odradek.errors import ErrorCode, error_for_code
 
 #: Errors that mean the coordinator moved or is unreachable: find it again.
 COORDINATOR_ERRORS: Final = frozenset(
@@ -120,3 +120,28 @@ def log_auto_commit(
 ) -> None:
     if error is not None:
         log.warning("auto commit of %d partitions failed: %s", len(offsets), error)
+
+
+def committed_offsets(
+    partitions: list[TopicPartition], group: Mapping[str, Any]
+) -> dict[TopicPartition, OffsetAndMetadata | None]:
+    """The committed offsets an OffsetFetch answer (or one group of a batched answer) gives
+    ``partitions``: ``None`` where nothing is committed.
+
+    Raises:
+        KafkaError: a partition's error code.
+    """
+    result: dict[TopicPartition, OffsetAndMetadata | None] = dict.fromkeys(partitions)
+    for topic in group.get("topics") or ():
+        for entry in topic.get("partitions") or ():
+            tp = TopicPartition(topic["name"], int(entry["partition_index"]))
+            if int(entry.get("error_code", 0)):
+                raise error_for_code(int(entry["error_code"]), f"OffsetFetch of {tp}")
+            offset = int(entry["committed_offset"])
+            if offset >= 0:
+                result[tp] = OffsetAndMetadata(
+                    offset,
+                    entry.get("metadata") or "",
+                    int(entry.get("committed_leader_epoch", -1)),
+                )
+    return result
