@@ -187,17 +187,7 @@ class ConsumerCoordinator:
         self._run_callbacks()
         subscriptions = self._subscriptions
         if subscriptions.pattern is not None:
-            cluster = self._metadata.cluster
-            matching = [
-                name
-                for name in cluster.topic_names
-                if subscriptions.matches(name)
-                and not (
-                    self._settings.exclude_internal_topics and cluster.topics[name].is_internal
-                )
-            ]
-            if subscriptions.set_subscribed_topics(matching):
-                self.subscription_changed()
+            self._match_pattern()
         if subscriptions.subscribed:
             with self._lock:
                 need = self._rejoin_needed or not self._joined
@@ -628,6 +618,19 @@ class ConsumerCoordinator:
                 self._backoff(deadline)
                 continue
             return committed_offsets(partitions, body)
+
+    def _match_pattern(self) -> None:
+        """Subscribes to the known topics the subscription's pattern matches (internal topics
+        only without ``exclude.internal.topics``); a changed set means a rebalance."""
+        subscriptions, cluster = self._subscriptions, self._metadata.cluster
+        matching = [
+            name
+            for name in cluster.topic_names
+            if subscriptions.matches(name)
+            and not (self._settings.exclude_internal_topics and cluster.topics[name].is_internal)
+        ]
+        if subscriptions.set_subscribed_topics(matching):
+            self.subscription_changed()
 
     def _commit_fields(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> dict[str, Any]:
         with self._lock:

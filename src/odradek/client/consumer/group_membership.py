@@ -154,17 +154,7 @@ class ConsumerMembership(ConsumerCoordinator):
             raise fatal
         subscriptions = self._subscriptions
         if subscriptions.pattern is not None and self._regex is None:
-            cluster = self._metadata.cluster
-            matching = [
-                name
-                for name in cluster.topic_names
-                if subscriptions.matches(name)
-                and not (
-                    self._settings.exclude_internal_topics and cluster.topics[name].is_internal
-                )
-            ]
-            if subscriptions.set_subscribed_topics(matching):
-                self.subscription_changed()
+            self._match_pattern()
         if not subscriptions.subscribed:
             return
         with self._lock:
