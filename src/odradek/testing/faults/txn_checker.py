@@ -144,8 +144,10 @@ def _violation(
     where: dict[bytes, list[Position]],
     detail: str = "",
 ) -> TxnViolation:
-    seen = {value: tuple(where.get(value, ())) for value in values}
-    at = "; ".join(f"{value!r} at {positions}" for value, positions in seen.items() if positions)
+    seen = [(value, tuple(where[value])) for value in values if where.get(value)]
+    at = "; ".join(f"{value!r} at {positions}" for value, positions in seen[:3])
+    if len(seen) > 3:
+        at += f"; {len(seen) - 3} more"
     text = ", ".join(part for part in (detail, at) if part)
     return TxnViolation(kind, txn.producer, txn.number, txn.outcome, values, text)
 
