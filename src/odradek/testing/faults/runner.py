@@ -179,6 +179,13 @@ def run_chaos(options: ChaosOptions, out: Callable[[str], None] = print) -> Chao
         if stats.fatal_errors:
             out(f"chaos: {stats.fatal_errors} producer clients failed fatally and were replaced")
         out(f"chaos: workload stopped ({_progress(workload)}); reading every replica")
+        if options.transactional_producers:
+            txn_stats = txn_workload.statistics()
+            out(
+                f"chaos: transactions committed {txn_stats.committed} aborted "
+                f"{txn_stats.aborted} unknown {txn_stats.unknown} "
+                f"(transactional clients replaced {txn_stats.replaced})"
+            )
         events = history.events()
         _save(options.base_dir / "history.jsonl", events)
         windows = fault_windows(timeline.events)
