@@ -1,8 +1,9 @@
 """The CI slice of the fault suite: a seeded ``run_chaos`` (a few minutes) whose report is
 clean — no acknowledged record lost, no duplicate under idempotence, acknowledged order
-kept, replicas identical, committed offsets never backwards — with every fault applied and
-healed; plus the pieces of the runner that need no cluster (fault windows from a timeline,
-the replay command, the table)."""
+kept, replicas identical, committed offsets never backwards, transactions whole and once
+under read_committed and aborted ones invisible — with every fault applied and healed;
+plus the pieces of the runner that need no cluster (fault windows from a timeline, the
+replay command, the table)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,10 @@ def test_a_seeded_slice_of_faults_loses_nothing(tmp_path: Path) -> None:
     assert set(result.report.unavailability) == set(result.faults_by_kind)
     assert sum(line.startswith("[") for line in lines) == FAULTS  # one progress line a fault
     assert (tmp_path / "run" / "history.jsonl").stat().st_size > 0
+    txns = result.report.transactions
+    assert txns.committed > 0, text
+    assert txns.aborted > 0, text  # one in five is aborted on purpose
+    assert txns.records_visible > 0, text
 
 
 def test_fault_windows_pair_each_apply_with_its_heal() -> None:

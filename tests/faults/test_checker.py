@@ -1,6 +1,8 @@
 """The fault-run checker on plain histories: a clean run is clean, and each kind of violation
 (lost acknowledged record, unstable read, duplicate under idempotence, acknowledged order
-broken, divergent replica, committed offset going backwards) is found and only it; the
+broken, divergent replica, committed offset going backwards; and for transactions read with
+read_committed: a committed one lost, a record duplicated, an aborted one visible, an unknown
+one partly visible, records out of produced order) is found and only it; the
 unavailability windows per fault kind are the longest stretches without acknowledgements."""
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from odradek.testing.faults.checker import check
 from odradek.testing.faults.history import (
     Ack,
     Commit,
+    CommittedLog,
     CommittedRead,
     Consume,
     Event,
@@ -20,6 +23,7 @@ from odradek.testing.faults.history import (
     FaultWindow,
     ReplicaLog,
     Send,
+    Transaction,
 )
 
 
@@ -222,3 +226,106 @@ def test_a_partition_still_waiting_at_the_end_counts_to_the_end() -> None:
     ]
     report = check(events, [], [FaultWindow("kill-zookeeper", "zk 1", 0.5, 2.0)])
     assert report.unavailability["kill-zookeeper"].max_s == pytest.approx(8.5)
+
+
+# --- transactions (read_committed) -------------------------------------------------------------
+
+
+def _txn(
+    number: int, outcome: str, partitions: Sequence[int] = (0, 1), size: int = 4
+) -> Transaction:
+    records = tuple(
+        (partitions[k % len(partitions)], f"tx0-{number}-{k}".encode()) for k in range(size)
+    )
+    return Transaction(float(number), "tx0", number, outcome, records)
+
+
+def _visible(*txns: Transaction, partitions: int = 2) -> list[CommittedLog]:
+    """What read_committed would show if every record of ``txns`` were written in order, each
+    transaction followed by its marker (one offset)."""
+    logs: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(partitions)}
+    next_offset = dict.fromkeys(range(partitions), 0)
+    for txn in txns:
+        for partition, value in txn.records:
+            logs[partition].append((next_offset[partition], value))
+            next_offset[partition] += 1
+        for partition in {p for p, _ in txn.records}:
+            next_offset[partition] += 1  # the commit marker
+    return [CommittedLog(p, tuple(records)) for p, records in logs.items()]
+
+
+def test_whole_committed_and_invisible_aborted_transactions_are_clean() -> None:
+    committed, aborted = _txn(0, "committed"), _txn(1, "aborted")
+    unknown_in, unknown_out = _txn(2, "unknown"), _txn(3, "unknown")
+    events: list[Event] = [committed, aborted, unknown_in, unknown_out]
+    report = check(events, [], committed_logs=_visible(committed, unknown_in))
+    assert report.clean, report
+    txns = report.transactions
+    assert (txns.committed, txns.aborted, txns.unknown, txns.unknown_visible) == (1, 1, 2, 1)
+    assert txns.records_visible == 8
+
+
+def test_a_committed_transaction_missing_a_record_is_lost() -> None:
+    committed = _txn(0, "committed")
+    logs = [
+        CommittedLog(log.partition, tuple(r for r in log.records if r[1] != b"tx0-0-3"))
+        for log in _visible(committed)
+    ]
+    report = check([committed], [], committed_logs=logs)
+    assert [(v.kind, v.values) for v in report.transactions.examples()] == [("lost", (b"tx0-0-3",))]
+    assert not report.clean
+
+
+def test_a_transaction_record_seen_twice_is_duplicated() -> None:
+    committed = _txn(0, "committed", partitions=(0,))
+    (log,) = _visible(committed, partitions=1)
+    logs = [CommittedLog(0, (*log.records, (9, b"tx0-0-1")))]
+    report = check([committed], [], committed_logs=logs)
+    assert [(v.kind, v.values) for v in report.transactions.examples()] == [
+        ("duplicated", (b"tx0-0-1",))
+    ]
+
+
+def test_an_aborted_transaction_visible_under_read_committed_is_a_violation() -> None:
+    committed, aborted = _txn(0, "committed"), _txn(1, "aborted")
+    report = check([committed, aborted], [], committed_logs=_visible(committed, aborted))
+    assert [(v.kind, v.number) for v in report.transactions.examples()] == [("aborted visible", 1)]
+    assert report.transactions.aborted_visible[0].values == tuple(v for _, v in aborted.records)
+
+
+def test_an_unknown_transaction_partly_visible_is_partial() -> None:
+    unknown = _txn(0, "unknown")
+    logs = [log for log in _visible(unknown) if log.partition == 0]  # partition 1's half gone
+    report = check([unknown], [], committed_logs=[*logs, CommittedLog(1, ())])
+    assert [(v.kind, v.values) for v in report.transactions.examples()] == [
+        ("partial", (b"tx0-0-0", b"tx0-0-2"))
+    ]
+
+
+@pytest.mark.parametrize("outcome", ["committed", "unknown"])
+def test_a_transaction_out_of_produced_order_on_a_partition_is_reordered(outcome: str) -> None:
+    txn = _txn(0, outcome, partitions=(0,), size=3)
+    logs = [CommittedLog(0, ((0, b"tx0-0-0"), (1, b"tx0-0-2"), (2, b"tx0-0-1")))]
+    report = check([txn], [], committed_logs=logs)
+    assert [(v.kind, v.values) for v in report.transactions.examples()] == [
+        ("reordered", (b"tx0-0-1", b"tx0-0-2"))
+    ]
+
+
+def test_a_transaction_record_on_another_partition_is_reordered() -> None:
+    txn = _txn(0, "committed", partitions=(0,), size=2)
+    logs = [CommittedLog(0, ((0, b"tx0-0-0"),)), CommittedLog(1, ((0, b"tx0-0-1"),))]
+    report = check([txn], [], committed_logs=logs)
+    assert [v.kind for v in report.transactions.examples()] == ["reordered"]
+
+
+def test_without_a_read_committed_read_transactions_are_only_counted() -> None:
+    report = check([_txn(0, "committed"), _txn(1, "aborted"), _txn(2, "unknown")], [])
+    assert report.clean
+    txns = report.transactions
+    assert (txns.committed, txns.aborted, txns.unknown) == (1, 1, 1)
+
+
+def test_a_transaction_outcome_must_be_known_to_the_history() -> None:
+    with pytest.raises(ValueError, match="outcome"):
+        _txn(0, "maybe")

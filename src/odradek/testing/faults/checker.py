@@ -18,6 +18,9 @@ RELIABILITY.md):
 - **offsets backwards**: a group's committed offset for a partition, as acknowledged to a
   commit or answered to an OffsetFetch, is never lower than one acknowledged or answered
   before the later request was sent.
+- **transactions** (``txn_checker``): given what a read_committed consumer read after
+  healing, committed transactions whole and once, aborted ones invisible, unknown ones all
+  or nothing, each in produced order.
 - **unavailability**: per fault, the longest time any partition went without an
   acknowledgement between the fault's application and the next fault (or the end of the
   history), counting the time up to the end only if a send was still waiting; per kind, the
@@ -35,6 +38,7 @@ from dataclasses import dataclass, field
 from odradek.testing.faults.history import (
     Ack,
     Commit,
+    CommittedLog,
     CommittedRead,
     Consume,
     Event,
@@ -43,6 +47,7 @@ from odradek.testing.faults.history import (
     ReplicaLog,
     Send,
 )
+from odradek.testing.faults.txn_checker import TxnReport, check_transactions, tally_transactions
 
 Position = tuple[int, int]  # (partition, offset)
 
@@ -132,11 +137,13 @@ class Report:
     divergent: tuple[Divergence, ...] = ()
     offsets_backwards: tuple[OffsetBackwards, ...] = ()
     unavailability: Mapping[str, Unavailability] = field(default_factory=dict)
+    transactions: TxnReport = field(default_factory=TxnReport)
 
     @property
     def violations(self) -> int:
         return (
-            len(self.lost)
+            self.transactions.violations
+            + len(self.lost)
             + len(self.unstable_reads)
             + len(self.duplicates)
             + len(self.reordered)
@@ -155,6 +162,7 @@ def check(
     faults: Sequence[FaultWindow] = (),
     *,
     leaders: Mapping[int, int] | None = None,
+    committed_logs: Iterable[CommittedLog] | None = None,
 ) -> Report:
     """Checks ``events`` against the final ``replicas``.
 
@@ -163,6 +171,8 @@ def check(
         replicas: every replica of every partition, read after healing.
         faults: the faults applied, for the unavailability windows.
         leaders: partition → broker id of the replica to take as the reference (its leader).
+        committed_logs: every partition as read with read_committed after healing, for the
+            transactions' rules; without it the transactions are only counted.
     """
     by_partition: dict[int, list[ReplicaLog]] = defaultdict(list)
     for replica in replicas:
@@ -220,6 +230,11 @@ def check(
         divergent=_divergent(by_partition, reference),
         offsets_backwards=_offsets_backwards(events),
         unavailability=_unavailability(events, faults),
+        transactions=(
+            tally_transactions(events)
+            if committed_logs is None
+            else check_transactions(events, committed_logs)
+        ),
     )
 
 

@@ -11,6 +11,11 @@ Events (frozen, slotted; times in seconds on the run's monotonic clock, ``at_s``
   ``sent_at_s`` is when the commit left the member.
 - ``CommittedRead``: the coordinator answered an OffsetFetch with ``offset`` for
   ``partition``; ``sent_at_s`` is when the request left.
+- ``Transaction``: a transactional producer's transaction ``number`` ended with ``outcome``
+  (``committed`` once commit_transaction returned, ``aborted`` once abort_transaction
+  returned, ``unknown`` when the end failed — a fenced or failed producer's transaction is
+  committed or aborted by the coordinator, all or nothing); ``records`` are its
+  ``(partition, value)`` in the order produced.
 
 Every value a producer sends is unique in the run (``<producer>-<sequence>``), so a value
 names its record. ``History`` is the recorder: any thread may ``record``; ``events()`` is a
@@ -79,7 +84,24 @@ class CommittedRead:
     offset: int
 
 
-Event: TypeAlias = Send | Ack | Failure | Consume | Commit | CommittedRead
+#: The outcomes a ``Transaction`` records.
+TXN_OUTCOMES = ("committed", "aborted", "unknown")
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    at_s: float
+    producer: str
+    number: int
+    outcome: str
+    records: tuple[tuple[int, bytes], ...]
+
+    def __post_init__(self) -> None:
+        if self.outcome not in TXN_OUTCOMES:
+            raise ValueError(f"a transaction outcome is one of {TXN_OUTCOMES}: {self.outcome!r}")
+
+
+Event: TypeAlias = Send | Ack | Failure | Consume | Commit | CommittedRead | Transaction
 
 
 class History:
@@ -122,6 +144,15 @@ class ReplicaLog:
     partition: int
     broker_id: int
     high_watermark: int
+    records: tuple[tuple[int, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedLog:
+    """One partition as a read_committed consumer saw it after the faults healed: the
+    ``(offset, value)`` of every record it was given, in the order given."""
+
+    partition: int
     records: tuple[tuple[int, bytes], ...]
 
 

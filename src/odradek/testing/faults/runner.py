@@ -6,12 +6,14 @@
    creates the topic (``partitions``, replication factor 3 — or the broker count when
    smaller — ``min.insync.replicas=2``);
 2. starts the ``Workload`` (producers acks=all with and without idempotence, a consumer
-   group committing offsets) and waits for its first acknowledgements;
+   group committing offsets) and the ``TxnWorkload`` (transactional producers committing and
+   aborting) and waits for their first acknowledgements and commits;
 3. ``faults`` times: draws a fault with ``choose_fault`` from ``random.Random(seed)``,
    applies it, holds it a time drawn from ``hold_s``, heals it and waits until the cluster
    is healthy again (every broker serving, every partition led with its full ISR);
 4. heals everything, waits healthy, checks the workload acknowledges again, stops it, reads
-   every replica of every partition up to the high watermark and runs the checker.
+   every replica of every partition up to the high watermark, reads every partition with
+   read_committed and runs the checker.
 
 The same seed draws the same fault kinds, targets and hold times (targets depend on who
 leads, which the seed does not fix, so a replay repeats the schedule, not every byte).
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import shutil
 import signal
@@ -41,6 +44,7 @@ from odradek.testing.faults.cluster import FaultCluster
 from odradek.testing.faults.history import Event, FaultWindow, History
 from odradek.testing.faults.replica_read import partition_layouts, read_replicas
 from odradek.testing.faults.schedule import FaultEvent, Timeline, choose_fault
+from odradek.testing.faults.txn_workload import TxnWorkload, TxnWorkloadConfig, read_committed
 from odradek.testing.faults.workload import Workload, WorkloadConfig, client_logger, wait_for
 
 TOPIC = "chaos"
@@ -61,6 +65,7 @@ class ChaosOptions:
     producers: int = 4
     consumers: int = 2
     rate_per_producer: float = 50.0
+    transactional_producers: int = 1
     healthy_timeout_s: float = 180.0
     use_namespaces: bool | None = None
 
@@ -74,6 +79,8 @@ class ChaosOptions:
         ]
         if self.kinds:
             words.append(f"--kinds {','.join(self.kinds)}")
+        if self.transactional_producers != 1:
+            words.append(f"--transactional {self.transactional_producers}")
         return " ".join(words)
 
 
@@ -128,9 +135,22 @@ def run_chaos(options: ChaosOptions, out: Callable[[str], None] = print) -> Chao
             ),
             history,
         )
+        txn_workload = TxnWorkload(
+            TxnWorkloadConfig(
+                TOPIC,
+                options.partitions,
+                f"chaos-{options.seed}-{os.getpid()}-{time.time_ns()}",
+                producers=max(options.transactional_producers, 1),
+                seed=options.seed,
+            ),
+            history,
+        )
         workload.start(cluster.bootstrap_servers)
+        if options.transactional_producers:
+            txn_workload.start(cluster.bootstrap_servers)
         try:
             _wait_for_acks(workload, 50, options.healthy_timeout_s)
+            _wait_for_commits(txn_workload, options)
             for number in range(1, options.faults + 1):
                 problem = _one_fault(rng, cluster, timeline, options, workload, number, out)
                 if problem is None:
@@ -146,12 +166,26 @@ def run_chaos(options: ChaosOptions, out: Callable[[str], None] = print) -> Chao
                     _wait_for_acks(workload, 50, options.healthy_timeout_s)
                 except TimeoutError:
                     problems.append("no acknowledgements after the cluster healed")
+                try:
+                    _wait_for_commits(txn_workload, options)
+                except TimeoutError:
+                    problems.append("no transaction committed after the cluster healed")
         finally:
-            workload.stop()
+            try:
+                txn_workload.stop()
+            finally:
+                workload.stop()
         stats = workload.statistics()
         if stats.fatal_errors:
             out(f"chaos: {stats.fatal_errors} producer clients failed fatally and were replaced")
         out(f"chaos: workload stopped ({_progress(workload)}); reading every replica")
+        if options.transactional_producers:
+            txn_stats = txn_workload.statistics()
+            out(
+                f"chaos: transactions committed {txn_stats.committed} aborted "
+                f"{txn_stats.aborted} unknown {txn_stats.unknown} "
+                f"(transactional clients replaced {txn_stats.replaced})"
+            )
         events = history.events()
         _save(options.base_dir / "history.jsonl", events)
         windows = fault_windows(timeline.events)
@@ -159,13 +193,18 @@ def run_chaos(options: ChaosOptions, out: Callable[[str], None] = print) -> Chao
             cluster.wait_healthy(options.healthy_timeout_s)
             layouts = partition_layouts(cluster.bootstrap_servers, TOPIC)
             replicas = read_replicas(layouts, TOPIC, cluster.log_dir, options.healthy_timeout_s)
+            committed_logs = read_committed(
+                cluster.bootstrap_servers, TOPIC, options.partitions, options.healthy_timeout_s
+            )
         except Exception as error:
             problems.append(f"the replicas could not be read: {error}")
             # What the history alone shows (order, offsets); nothing about the logs.
             report = replace(check(events, [], windows), lost=(), unstable_reads=(), divergent=())
         else:
             leaders = {layout.partition: layout.leader for layout in layouts}
-            report = check(events, replicas, windows, leaders=leaders)
+            report = check(
+                events, replicas, windows, leaders=leaders, committed_logs=committed_logs
+            )
         isolation = cluster.isolation
     kinds = Counter(e.kind for e in timeline.events if e.action == "apply")
     return ChaosResult(
@@ -228,6 +267,19 @@ def _wait_for_acks(workload: Workload, count: int, timeout_s: float) -> None:
     )
 
 
+def _wait_for_commits(txn_workload: TxnWorkload, options: ChaosOptions) -> None:
+    """Waits for the transactional producers to commit two more transactions (none to wait
+    for without them)."""
+    if not options.transactional_producers:
+        return
+    base = txn_workload.statistics().committed
+    wait_for(
+        lambda: txn_workload.statistics().committed >= base + 2,
+        options.healthy_timeout_s,
+        "2 committed transactions",
+    )
+
+
 def _progress(workload: Workload) -> str:
     stats = workload.statistics()
     return (
@@ -256,16 +308,23 @@ def _save(path: Path, events: Sequence[Event]) -> None:
     """The history as JSON lines (bytes as text: every value is ASCII), for post-mortems."""
     with open(path, "w", encoding="utf-8") as handle:
         for event in events:
-            fields = {
-                k: v.decode("ascii", "replace") if isinstance(v, bytes) else v
-                for k, v in asdict(event).items()
-            }
+            fields = {k: _plain(v) for k, v in asdict(event).items()}
             handle.write(json.dumps({"event": type(event).__name__, **fields}) + "\n")
+
+
+def _plain(value: object) -> object:
+    """``value`` with its bytes as text, at any depth (a transaction's records)."""
+    if isinstance(value, bytes):
+        return value.decode("ascii", "replace")
+    if isinstance(value, tuple | list):
+        return [_plain(item) for item in value]
+    return value
 
 
 def render_result(result: ChaosResult) -> str:
     """The timeline, the final table and, on failure, the violations and how to replay."""
     report = result.report
+    txns = report.transactions
     lines = [f"chaos: seed {result.options.seed}; isolation: {result.isolation}", "timeline:"]
     lines += [f"  {event}" for event in result.timeline]
     lines.append("")
@@ -291,6 +350,16 @@ def render_result(result: ChaosResult) -> str:
         ("reordered (acknowledged order)", len(report.reordered)),
         ("divergent replicas", len(report.divergent)),
         ("committed offsets backwards", len(report.offsets_backwards)),
+        ("transactions committed", txns.committed),
+        ("transactions aborted", txns.aborted),
+        ("transactions of unknown outcome", txns.unknown),
+        ("  of which visible (committed whole)", txns.unknown_visible),
+        ("transactional records read (read_committed)", txns.records_visible),
+        ("txn: committed records lost", len(txns.lost)),
+        ("txn: records seen twice", len(txns.duplicated)),
+        ("txn: aborted records visible", len(txns.aborted_visible)),
+        ("txn: partially visible", len(txns.partial)),
+        ("txn: out of produced order", len(txns.reordered)),
     ]
     by_source = Counter(b.later_source for b in report.offsets_backwards)
     if by_source:
@@ -304,6 +373,7 @@ def render_result(result: ChaosResult) -> str:
         *report.reordered[:5],
         *report.divergent[:5],
         *report.offsets_backwards[:5],
+        *txns.examples(),
     ]
     if examples:
         lines.append("")
@@ -341,6 +411,13 @@ def _hold(text: str) -> tuple[float, float]:
 )
 @click.option("--kinds", default=None, help="comma-separated fault kinds (default: all here)")
 @click.option("--rate", type=float, default=50.0, show_default=True, help="records/s/producer")
+@click.option(
+    "--transactional",
+    type=click.IntRange(0),
+    default=1,
+    show_default=True,
+    help="transactional producers (committing and aborting)",
+)
 @click.option("--loopback", is_flag=True, help="no network namespaces")
 @click.option("--base-dir", type=click.Path(path_type=Path), default=None)
 @click.option("--keep", is_flag=True, help="keep the run directory even when clean")
@@ -354,13 +431,15 @@ def main(
     hold: str,
     kinds: str | None,
     rate: float,
+    transactional: int,
     loopback: bool,
     base_dir: Path | None,
     keep: bool,
     verbose: bool,
 ) -> None:
     """Randomized faults against a replicated cluster under load; exit status 1 on any
-    violation (lost, duplicated, reordered, divergent, offsets backwards)."""
+    violation (lost, duplicated, reordered, divergent, offsets backwards; transactions lost,
+    duplicated, aborted yet visible, partially visible, reordered under read_committed)."""
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -386,6 +465,7 @@ def main(
         hold_s=_hold(hold),
         kinds=tuple(kinds.split(",")) if kinds else None,
         rate_per_producer=rate,
+        transactional_producers=transactional,
         use_namespaces=False if loopback else None,
     )
 
