@@ -17,6 +17,7 @@ from odradek.spark.options import (
     parse_sink_options,
     parse_source_options,
 )
+from odradek.spark.writer import producer_config
 
 BOOT = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 
@@ -170,3 +171,12 @@ def test_delivery_guarantee_options() -> None:
         parse_sink_options({**BOOT, "transactionalIdPrefix": " "})
     with pytest.raises(ValueError, match=r"'transactional\.id' is not supported"):
         parse_sink_options({**BOOT, "kafka.transactional.id": "mine"})
+
+
+def test_writes_batch_256_kib_unless_the_options_say_otherwise() -> None:
+    for guarantee in ("atLeastOnce", "exactlyOnce"):
+        options = {**BOOT, "deliveryGuarantee": guarantee}
+        config = producer_config(parse_sink_options(options))
+        assert (config["batch.size"], config["acks"]) == (str(256 * 1024), "all")
+        chosen = producer_config(parse_sink_options({**options, "kafka.batch.size": "4096"}))
+        assert chosen["batch.size"] == "4096"
