@@ -274,6 +274,10 @@ def test_a_stopped_follower_leaves_the_isr_and_rejoins(
         controller = cluster.controller_id()
         follower = next(r for r in (0, 1, 2) if r not in (state["leader"], controller))
         producer = _producer(cluster)
+        # Metadata and the leader's connection before the pause: a bootstrap Metadata request
+        # that went to the paused broker waited out the whole flush (nothing reached the leader).
+        producer.produce("lag", b"warm-up", partition=0)
+        assert producer.flush(30) == 0
         cluster.kill(follower, signal.SIGSTOP)
         try:
             for index in range(100):
@@ -319,7 +323,11 @@ def test_a_returning_old_leader_truncates_its_divergent_tail(
             # it stopped comes back (empty) within replica.fetch.wait.max.ms (100 ms), so
             # nothing A takes from here on can reach B.
             time.sleep(1.0)
-            only_a = _producer(cluster, acks="1")
+            # Bootstrapped from A alone: a first Metadata request sent to the paused B would
+            # wait out the flush.
+            only_a = _producer(
+                cluster, acks="1", **{"bootstrap.servers": cluster.brokers[a].address}
+            )
             for index in range(3):
                 only_a.produce("diverge", f"lost-{index}".encode(), partition=0)
             assert only_a.flush(30) == 0
