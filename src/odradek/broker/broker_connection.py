@@ -174,9 +174,24 @@ class BrokerConnection:
         return reader, writer
 
     def close(self) -> None:
-        """Closes the connection (the next request opens a new one)."""
+        """Closes the connection (the next request opens a new one). Over TLS the socket
+        itself closes once the peer answers the goodbye, on a later turn of the loop: a
+        caller about to stop its loop awaits ``aclose`` instead."""
         writer = self._writer
         self._reader = self._writer = None
         self._endpoint = None
         if writer is not None:
             writer.close()
+
+    async def aclose(self, timeout_s: float = 5.0) -> None:
+        """``close``, then waits (at most ``timeout_s``) until the socket is closed; past
+        the timeout the connection is aborted, so no socket outlives the call."""
+        writer = self._writer
+        self.close()
+        if writer is None:
+            return
+        try:
+            async with asyncio.timeout(timeout_s):
+                await writer.wait_closed()
+        except (OSError, TimeoutError):
+            writer.transport.abort()

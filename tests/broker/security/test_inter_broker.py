@@ -232,7 +232,7 @@ def test_a_broker_connection_logs_in_once_and_keeps_the_connection(secure: Secur
                 assert answer["brokers"]
             return connection.connects
         finally:
-            connection.close()
+            await connection.aclose()
 
     assert asyncio.run(run()) == 1
 
@@ -248,7 +248,7 @@ def test_a_broker_connection_refused_its_login_raises_an_authentication_error(
         try:
             await connection.request("127.0.0.1", port, ApiKey.METADATA, 1, {"topics": []})
         finally:
-            connection.close()
+            await connection.aclose()
 
     with pytest.raises(BrokerAuthenticationError, match="PLAIN login as 'admin'"):
         asyncio.run(run())
