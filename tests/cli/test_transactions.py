@@ -115,6 +115,20 @@ def test_an_open_then_committed_transaction(
     assert after["current_txn_start_offset"] is None
 
 
+def test_an_id_with_no_transaction_yet_is_empty(
+    broker: Broker, producer: Producer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its coordinator answers the start time -1, as Kafka's does."""
+    status, out, err = odradek(
+        capsys, broker, "describe", "--transactional-id", TXN_ID, "--output", "json"
+    )
+    assert status == 0, err
+    document = json.loads("\n".join(out))
+    assert document["state"] == "Empty"
+    assert document["start_time_ms"] is None
+    assert document["partitions"] == []
+
+
 def test_list_filters(
     broker: Broker, producer: Producer, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -25,7 +25,7 @@ import datetime
 import io
 import struct
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from kio.schema.errors import ErrorCode as KioErrorCode
@@ -36,6 +36,7 @@ from odradek.errors import ProtocolError
 from odradek.protocol.api_keys import ApiKey, is_flexible
 from odradek.protocol.bounds import check_request_body
 from odradek.protocol.builder import build_entity, request_value
+from odradek.protocol.describe_transactions_response import decode_describe_transactions_v0
 from odradek.protocol.header import request_header_version, response_header_version
 from odradek.protocol.inter_broker import load_request_schema, load_response_schema
 from odradek.protocol.wire import nullable_string, read_uvarint
@@ -47,6 +48,10 @@ _HEADER_FIXED = struct.Struct(">hhi")
 _CORRELATION = struct.Struct(">i")
 _ERROR_CODE = struct.Struct(">h")
 _UNSUPPORTED_VERSION: Final = 35
+#: Responses read by hand where kio's schema refuses what Kafka's brokers send.
+_OWN_DECODERS: Final[dict[tuple[int, int], Callable[[bytes, int], dict[str, Any]]]] = {
+    (ApiKey.DESCRIBE_TRANSACTIONS, 0): decode_describe_transactions_v0,
+}
 _DECODE_ERRORS: Final = (
     SerialError,
     ValueError,
@@ -119,6 +124,9 @@ def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, 
             (error_code,) = _ERROR_CODE.unpack_from(frame, offset)
             if error_code == _UNSUPPORTED_VERSION:
                 api_version = 0
+        own_decoder = _OWN_DECODERS.get((api_key, api_version))
+        if own_decoder is not None:
+            return correlation_id, own_decoder(frame, offset)
         is_flexible(api_key, api_version)  # LookupError for a version kio does not model
         schema = load_response_schema(api_key, api_version)
         check_request_body(schema, frame, offset)  # the same walk bounds responses
