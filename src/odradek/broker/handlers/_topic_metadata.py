@@ -4,9 +4,12 @@ operations allowed on it.
 
 On a single broker the topic manager describes the topics this broker serves; in a cluster
 the metadata cache, the controller's view, describes every topic (a partition without a
-leader answers LEADER_NOT_AVAILABLE). Topic ids (KIP-516) are the store's (``/brokers/topics/
-<t>``'s ``topic_id``, read once per topic by the topic manager); a topic written without one
-has the zero UUID, as Kafka answers for topics made before 2.8. Nothing here creates a topic.
+leader answers LEADER_NOT_AVAILABLE; one whose live leader has no endpoint on the listener the
+client came through answers LISTENER_NOT_FOUND — LEADER_NOT_AVAILABLE before Metadata v6 —
+with no leader, as Kafka does, so a misconfigured listener is named instead of hidden).
+Topic ids (KIP-516) are the store's (``/brokers/topics/<t>``'s ``topic_id``, read once per
+topic by the topic manager); a topic written without one has the zero UUID, as Kafka answers
+for topics made before 2.8. Nothing here creates a topic.
 
 Without an authorizer every operation is allowed: a request that asks for the authorized
 operations gets every operation Kafka defines on a topic, as Kafka answers without one.
@@ -21,7 +24,8 @@ import weakref
 
 from odradek.broker.auth.acls import ResourceType
 from odradek.broker.auth.checks import allowed_operations
-from odradek.broker.context import BrokerContext
+from odradek.broker.context import CLIENT_LISTENER, BrokerContext
+from odradek.broker.metadata_cache import MetadataCache, PartitionMetadata
 from odradek.errors import ErrorCode
 from odradek.protocol.metadata_response import (
     AUTHORIZED_OPERATIONS_OMITTED,
@@ -94,13 +98,20 @@ def find_topic(ctx: BrokerContext, topic_id: uuid.UUID) -> str | None:
 
 
 def describe_topic(
-    ctx: BrokerContext, name: str, *, with_id: bool = False, operations: int = -(2**31)
+    ctx: BrokerContext,
+    name: str,
+    *,
+    with_id: bool = False,
+    operations: int = -(2**31),
+    listener_not_found: ErrorCode = ErrorCode.LISTENER_NOT_FOUND,
 ) -> MetadataTopic | None:
     """The topic as this broker knows it (``None``: unknown here).
 
     Args:
         with_id: look its id up (Metadata v10+, DescribeTopicPartitions).
         operations: the ``topic_authorized_operations`` to answer.
+        listener_not_found: the error of a partition whose live leader has no endpoint on
+            the client's listener (Metadata before v6 answers LEADER_NOT_AVAILABLE).
     """
     cluster = ctx.cluster
     partitions: list[MetadataPartition]
@@ -122,16 +133,9 @@ def describe_topic(
         states = cluster.cache.partitions(name)
         if not states:
             return None
+        listener = CLIENT_LISTENER.get()
         partitions = [
-            MetadataPartition(
-                ErrorCode.NONE if state.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
-                state.partition,
-                state.leader,
-                state.leader_epoch,
-                state.replicas,
-                state.isr,
-                state.offline_replicas,
-            )
+            _cluster_partition(cluster.cache, state, listener, listener_not_found)
             for state in states
         ]
     if operations == ALL_TOPIC_OPERATIONS and ctx.authorizer is not None:
@@ -143,4 +147,30 @@ def describe_topic(
         partitions,
         operations,
         topic_id_of(ctx, name) if with_id else None,
+    )
+
+
+def _cluster_partition(
+    cache: MetadataCache,
+    state: PartitionMetadata,
+    listener: str | None,
+    listener_not_found: ErrorCode,
+) -> MetadataPartition:
+    error, leader = ErrorCode.NONE, state.leader
+    if leader < 0:
+        error = ErrorCode.LEADER_NOT_AVAILABLE
+    elif (
+        listener is not None
+        and cache.broker(leader, listener) is None
+        and cache.broker(leader) is not None
+    ):
+        error, leader = listener_not_found, -1
+    return MetadataPartition(
+        error,
+        state.partition,
+        leader,
+        state.leader_epoch,
+        state.replicas,
+        state.isr,
+        state.offline_replicas,
     )

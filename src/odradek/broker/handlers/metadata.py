@@ -53,6 +53,9 @@ API_KEY = ApiKey.METADATA
 #: The first version with topic ids; the first whose response may carry a null topic name.
 TOPIC_ID_VERSION = 10
 NULLABLE_NAME_VERSION = 12
+#: From this version a partition whose leader lacks the client's listener answers
+#: LISTENER_NOT_FOUND (LEADER_NOT_AVAILABLE before), as Kafka's brokers do.
+LISTENER_NOT_FOUND_VERSION = 6
 
 
 def handle(ctx: BrokerContext, request: Request) -> bytes:
@@ -62,12 +65,23 @@ def handle(ctx: BrokerContext, request: Request) -> bytes:
     allow_create = metadata_allows_auto_create(request)
     with_ids = version >= TOPIC_ID_VERSION
     operations = topic_operations(metadata_wants_topic_operations(request))
+    listener_not_found = (
+        ErrorCode.LISTENER_NOT_FOUND
+        if version >= LISTENER_NOT_FOUND_VERSION
+        else ErrorCode.LEADER_NOT_AVAILABLE
+    )
     topics: list[MetadataTopic] = []
     if all_topics:
         for name in topic_names(ctx):
             if not topic_allowed(ctx, Op.DESCRIBE, name):
                 continue  # hidden: the principal may not know it exists
-            described = describe_topic(ctx, name, with_id=with_ids, operations=operations)
+            described = describe_topic(
+                ctx,
+                name,
+                with_id=with_ids,
+                operations=operations,
+                listener_not_found=listener_not_found,
+            )
             if described is not None:
                 topics.append(described)
     else:
@@ -80,7 +94,13 @@ def handle(ctx: BrokerContext, request: Request) -> bytes:
             if not topic_allowed(ctx, Op.DESCRIBE, name):
                 topics.append(MetadataTopic(TOPIC_DENIED, name))  # exists or not: not told
                 continue
-            described = describe_topic(ctx, name, with_id=with_ids, operations=operations)
+            described = describe_topic(
+                ctx,
+                name,
+                with_id=with_ids,
+                operations=operations,
+                listener_not_found=listener_not_found,
+            )
             if described is None:
                 described = _missing(ctx, name, allow_create, with_ids, operations)
             topics.append(described)
