@@ -3,7 +3,7 @@ driven chunk by chunk through the protocol's own calls (``get_buffer`` / ``buffe
 as a transport makes them), then over real 127.0.0.1 sockets on asyncio's loop and on uvloop
 through ``BrokerConnection.exchange``. A frame larger than the scratch buffer is read into
 its own buffer (``direct_reads``); a size out of bounds, or a peer that hangs up mid-frame,
-fails the read."""
+fails the read; frames nobody takes pause the transport."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 import uvloop
 
 from odradek.broker.broker_connection import BrokerConnection, BrokerUnavailableError
-from odradek.broker.broker_frames import SCRATCH_BYTES, FrameProtocol
+from odradek.broker.broker_frames import MAX_QUEUED_FRAMES, SCRATCH_BYTES, FrameProtocol
 from odradek.errors import ProtocolError
 
 
@@ -29,6 +29,7 @@ class FakeTransport:
         self.written: list[bytes] = []
         self.aborted = False
         self.closed = False
+        self.reading = True
 
     def write(self, data: bytes) -> None:
         self.written.append(data)
@@ -38,6 +39,12 @@ class FakeTransport:
 
     def close(self) -> None:
         self.closed = True
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
 
 
 def _framed(payload: bytes) -> bytes:
@@ -99,6 +106,23 @@ def test_a_size_cut_after_whole_frames_is_kept_for_the_next_read(header_bytes: i
         protocol, _ = _protocol()
         _feed(protocol, stream, [cut])
         assert [bytes(await protocol.read_frame()) for _ in payloads] == payloads
+
+    _run(scenario)
+
+
+@pytest.mark.parametrize("size", [10, 2 * SCRATCH_BYTES])
+def test_frames_nobody_reads_pause_the_transport_until_one_is_taken(size: int) -> None:
+    payloads = [os.urandom(size) for _ in range(MAX_QUEUED_FRAMES)]
+
+    async def scenario() -> None:
+        protocol, transport = _protocol()
+        _feed(protocol, _framed(payloads[0]), [])
+        assert transport.reading
+        _feed(protocol, _framed(payloads[1]), [])
+        assert not transport.reading  # answers never asked for stop being read
+        assert bytes(await protocol.read_frame()) == payloads[0]
+        assert transport.reading
+        assert bytes(await protocol.read_frame()) == payloads[1]
 
     _run(scenario)
 

@@ -15,7 +15,10 @@ the channel never writes into a frame once read.
 
 Bounds: a frame whose size is below 4 (no correlation id) or above the channel's
 ``max_frame_bytes`` raises ``ProtocolError`` from ``read_frame`` before any buffer is
-allocated, and the channel is then closed. A peer that hangs up makes ``read_frame`` raise
+allocated, and the channel is then closed. Frames nobody has read yet are bounded too: with
+``MAX_QUEUED_FRAMES`` of them waiting the transport stops reading until ``read_frame`` takes
+one (a peer that sends answers never asked for cannot make the broker hold more than that
+and the scratch buffer). A peer that hangs up makes ``read_frame`` raise
 ``ConnectionResetError`` (the bytes of a partial frame are dropped).
 
 ``StreamFrameChannel`` offers the same calls over an ``asyncio`` stream pair: the TLS and
@@ -43,6 +46,8 @@ _SIZE = struct.Struct(">i")
 #: Where a frame's first bytes (and its size) are read before its own buffer exists. Small
 #: answers fit whole; a larger one has at most this much copied out of it.
 SCRATCH_BYTES = 64 * 1024
+#: Frames read but not taken before the transport pauses (one request is in flight at a time).
+MAX_QUEUED_FRAMES = 2
 
 
 class FrameChannel(Protocol):
@@ -80,6 +85,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._error: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._paused = False
         #: Receives into a frame's own buffer (tests: the zero-copy path was taken).
         self.direct_reads = 0
 
@@ -105,6 +111,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
                 self._frames.append(self._frame)
                 self._frame = None
                 self._wake()
+                self._pause_if_full()
             return
         self._filled += nbytes
         self._split_scratch()
@@ -152,6 +159,12 @@ class FrameProtocol(asyncio.BufferedProtocol):
             self._filled = remaining
         if self._frames:
             self._wake()
+            self._pause_if_full()
+
+    def _pause_if_full(self) -> None:
+        if len(self._frames) >= MAX_QUEUED_FRAMES and not self._paused and self.transport:
+            self._paused = True
+            self.transport.pause_reading()
 
     def _fail(self, error: BaseException) -> None:
         self._error = error
@@ -174,7 +187,12 @@ class FrameProtocol(asyncio.BufferedProtocol):
                 await self._waiter
             finally:
                 self._waiter = None
-        return self._frames.pop(0)
+        frame = self._frames.pop(0)
+        if self._paused and len(self._frames) < MAX_QUEUED_FRAMES and self._error is None:
+            self._paused = False
+            if self.transport is not None:
+                self.transport.resume_reading()
+        return frame
 
     # ---------------------------------------------------------------- the channel's calls
 
