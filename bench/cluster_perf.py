@@ -34,10 +34,10 @@ runs by 2x.
 
 ``--profile [small,large,latency]``: where the time goes on the RF 3 partition's leader and one
 follower during the first replicated run of each named workload (all three when none is
-named) — py-spy (``py-spy record --format raw``, the top functions by own samples) when a
-``py-spy`` executable is found beside this interpreter or on PATH; otherwise the brokers run
-under cProfile for their whole life and the top functions by own time are printed after they
-stop.
+named; a throughput run's profile stops when the run does) — py-spy (``py-spy record
+--format raw``, the top functions by own samples) when a ``py-spy`` executable is found beside
+this interpreter or on PATH; otherwise the brokers run under cProfile for their whole life and
+the top functions by own time are printed after they stop.
 
     .venv/bin/python bench/cluster_perf.py [--records-small 500000] [--records-large 200000]
         [--partitions 3] [--rate 10000] [--latency-seconds 5] [--run-seconds 30]
@@ -60,6 +60,7 @@ import math
 import os
 import pstats
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -344,6 +345,16 @@ def record(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
     )  # fmt: skip
 
 
+def stop_profiling(spies: list[subprocess.Popen[bytes]]) -> None:
+    """Stops py-spy once the profiled run is over (SIGINT: it writes what it sampled), so
+    the profile holds the run, not the idle rest of ``--run-seconds``."""
+    for process in spies:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+    for process in spies:
+        process.wait(30)
+
+
 def leader_and_follower(bootstrap: str, topic: str) -> tuple[int, int]:
     with AdminClient({"bootstrap.servers": bootstrap}) as admin:
         partition = admin.describe_topics([topic])[topic].partitions[0]
@@ -511,8 +522,7 @@ def run(
             repl = throughput(bootstrap, *REPLICATED, size, records, args.run_seconds)
             repl_cpu = brokers_cpu_s(cluster) - cpu
             split_repl = cpu_by_process(cluster)
-            for process in spies:
-                process.wait(args.run_seconds + 30)
+            stop_profiling(spies)
             # Each replica writes every record once: the RF 3 run's bytes, three times.
             written = 3 * repl.delivered * (size + _RECORD_OVERHEAD)
             raw_wall, raw_cpu = raw_write_baseline(cluster.base_dir, written)
