@@ -17,7 +17,11 @@ consumer with a ``group.id`` makes the brokers create its 50 partitions: log cre
 leader elections that would otherwise fall inside whichever run came first).
 
 Each pair of runs also prints the CPU (user + system) the three brokers used per delivered
-record: on a machine shared with other work, the figure that wall-clock rates hide.
+record: on a machine shared with other work, the figure that wall-clock rates hide; then the
+same split by process (each broker, and ``client``: this process, the producer's librdkafka
+threads included), and the page cache's own price in the same run: the wall and CPU time of
+writing the RF 3 run's bytes three times over (one copy per replica) with ``os.write`` in the
+log's pattern, without a broker — the floor the three replicas' writes share on one machine.
 
 Every run is bounded (``--run-seconds``: the producer stops sending and librdkafka's
 ``message.timeout.ms`` expires what is not acknowledged by then) and reports its delivered,
@@ -30,10 +34,10 @@ runs by 2x.
 
 ``--profile [small,large,latency]``: where the time goes on the RF 3 partition's leader and one
 follower during the first replicated run of each named workload (all three when none is
-named) — py-spy (``py-spy record --format raw``, the top functions by own samples) when a
-``py-spy`` executable is found beside this interpreter or on PATH; otherwise the brokers run
-under cProfile for their whole life and the top functions by own time are printed after they
-stop.
+named; a throughput run's profile stops when the run does) — py-spy (``py-spy record
+--format raw``, the top functions by own samples) when a ``py-spy`` executable is found beside
+this interpreter or on PATH; otherwise the brokers run under cProfile for their whole life and
+the top functions by own time are printed after they stop.
 
     .venv/bin/python bench/cluster_perf.py [--records-small 500000] [--records-large 200000]
         [--partitions 3] [--rate 10000] [--latency-seconds 5] [--run-seconds 30]
@@ -56,6 +60,7 @@ import math
 import os
 import pstats
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -72,12 +77,16 @@ from confluent_kafka import OFFSET_END, Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from odradek.client import AdminClient, NewTopic
+from odradek.storage.file_records import WRITE_PIECE_BYTES
 from odradek.testing.cluster import Cluster
 from odradek.testing.zookeeper import ZooKeeperEnsemble
 
 BASELINE = ("bench-rf1", "1")
 REPLICATED = ("bench-rf3", "all")
 _STAMP_BYTES = 8
+#: A record's bytes in a batch beyond its value (length, attributes, deltas, key, headers),
+#: plus its share of the 61-byte batch header: ~10 B for 1 KB values in large batches.
+_RECORD_OVERHEAD = 10
 
 
 @dataclass
@@ -336,6 +345,16 @@ def record(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
     )  # fmt: skip
 
 
+def stop_profiling(spies: list[subprocess.Popen[bytes]]) -> None:
+    """Stops py-spy once the profiled run is over (SIGINT: it writes what it sampled), so
+    the profile holds the run, not the idle rest of ``--run-seconds``."""
+    for process in spies:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+    for process in spies:
+        process.wait(30)
+
+
 def leader_and_follower(bootstrap: str, topic: str) -> tuple[int, int]:
     with AdminClient({"bootstrap.servers": bootstrap}) as admin:
         partition = admin.describe_topics([topic])[topic].partitions[0]
@@ -357,6 +376,54 @@ def brokers_cpu_s(cluster: Cluster) -> float:
         fields = Path(f"/proc/{broker.pid}/stat").read_text().rpartition(")")[2].split()
         total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
+
+
+def cpu_by_process(cluster: Cluster) -> dict[str, tuple[float, float]]:
+    """CPU seconds (user, system) so far of each broker (``broker <id>``) and of this
+    process (``client``: the producer's librdkafka threads and the Python loop feeding it)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu: dict[str, tuple[float, float]] = {}
+    for broker_id, broker in sorted(cluster.brokers.items()):
+        if broker.pid is not None:
+            fields = Path(f"/proc/{broker.pid}/stat").read_text().rpartition(")")[2].split()
+            cpu[f"broker {broker_id}"] = (int(fields[11]) / tick, int(fields[12]) / tick)
+    times = os.times()
+    cpu["client"] = (times.user, times.system)
+    return cpu
+
+
+def cpu_split(
+    before: Mapping[str, tuple[float, float]],
+    after: Mapping[str, tuple[float, float]],
+    records: int,
+) -> str:
+    """Each process's CPU per delivered record (user + system) between two
+    ``cpu_by_process`` readings."""
+    parts = []
+    for name, (user, system) in after.items():
+        user_before, system_before = before.get(name, (0.0, 0.0))
+        user_us = 1e6 * (user - user_before) / max(records, 1)
+        system_us = 1e6 * (system - system_before) / max(records, 1)
+        parts.append(f"{name} {user_us:.2f}+{system_us:.2f}")
+    return ", ".join(parts)
+
+
+def raw_write_baseline(directory: Path, total_bytes: int) -> tuple[float, float]:
+    """The page cache's own price for ``total_bytes``: wall and CPU seconds of writing them
+    with ``os.write`` in the log's pattern (1 MB batches in ``WRITE_PIECE_BYTES`` pieces,
+    ``O_APPEND``, a new file), without a broker. The file is removed afterwards."""
+    piece = memoryview(os.urandom(WRITE_PIECE_BYTES))
+    path = directory / f"raw-write-{uuid.uuid4().hex[:8]}"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        started, cpu = time.perf_counter(), time.process_time()
+        left = total_bytes
+        while left > 0:
+            left -= os.write(fd, piece[: min(left, WRITE_PIECE_BYTES)])
+        return time.perf_counter() - started, time.process_time() - cpu
+    finally:
+        os.close(fd)
+        path.unlink()
 
 
 def cpu_per_record(base_s: float, base_records: int, repl_s: float, repl_records: int) -> str:
@@ -439,9 +506,10 @@ def run(
         print(f"\n{size} B records")
         ratios, base_rates, repl_rates = [], [], []
         for repetition in range(args.repeat):
-            cpu = brokers_cpu_s(cluster)
+            cpu, split = brokers_cpu_s(cluster), cpu_by_process(cluster)
             base = throughput(bootstrap, *BASELINE, size, records, args.run_seconds)
             base_cpu, cpu = brokers_cpu_s(cluster) - cpu, brokers_cpu_s(cluster)
+            split_base, split = split, cpu_by_process(cluster)
             profiled = repetition == 0 and name in args.profile
             spies = profiling(
                 spy if profiled else None,
@@ -453,8 +521,11 @@ def run(
             )
             repl = throughput(bootstrap, *REPLICATED, size, records, args.run_seconds)
             repl_cpu = brokers_cpu_s(cluster) - cpu
-            for process in spies:
-                process.wait(args.run_seconds + 30)
+            split_repl = cpu_by_process(cluster)
+            stop_profiling(spies)
+            # Each replica writes every record once: the RF 3 run's bytes, three times.
+            written = 3 * repl.delivered * (size + _RECORD_OVERHEAD)
+            raw_wall, raw_cpu = raw_write_baseline(cluster.base_dir, written)
             shown = ratio(repl.records_per_s, base.records_per_s)
             print(f"  run {repetition + 1} ({load()})")
             print(f"    RF 1 acks=1   {base.describe(size)}")
@@ -462,6 +533,17 @@ def run(
             print(
                 "    brokers' CPU  "
                 + cpu_per_record(base_cpu, base.delivered, repl_cpu, repl.delivered)
+            )
+            print(
+                "    CPU µs/record by process (user+system): "
+                f"RF 1 acks=1 {cpu_split(split_base, split, base.delivered)}; "
+                f"RF 3 acks=all {cpu_split(split, split_repl, repl.delivered)}"
+            )
+            print(
+                f"    raw os.write of the RF 3 run's bytes ({written / 1e6:,.0f} MB, 3 copies, "
+                f"{WRITE_PIECE_BYTES // 1024} KiB pieces, no broker): "
+                f"{1e6 * raw_wall / max(repl.delivered, 1):.2f} µs/record wall, "
+                f"{1e6 * raw_cpu / max(repl.delivered, 1):.2f} µs/record CPU"
             )
             print(f"    ratio {shown}")
             base_rates.append(base.records_per_s)

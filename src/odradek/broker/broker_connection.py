@@ -7,7 +7,10 @@ and the SASL login when that listener has them; a bare TCP connection for PLAINT
 
 One request at a time: ``request`` writes a frame and reads its answer before the next call
 (a replica fetcher is sequential, as Kafka's is). Requests are described and answers returned
-as plain mappings (``protocol.client_codec``), so nothing here knows an API.
+as plain mappings (``protocol.client_codec``), so nothing here knows an API. Answers are read
+through a ``broker_frames.FrameChannel``: on a PLAINTEXT connection straight into each
+answer's own buffer (``FrameProtocol``: the follower's Fetch answers are copied once, by the
+kernel), over TLS or SASL from the streams ``security.inter_broker`` opens.
 
 Any failure — no route, a refused or reset connection, an answer later than the timeout, a
 malformed or oversized frame, a mismatched correlation id — closes the connection and raises
@@ -25,6 +28,11 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from odradek.broker.broker_frames import (
+    FrameChannel,
+    StreamFrameChannel,
+    open_plaintext_channel,
+)
 from odradek.broker.security.inter_broker import (
     PLAINTEXT_INTER_BROKER,
     InterBrokerAuthenticationError,
@@ -69,15 +77,14 @@ class BrokerConnection:
         self._timeout_s = timeout_s
         self._max_response_bytes = max_response_bytes
         self._endpoint: tuple[str, int] | None = None
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._channel: FrameChannel | None = None
         self._correlation = 0
         self.requests_sent = 0
         self.connects = 0
 
     @property
     def connected(self) -> bool:
-        return self._writer is not None
+        return self._channel is not None
 
     async def request(
         self,
@@ -108,7 +115,7 @@ class BrokerConnection:
             wait_ms=wait_ms,
         )
         try:
-            _, body = decode_response(api_key, api_version, answer)
+            _, body = decode_response(api_key, api_version, bytes(answer))
         except ProtocolError as error:
             self.close()
             raise BrokerUnavailableError(
@@ -118,11 +125,11 @@ class BrokerConnection:
 
     async def exchange(
         self, host: str, port: int, frame_for: Callable[[int], bytes], *, wait_ms: int = 0
-    ) -> bytes:
+    ) -> bytes | bytearray:
         """Sends the request frame ``frame_for(correlation_id)`` builds (size prefix
         included) and returns the answer frame without its size prefix, its correlation id
         checked: for callers that encode and decode an API themselves (the replica fetcher's
-        Fetch, ``protocol.replica_fetch``).
+        Fetch, ``protocol.replica_fetch``). The frame is the caller's (a fresh buffer).
 
         Raises:
             BrokerUnavailableError: see the module docstring.
@@ -134,15 +141,12 @@ class BrokerConnection:
         frame = frame_for(correlation_id)
         timeout_s = self._timeout_s + wait_ms / 1000
         try:
-            reader, writer = await self._connect(host, port)
-            writer.write(frame)
+            channel = await self._connect(host, port)
+            channel.write(frame)
             # One deadline for the whole answer: asyncio.timeout adds no task per read, as
             # asyncio.wait_for did (two per fetch), and cannot swallow a cancellation.
             async with asyncio.timeout(timeout_s):
-                (size,) = _SIZE.unpack(await reader.readexactly(4))
-                if not _SIZE.size <= size <= self._max_response_bytes:
-                    raise ProtocolError(f"answer of {size} bytes is out of bounds")
-                answer = await reader.readexactly(size)
+                answer = await channel.read_frame()
             (got,) = _SIZE.unpack_from(answer, 0)
             if got != correlation_id:
                 raise ProtocolError(f"correlation id {got}, expected {correlation_id}")
@@ -157,41 +161,41 @@ class BrokerConnection:
         self.requests_sent += 1
         return answer
 
-    async def _connect(
-        self, host: str, port: int
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if self._reader is not None and self._writer is not None:
-            return self._reader, self._writer
+    async def _connect(self, host: str, port: int) -> FrameChannel:
+        if self._channel is not None:
+            return self._channel
+        limit = self._max_response_bytes
+        channel: FrameChannel
         if self._security.plaintext:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port), self._timeout_s
+            channel = await asyncio.wait_for(
+                open_plaintext_channel(host, port, limit), self._timeout_s
             )
         else:
             reader, writer = await self._security.open(host, port, self._timeout_s, self.client_id)
+            channel = StreamFrameChannel(reader, writer, limit)
         self._endpoint = (host, port)
-        self._reader, self._writer = reader, writer
+        self._channel = channel
         self.connects += 1
-        return reader, writer
+        return channel
 
     def close(self) -> None:
         """Closes the connection (the next request opens a new one). Over TLS the socket
         itself closes once the peer answers the goodbye, on a later turn of the loop: a
         caller about to stop its loop awaits ``aclose`` instead."""
-        writer = self._writer
-        self._reader = self._writer = None
+        channel, self._channel = self._channel, None
         self._endpoint = None
-        if writer is not None:
-            writer.close()
+        if channel is not None:
+            channel.close()
 
     async def aclose(self, timeout_s: float = 5.0) -> None:
         """``close``, then waits (at most ``timeout_s``) until the socket is closed; past
         the timeout the connection is aborted, so no socket outlives the call."""
-        writer = self._writer
+        channel = self._channel
         self.close()
-        if writer is None:
+        if channel is None:
             return
         try:
             async with asyncio.timeout(timeout_s):
-                await writer.wait_closed()
+                await channel.wait_closed()
         except (OSError, TimeoutError):
-            writer.transport.abort()
+            channel.abort()
