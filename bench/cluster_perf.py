@@ -359,6 +359,27 @@ def brokers_cpu_s(cluster: Cluster) -> float:
     return total
 
 
+def run_queue(pids: list[int]) -> tuple[float, int]:
+    """The main threads of ``pids`` (a broker's event loop; the bench's producer loop): the
+    seconds they have spent runnable but waiting for a CPU, and how many times they were put
+    on one (``/proc/<pid>/schedstat``'s second and third fields). On a shared machine, the
+    wait is latency no broker code can remove; divided by the count, the mean delay of each
+    wake-up. (0.0, 0) where schedstat is missing."""
+    waited_ns = slices = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/schedstat").read_text().split()
+            waited_ns += int(fields[1])
+            slices += int(fields[2])
+        except (OSError, IndexError, ValueError):
+            continue
+    return waited_ns / 1e9, slices
+
+
+def broker_pids(cluster: Cluster) -> list[int]:
+    return [broker.pid for broker in cluster.brokers.values() if broker.pid is not None]
+
+
 def cpu_per_record(base_s: float, base_records: int, repl_s: float, repl_records: int) -> str:
     base = 1e6 * base_s / max(base_records, 1)
     repl = 1e6 * repl_s / max(repl_records, 1)
@@ -495,10 +516,15 @@ def latency_runs(
     rate, seconds = args.rate, args.latency_seconds
     print(f"\nend-to-end latency at {rate:,} rec/s for {seconds:g} s (100 B)")
     summary: dict[str, list[list[float]]] = {"base": [[], []], "repl": [[], []]}
+    pids = broker_pids(cluster)
     for repetition in range(args.repeat):
         cpu = brokers_cpu_s(cluster)
+        waits = run_queue(pids), run_queue([os.getpid()])
+        started = time.perf_counter()
         base_latency = end_to_end(bootstrap, *BASELINE, args.partitions, rate, seconds)
         base_cpu, cpu = brokers_cpu_s(cluster) - cpu, brokers_cpu_s(cluster)
+        base_waits = run_queue(pids), run_queue([os.getpid()])
+        base_s, started = time.perf_counter() - started, time.perf_counter()
         profiled = repetition == 0 and "latency" in args.profile
         spies = profiling(
             spy if profiled else None,
@@ -510,6 +536,8 @@ def latency_runs(
         )
         repl_latency = end_to_end(bootstrap, *REPLICATED, args.partitions, rate, seconds)
         repl_cpu = brokers_cpu_s(cluster) - cpu
+        repl_waits = run_queue(pids), run_queue([os.getpid()])
+        repl_s = time.perf_counter() - started
         for process in spies:
             process.wait(seconds + 30)
         print(f"  run {repetition + 1} ({load()})")
@@ -518,6 +546,13 @@ def latency_runs(
         print(
             "    brokers' CPU  "
             + cpu_per_record(base_cpu, base_latency.delivered, repl_cpu, repl_latency.delivered)
+        )
+        print(
+            "    waited for a CPU (run queue; the brokers' event loops, the bench's main "
+            "thread):\n      "
+            + waited(waits, base_waits, base_s, "RF 1 acks=1  ")
+            + "\n      "
+            + waited(base_waits, repl_waits, repl_s, "RF 3 acks=all")
         )
         for key, result in (("base", base_latency), ("repl", repl_latency)):
             summary[key][0].append(result.percentile(0.50))
@@ -529,6 +564,24 @@ def latency_runs(
         f"RF 3 acks=all p50 {repl_p50:.2f} ms p99 {repl_p99:.2f} ms; "
         f"ratio p99 {ratio(repl_p99, base_p99)}  (goal: acks=all p99 <= 10 ms)"
     )
+
+
+Waits = tuple[tuple[float, int], tuple[float, int]]
+
+
+def waited(before: Waits, after: Waits, seconds: float, name: str) -> str:
+    """The run-queue wait of the brokers' event loops and of the bench's main thread during
+    one run: ms per second of the run, and ms per wake-up."""
+    parts = []
+    for who, (wait_0, slices_0), (wait_1, slices_1) in zip(
+        ("brokers", "bench"), before, after, strict=True
+    ):
+        wait_ms, slices = 1000 * (wait_1 - wait_0), slices_1 - slices_0
+        parts.append(
+            f"{who} {wait_ms / max(seconds, 1e-9):.0f} ms/s, "
+            f"{wait_ms / max(slices, 1):.2f} ms per wake-up ({slices:,})"
+        )
+    return f"{name} " + "; ".join(parts)
 
 
 def print_cprofiles(profile_dir: Path, leader: int, follower: int) -> None:
