@@ -38,7 +38,13 @@ stop.
     .venv/bin/python bench/cluster_perf.py [--records-small 500000] [--records-large 200000]
         [--partitions 3] [--rate 10000] [--latency-seconds 5] [--run-seconds 30]
         [--repeat 3] [--profile [small,large,latency]] [--work-dir /dev/shm]
-        [--broker-setting KEY=VALUE ...] [--workloads small,large,latency]
+        [--broker-setting KEY=VALUE ...] [--workloads small,large,latency] [--trace]
+
+``--trace``: the brokers run with ``bench/_replication_probe.py``'s timing probes, and each
+replicated latency run prints where its records' time went on the leaders: append → read for
+a follower → each follower's report → high watermark, the garbage collector's pauses and the
+event loops' late wake-ups (with the loop's CPU in them: little means the broker waited for a
+CPU). The figures of a traced run include the probes' cost.
 
 ``--work-dir``: where the brokers' logs go. The three brokers share one disk here, so RF 3
 writes three times the bytes of RF 1 through one page cache and write-back; on tmpfs that
@@ -52,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import math
 import os
 import pstats
@@ -517,6 +524,7 @@ def latency_runs(
     print(f"\nend-to-end latency at {rate:,} rec/s for {seconds:g} s (100 B)")
     summary: dict[str, list[list[float]]] = {"base": [[], []], "repl": [[], []]}
     pids = broker_pids(cluster)
+    windows: list[tuple[float, float]] = []
     for repetition in range(args.repeat):
         cpu = brokers_cpu_s(cluster)
         waits = run_queue(pids), run_queue([os.getpid()])
@@ -534,7 +542,9 @@ def latency_runs(
             profile_dir / "latency-acks-all",
             profiles,
         )
+        window = time.time()
         repl_latency = end_to_end(bootstrap, *REPLICATED, args.partitions, rate, seconds)
+        windows.append((window, time.time()))
         repl_cpu = brokers_cpu_s(cluster) - cpu
         repl_waits = run_queue(pids), run_queue([os.getpid()])
         repl_s = time.perf_counter() - started
@@ -564,6 +574,9 @@ def latency_runs(
         f"RF 3 acks=all p50 {repl_p50:.2f} ms p99 {repl_p99:.2f} ms; "
         f"ratio p99 {ratio(repl_p99, base_p99)}  (goal: acks=all p99 <= 10 ms)"
     )
+    if args.trace is not None:
+        time.sleep(2.5)  # the probes write every 2 s
+        print_trace(args.trace, windows)
 
 
 Waits = tuple[tuple[float, int], tuple[float, int]]
@@ -582,6 +595,66 @@ def waited(before: Waits, after: Waits, seconds: float, name: str) -> str:
             f"{wait_ms / max(slices, 1):.2f} ms per wake-up ({slices:,})"
         )
     return f"{name} " + "; ".join(parts)
+
+
+# --- tracing ---------------------------------------------------------------------------------
+
+
+def start_tracing(directory: Path) -> None:
+    """Makes the brokers started from now on load ``_replication_probe`` (a ``sitecustomize``
+    on their ``PYTHONPATH``; ZooKeeper and this process are left alone)."""
+    directory.mkdir()
+    bench = Path(__file__).resolve().parent
+    (directory / "sitecustomize.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(bench)!r})\n"
+        "import _replication_probe\n_replication_probe.install()\n"
+    )
+    os.environ["ODRADEK_PROBE_DIR"] = str(directory)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(directory), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+
+
+def print_trace(directory: Path, windows: list[tuple[float, float]]) -> None:
+    """Each replicated latency run's probe figures, over the three brokers (ms)."""
+    traces = [json.loads(path.read_text()) for path in sorted(directory.glob("broker-*.json"))]
+    for run, (start, end) in enumerate(windows, 1):
+        kinds: dict[str, list[list[float]]] = collections.defaultdict(list)
+        for trace in traces:
+            for kind, values in trace.items():
+                group = "report" if kind.startswith("report-") else kind
+                kinds[group].extend(value for value in values if start <= value[0] <= end)
+        print(f"\n  trace of RF 3 acks=all run {run} (all brokers, ms):")
+        for kind, what in (
+            ("read", "append -> read for a follower"),
+            ("report", "append -> a follower reports it"),
+            ("hw", "append -> high watermark"),
+        ):
+            times = sorted(value[1] for value in kinds[kind])
+            if times:
+                print(
+                    f"    {what:33s} n {len(times):6,}  p50 {quantile(times, 0.5):7.2f}  "
+                    f"p99 {quantile(times, 0.99):7.2f}  max {times[-1]:7.2f}"
+                )
+        for generation in ("gc0", "gc1", "gc2"):
+            pauses = kinds[generation]
+            if pauses:
+                walls, cpus = [p[1] for p in pauses], [p[2] for p in pauses]
+                print(
+                    f"    {generation} collections {len(pauses):5,}  max {max(walls):6.1f} wall /"
+                    f" {max(cpus):5.1f} CPU, total {sum(walls):6.1f} wall / {sum(cpus):5.1f} CPU"
+                )
+        late = [value for value in kinds["lag"] if value[1] > 20]
+        if late:
+            lost, used = sum(value[1] for value in late), sum(value[2] for value in late)
+            print(
+                f"    loop turns late > 20 ms {len(late):4,}  total {lost:7.1f}  loop CPU in them "
+                f"{used:6.1f} ({used / lost:.0%}); longest {max(v[1] for v in late):.1f}"
+            )
+
+
+def quantile(ordered: list[float], fraction: float) -> float:
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def print_cprofiles(profile_dir: Path, leader: int, follower: int) -> None:
@@ -626,6 +699,11 @@ def main() -> None:
         default="",
         help="profile leader and follower in these replicated runs (default: all three)",
     )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="time the replicated latency runs inside the brokers (bench/_replication_probe.py)",
+    )
     args = parser.parse_args()
     settings = dict(item.split("=", 1) for item in args.broker_setting)
     args.workloads = set(args.workloads.split(","))
@@ -636,6 +714,11 @@ def main() -> None:
         root = Path(tmp)
         profile_dir = root / "profiles"
         profile_dir.mkdir()
+        if args.trace:
+            args.trace = root / "trace"
+            start_tracing(args.trace)
+        else:
+            args.trace = None
         with ZooKeeperEnsemble(root / "zk", 1) as zookeeper:
             connect = f"{zookeeper.connect_string}/bench-{uuid.uuid4().hex[:8]}"
             cluster: Cluster = (
