@@ -44,7 +44,10 @@ stop.
 replicated latency run prints where its records' time went on the leaders: append → read for
 a follower → each follower's report → high watermark, the garbage collector's pauses and the
 event loops' late wake-ups (with the loop's CPU in them: little means the broker waited for a
-CPU). The figures of a traced run include the probes' cost.
+CPU). Its topics then take ``message.timestamp.type=LogAppendTime``, so each latency run
+also splits its records' time at the leader's append (send → append, append → poll: medians
+over all records and over the slowest 1 %). The figures of a traced run include the probes'
+cost.
 
 ``--work-dir``: where the brokers' logs go. The three brokers share one disk here, so RF 3
 writes three times the bytes of RF 1 through one page cache and write-back; on tmpfs that
@@ -75,7 +78,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_END, Consumer, Producer
+from confluent_kafka import OFFSET_END, TIMESTAMP_LOG_APPEND_TIME, Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from odradek.client import AdminClient, NewTopic
@@ -164,6 +167,9 @@ class Latency:
     delivered: int = 0
     errors: collections.Counter[str] = field(default_factory=collections.Counter)
     latencies_ms: list[float] = field(default_factory=list)
+    #: With LogAppendTime topics (``--trace``): (send → the leader's append, append → poll)
+    #: per record, ms, from the wall clock (the append time has ms resolution).
+    legs_ms: list[tuple[float, float]] = field(default_factory=list)
     partitions_seen: set[int] = field(default_factory=set)
 
     def percentile(self, fraction: float) -> float:
@@ -215,8 +221,13 @@ def end_to_end(
             if message is None or message.error() is not None:
                 continue
             result.partitions_seen.add(message.partition())
-            sent_ns = int.from_bytes(message.value()[:_STAMP_BYTES], "big")
+            value = message.value()
+            sent_ns = int.from_bytes(value[:_STAMP_BYTES], "big")
             result.latencies_ms.append((time.perf_counter_ns() - sent_ns) / 1e6)
+            kind, appended_ms = message.timestamp()
+            if kind == TIMESTAMP_LOG_APPEND_TIME:
+                sent_ms = int.from_bytes(value[_STAMP_BYTES : 2 * _STAMP_BYTES], "big") / 1e6
+                result.legs_ms.append((appended_ms - sent_ms, time.time_ns() / 1e6 - appended_ms))
 
     reader = threading.Thread(target=consume, name="e2e-consumer", daemon=True)
     reader.start()
@@ -230,12 +241,13 @@ def end_to_end(
         else:
             result.errors[error.name()] += 1
 
-    padding = bytes(100 - _STAMP_BYTES)
+    padding = bytes(100 - 2 * _STAMP_BYTES)
     started = time.perf_counter()
     while (elapsed := time.perf_counter() - started) < seconds:
         due = int(elapsed * rate)
         while result.sent < due:
             stamp = time.perf_counter_ns().to_bytes(_STAMP_BYTES, "big")
+            stamp += time.time_ns().to_bytes(_STAMP_BYTES, "big")
             client.produce(topic, stamp + padding, on_delivery=report)
             result.sent += 1
         client.poll(0)
@@ -266,6 +278,7 @@ def _warm_up(client: Producer, topic: str, partitions: int, result: Latency) -> 
         raise RuntimeError(f"the consumer read from {len(result.partitions_seen)} partitions")
     time.sleep(0.2)  # the warm-up records still in flight
     result.latencies_ms.clear()
+    result.legs_ms.clear()
 
 
 def prepare_group_coordinator(bootstrap: str) -> None:
@@ -442,11 +455,14 @@ def run(
     run of each workload named by ``--profile`` when ``spy``; returns the broker ids of the
     RF 3 partition 0's leader and the follower profiled."""
     bootstrap = cluster.bootstrap_servers
+    # Traced: the brokers stamp each batch with its append time, splitting each record's
+    # latency at the leader's append.
+    traced = {"message.timestamp.type": "LogAppendTime"} if args.trace is not None else {}
     with AdminClient({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics(
             [
-                NewTopic(BASELINE[0], args.partitions, 1),
-                NewTopic(REPLICATED[0], args.partitions, 3, {"min.insync.replicas": "2"}),
+                NewTopic(BASELINE[0], args.partitions, 1, dict(traced)),
+                NewTopic(REPLICATED[0], args.partitions, 3, {"min.insync.replicas": "2", **traced}),
             ]
         ).all()
     leader, follower = leader_and_follower(bootstrap, REPLICATED[0])
@@ -564,6 +580,9 @@ def latency_runs(
             + "\n      "
             + waited(base_waits, repl_waits, repl_s, "RF 3 acks=all")
         )
+        for name, result in (("RF 1 acks=1  ", base_latency), ("RF 3 acks=all", repl_latency)):
+            if result.legs_ms:
+                print(f"    {name} {split_at_append(result)}")
         for key, result in (("base", base_latency), ("repl", repl_latency)):
             summary[key][0].append(result.percentile(0.50))
             summary[key][1].append(result.percentile(0.99))
@@ -651,6 +670,19 @@ def print_trace(directory: Path, windows: list[tuple[float, float]]) -> None:
                 f"    loop turns late > 20 ms {len(late):4,}  total {lost:7.1f}  loop CPU in them "
                 f"{used:6.1f} ({used / lost:.0%}); longest {max(v[1] for v in late):.1f}"
             )
+
+
+def split_at_append(result: Latency) -> str:
+    """Where the records' time went, split at the leader's append (LogAppendTime): the legs'
+    medians over all records and over the slowest 1 %."""
+    pairs = sorted(zip(result.latencies_ms, result.legs_ms, strict=False), key=lambda p: p[0])
+    slowest = pairs[len(pairs) * 99 // 100 :]
+    parts = []
+    for what, chosen in (("all", pairs), ("slowest 1 %", slowest)):
+        before = statistics.median(legs[0] for _, legs in chosen)
+        after = statistics.median(legs[1] for _, legs in chosen)
+        parts.append(f"{what}: send -> append {before:.1f}, append -> poll {after:.1f}")
+    return "median ms, " + "; ".join(parts)
 
 
 def quantile(ordered: list[float], fraction: float) -> float:
