@@ -42,7 +42,16 @@ the top functions by own time are printed after they stop.
     .venv/bin/python bench/cluster_perf.py [--records-small 500000] [--records-large 200000]
         [--partitions 3] [--rate 10000] [--latency-seconds 5] [--run-seconds 30]
         [--repeat 3] [--profile [small,large,latency]] [--work-dir /dev/shm]
-        [--broker-setting KEY=VALUE ...] [--workloads small,large,latency]
+        [--broker-setting KEY=VALUE ...] [--workloads small,large,latency] [--trace]
+
+``--trace``: the brokers run with ``bench/_replication_probe.py``'s timing probes, and each
+replicated latency run prints where its records' time went on the leaders: append → read for
+a follower → each follower's report → high watermark, the garbage collector's pauses and the
+event loops' late wake-ups (with the loop's CPU in them: little means the broker waited for a
+CPU). Its topics then take ``message.timestamp.type=LogAppendTime``, so each latency run
+also splits its records' time at the leader's append (send → append, append → poll: medians
+over all records and over the slowest 1 %). The figures of a traced run include the probes'
+cost.
 
 ``--work-dir``: where the brokers' logs go. The three brokers share one disk here, so RF 3
 writes three times the bytes of RF 1 through one page cache and write-back; on tmpfs that
@@ -56,6 +65,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import math
 import os
 import pstats
@@ -73,9 +83,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_END, Consumer, Producer
+from confluent_kafka import OFFSET_END, TIMESTAMP_LOG_APPEND_TIME, Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from _process_stats import (
+    broker_pids,
+    brokers_cpu_s,
+    cpu_by_process,
+    cpu_split,
+    raw_write_baseline,
+    run_queue,
+)
 from odradek.client import AdminClient, NewTopic
 from odradek.storage.file_records import WRITE_PIECE_BYTES
 from odradek.testing.cluster import Cluster
@@ -166,6 +184,9 @@ class Latency:
     delivered: int = 0
     errors: collections.Counter[str] = field(default_factory=collections.Counter)
     latencies_ms: list[float] = field(default_factory=list)
+    #: With LogAppendTime topics (``--trace``): (send → the leader's append, append → poll)
+    #: per record, ms, from the wall clock (the append time has ms resolution).
+    legs_ms: list[tuple[float, float]] = field(default_factory=list)
     partitions_seen: set[int] = field(default_factory=set)
 
     def percentile(self, fraction: float) -> float:
@@ -217,8 +238,13 @@ def end_to_end(
             if message is None or message.error() is not None:
                 continue
             result.partitions_seen.add(message.partition())
-            sent_ns = int.from_bytes(message.value()[:_STAMP_BYTES], "big")
+            value = message.value()
+            sent_ns = int.from_bytes(value[:_STAMP_BYTES], "big")
             result.latencies_ms.append((time.perf_counter_ns() - sent_ns) / 1e6)
+            kind, appended_ms = message.timestamp()
+            if kind == TIMESTAMP_LOG_APPEND_TIME:
+                sent_ms = int.from_bytes(value[_STAMP_BYTES : 2 * _STAMP_BYTES], "big") / 1e6
+                result.legs_ms.append((appended_ms - sent_ms, time.time_ns() / 1e6 - appended_ms))
 
     reader = threading.Thread(target=consume, name="e2e-consumer", daemon=True)
     reader.start()
@@ -232,12 +258,13 @@ def end_to_end(
         else:
             result.errors[error.name()] += 1
 
-    padding = bytes(100 - _STAMP_BYTES)
+    padding = bytes(100 - 2 * _STAMP_BYTES)
     started = time.perf_counter()
     while (elapsed := time.perf_counter() - started) < seconds:
         due = int(elapsed * rate)
         while result.sent < due:
             stamp = time.perf_counter_ns().to_bytes(_STAMP_BYTES, "big")
+            stamp += time.time_ns().to_bytes(_STAMP_BYTES, "big")
             client.produce(topic, stamp + padding, on_delivery=report)
             result.sent += 1
         client.poll(0)
@@ -268,6 +295,7 @@ def _warm_up(client: Producer, topic: str, partitions: int, result: Latency) -> 
         raise RuntimeError(f"the consumer read from {len(result.partitions_seen)} partitions")
     time.sleep(0.2)  # the warm-up records still in flight
     result.latencies_ms.clear()
+    result.legs_ms.clear()
 
 
 def prepare_group_coordinator(bootstrap: str) -> None:
@@ -366,66 +394,6 @@ def leader_and_follower(bootstrap: str, topic: str) -> tuple[int, int]:
 # --- the run ----------------------------------------------------------------------------------
 
 
-def brokers_cpu_s(cluster: Cluster) -> float:
-    """CPU seconds (user + system) the brokers' processes have used so far: on a shared
-    machine, CPU per record says more about replication's cost than wall-clock rates."""
-    total = 0.0
-    for broker in cluster.brokers.values():
-        if broker.pid is None:
-            continue
-        fields = Path(f"/proc/{broker.pid}/stat").read_text().rpartition(")")[2].split()
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
-def cpu_by_process(cluster: Cluster) -> dict[str, tuple[float, float]]:
-    """CPU seconds (user, system) so far of each broker (``broker <id>``) and of this
-    process (``client``: the producer's librdkafka threads and the Python loop feeding it)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    cpu: dict[str, tuple[float, float]] = {}
-    for broker_id, broker in sorted(cluster.brokers.items()):
-        if broker.pid is not None:
-            fields = Path(f"/proc/{broker.pid}/stat").read_text().rpartition(")")[2].split()
-            cpu[f"broker {broker_id}"] = (int(fields[11]) / tick, int(fields[12]) / tick)
-    times = os.times()
-    cpu["client"] = (times.user, times.system)
-    return cpu
-
-
-def cpu_split(
-    before: Mapping[str, tuple[float, float]],
-    after: Mapping[str, tuple[float, float]],
-    records: int,
-) -> str:
-    """Each process's CPU per delivered record (user + system) between two
-    ``cpu_by_process`` readings."""
-    parts = []
-    for name, (user, system) in after.items():
-        user_before, system_before = before.get(name, (0.0, 0.0))
-        user_us = 1e6 * (user - user_before) / max(records, 1)
-        system_us = 1e6 * (system - system_before) / max(records, 1)
-        parts.append(f"{name} {user_us:.2f}+{system_us:.2f}")
-    return ", ".join(parts)
-
-
-def raw_write_baseline(directory: Path, total_bytes: int) -> tuple[float, float]:
-    """The page cache's own price for ``total_bytes``: wall and CPU seconds of writing them
-    with ``os.write`` in the log's pattern (1 MB batches in ``WRITE_PIECE_BYTES`` pieces,
-    ``O_APPEND``, a new file), without a broker. The file is removed afterwards."""
-    piece = memoryview(os.urandom(WRITE_PIECE_BYTES))
-    path = directory / f"raw-write-{uuid.uuid4().hex[:8]}"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        started, cpu = time.perf_counter(), time.process_time()
-        left = total_bytes
-        while left > 0:
-            left -= os.write(fd, piece[: min(left, WRITE_PIECE_BYTES)])
-        return time.perf_counter() - started, time.process_time() - cpu
-    finally:
-        os.close(fd)
-        path.unlink()
-
-
 def cpu_per_record(base_s: float, base_records: int, repl_s: float, repl_records: int) -> str:
     base = 1e6 * base_s / max(base_records, 1)
     repl = 1e6 * repl_s / max(repl_records, 1)
@@ -481,11 +449,14 @@ def run(
     run of each workload named by ``--profile`` when ``spy``; returns the broker ids of the
     RF 3 partition 0's leader and the follower profiled."""
     bootstrap = cluster.bootstrap_servers
+    # Traced: the brokers stamp each batch with its append time, splitting each record's
+    # latency at the leader's append.
+    traced = {"message.timestamp.type": "LogAppendTime"} if args.trace is not None else {}
     with AdminClient({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics(
             [
-                NewTopic(BASELINE[0], args.partitions, 1),
-                NewTopic(REPLICATED[0], args.partitions, 3, {"min.insync.replicas": "2"}),
+                NewTopic(BASELINE[0], args.partitions, 1, dict(traced)),
+                NewTopic(REPLICATED[0], args.partitions, 3, {"min.insync.replicas": "2", **traced}),
             ]
         ).all()
     leader, follower = leader_and_follower(bootstrap, REPLICATED[0])
@@ -577,10 +548,16 @@ def latency_runs(
     rate, seconds = args.rate, args.latency_seconds
     print(f"\nend-to-end latency at {rate:,} rec/s for {seconds:g} s (100 B)")
     summary: dict[str, list[list[float]]] = {"base": [[], []], "repl": [[], []]}
+    pids = broker_pids(cluster)
+    windows: list[tuple[float, float]] = []
     for repetition in range(args.repeat):
         cpu = brokers_cpu_s(cluster)
+        waits = run_queue(pids), run_queue([os.getpid()])
+        started = time.perf_counter()
         base_latency = end_to_end(bootstrap, *BASELINE, args.partitions, rate, seconds)
         base_cpu, cpu = brokers_cpu_s(cluster) - cpu, brokers_cpu_s(cluster)
+        base_waits = run_queue(pids), run_queue([os.getpid()])
+        base_s, started = time.perf_counter() - started, time.perf_counter()
         profiled = repetition == 0 and "latency" in args.profile
         spies = profiling(
             spy if profiled else None,
@@ -590,8 +567,12 @@ def latency_runs(
             profile_dir / "latency-acks-all",
             profiles,
         )
+        window = time.time()
         repl_latency = end_to_end(bootstrap, *REPLICATED, args.partitions, rate, seconds)
+        windows.append((window, time.time()))
         repl_cpu = brokers_cpu_s(cluster) - cpu
+        repl_waits = run_queue(pids), run_queue([os.getpid()])
+        repl_s = time.perf_counter() - started
         for process in spies:
             process.wait(seconds + 30)
         print(f"  run {repetition + 1} ({load()})")
@@ -601,6 +582,16 @@ def latency_runs(
             "    brokers' CPU  "
             + cpu_per_record(base_cpu, base_latency.delivered, repl_cpu, repl_latency.delivered)
         )
+        print(
+            "    waited for a CPU (run queue; the brokers' event loops, the bench's main "
+            "thread):\n      "
+            + waited(waits, base_waits, base_s, "RF 1 acks=1  ")
+            + "\n      "
+            + waited(base_waits, repl_waits, repl_s, "RF 3 acks=all")
+        )
+        for name, result in (("RF 1 acks=1  ", base_latency), ("RF 3 acks=all", repl_latency)):
+            if result.legs_ms:
+                print(f"    {name} {split_at_append(result)}")
         for key, result in (("base", base_latency), ("repl", repl_latency)):
             summary[key][0].append(result.percentile(0.50))
             summary[key][1].append(result.percentile(0.99))
@@ -611,6 +602,100 @@ def latency_runs(
         f"RF 3 acks=all p50 {repl_p50:.2f} ms p99 {repl_p99:.2f} ms; "
         f"ratio p99 {ratio(repl_p99, base_p99)}  (goal: acks=all p99 <= 10 ms)"
     )
+    if args.trace is not None:
+        time.sleep(2.5)  # the probes write every 2 s
+        print_trace(args.trace, windows)
+
+
+Waits = tuple[tuple[float, int], tuple[float, int]]
+
+
+def waited(before: Waits, after: Waits, seconds: float, name: str) -> str:
+    """The run-queue wait of the brokers' event loops and of the bench's main thread during
+    one run: ms per second of the run, and ms per wake-up."""
+    parts = []
+    for who, (wait_0, slices_0), (wait_1, slices_1) in zip(
+        ("brokers", "bench"), before, after, strict=True
+    ):
+        wait_ms, slices = 1000 * (wait_1 - wait_0), slices_1 - slices_0
+        parts.append(
+            f"{who} {wait_ms / max(seconds, 1e-9):.0f} ms/s, "
+            f"{wait_ms / max(slices, 1):.2f} ms per wake-up ({slices:,})"
+        )
+    return f"{name} " + "; ".join(parts)
+
+
+# --- tracing ---------------------------------------------------------------------------------
+
+
+def start_tracing(directory: Path) -> None:
+    """Makes the brokers started from now on load ``_replication_probe`` (a ``sitecustomize``
+    on their ``PYTHONPATH``; ZooKeeper and this process are left alone)."""
+    directory.mkdir()
+    bench = Path(__file__).resolve().parent
+    (directory / "sitecustomize.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(bench)!r})\n"
+        "import _replication_probe\n_replication_probe.install()\n"
+    )
+    os.environ["ODRADEK_PROBE_DIR"] = str(directory)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(directory), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+
+
+def print_trace(directory: Path, windows: list[tuple[float, float]]) -> None:
+    """Each replicated latency run's probe figures, over the three brokers (ms)."""
+    traces = [json.loads(path.read_text()) for path in sorted(directory.glob("broker-*.json"))]
+    for run, (start, end) in enumerate(windows, 1):
+        kinds: dict[str, list[list[float]]] = collections.defaultdict(list)
+        for trace in traces:
+            for kind, values in trace.items():
+                group = "report" if kind.startswith("report-") else kind
+                kinds[group].extend(value for value in values if start <= value[0] <= end)
+        print(f"\n  trace of RF 3 acks=all run {run} (all brokers, ms):")
+        for kind, what in (
+            ("read", "append -> read for a follower"),
+            ("report", "append -> a follower reports it"),
+            ("hw", "append -> high watermark"),
+        ):
+            times = sorted(value[1] for value in kinds[kind])
+            if times:
+                print(
+                    f"    {what:33s} n {len(times):6,}  p50 {quantile(times, 0.5):7.2f}  "
+                    f"p99 {quantile(times, 0.99):7.2f}  max {times[-1]:7.2f}"
+                )
+        for generation in ("gc0", "gc1", "gc2"):
+            pauses = kinds[generation]
+            if pauses:
+                walls, cpus = [p[1] for p in pauses], [p[2] for p in pauses]
+                print(
+                    f"    {generation} collections {len(pauses):5,}  max {max(walls):6.1f} wall /"
+                    f" {max(cpus):5.1f} CPU, total {sum(walls):6.1f} wall / {sum(cpus):5.1f} CPU"
+                )
+        late = [value for value in kinds["lag"] if value[1] > 20]
+        if late:
+            lost, used = sum(value[1] for value in late), sum(value[2] for value in late)
+            print(
+                f"    loop turns late > 20 ms {len(late):4,}  total {lost:7.1f}  loop CPU in them "
+                f"{used:6.1f} ({used / lost:.0%}); longest {max(v[1] for v in late):.1f}"
+            )
+
+
+def split_at_append(result: Latency) -> str:
+    """Where the records' time went, split at the leader's append (LogAppendTime): the legs'
+    medians over all records and over the slowest 1 %."""
+    pairs = sorted(zip(result.latencies_ms, result.legs_ms, strict=False), key=lambda p: p[0])
+    slowest = pairs[len(pairs) * 99 // 100 :]
+    parts = []
+    for what, chosen in (("all", pairs), ("slowest 1 %", slowest)):
+        before = statistics.median(legs[0] for _, legs in chosen)
+        after = statistics.median(legs[1] for _, legs in chosen)
+        parts.append(f"{what}: send -> append {before:.1f}, append -> poll {after:.1f}")
+    return "median ms, " + "; ".join(parts)
+
+
+def quantile(ordered: list[float], fraction: float) -> float:
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def print_cprofiles(profile_dir: Path, leader: int, follower: int) -> None:
@@ -655,6 +740,11 @@ def main() -> None:
         default="",
         help="profile leader and follower in these replicated runs (default: all three)",
     )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="time the replicated latency runs inside the brokers (bench/_replication_probe.py)",
+    )
     args = parser.parse_args()
     settings = dict(item.split("=", 1) for item in args.broker_setting)
     args.workloads = set(args.workloads.split(","))
@@ -665,6 +755,11 @@ def main() -> None:
         root = Path(tmp)
         profile_dir = root / "profiles"
         profile_dir.mkdir()
+        if args.trace:
+            args.trace = root / "trace"
+            start_tracing(args.trace)
+        else:
+            args.trace = None
         with ZooKeeperEnsemble(root / "zk", 1) as zookeeper:
             connect = f"{zookeeper.connect_string}/bench-{uuid.uuid4().hex[:8]}"
             cluster: Cluster = (

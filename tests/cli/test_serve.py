@@ -130,6 +130,16 @@ def test_the_broker_answers_over_uvloop(serve: ServeFactory) -> None:
     assert served.signal(signal.SIGTERM) == 0
 
 
+def test_a_started_broker_freezes_its_objects_out_of_the_collector(serve: ServeFactory) -> None:
+    served = serve()
+    log = served.log()
+    frozen = [line for line in log.splitlines() if "frozen out of the garbage collector" in line]
+    assert len(frozen) == 1, log
+    count = int(frozen[0].split("broker 0: ", 1)[1].split()[0])
+    assert count > 10_000  # the imports alone; the rest of the process's life is not walked
+    assert served.signal(signal.SIGTERM) == 0
+
+
 # --- usage errors ---------------------------------------------------------------------------
 
 

@@ -191,6 +191,16 @@ def test_a_broker_paused_past_its_session_rejoins_on_resume(
         stderr = cluster.brokers[paused].stderr_path.read_text()
         assert f"the ZooKeeper session of broker {paused} expired" in stderr
         assert f"broker {paused} rejoins the cluster" in stderr
+        # The stopped broker's objects were thawed; the new one's are frozen once it is up.
+        cluster.wait_until(
+            lambda: (
+                cluster.brokers[paused]
+                .stderr_path.read_text()
+                .count("frozen out of the garbage collector")
+                == 2
+            ),
+            what="the rejoined broker's objects frozen",
+        )
         wire = Wire(cluster.brokers[paused].port, timeout_s=30.0)
         try:
             assert wire.api_versions() == 0  # it serves again

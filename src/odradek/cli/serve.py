@@ -4,8 +4,9 @@
 
 Settings come from the properties file (Kafka's names, ``BrokerConfig.from_properties``), then
 the ``--override``/``-o`` values, later winning. The broker runs on the main thread's event loop
-(uvloop when it is installed) and logs to stderr; once it accepts connections it prints one
-line on stdout::
+(uvloop when it is installed) and logs to stderr; once it is up, the objects alive are frozen
+out of the garbage collector's passes (``odradek.broker.gc_freeze``); once it accepts
+connections it prints one line on stdout::
 
     odradek: broker 0 serving on 127.0.0.1:9092 (cluster <id>)
 
@@ -46,6 +47,7 @@ import click
 from odradek.broker.allocator import retain_freed_memory
 from odradek.broker.app import BrokerApp
 from odradek.broker.config import BrokerConfig
+from odradek.broker.gc_freeze import freeze_start_up, thaw
 from odradek.errors import ConfigError, OdradekError
 
 logger = logging.getLogger(__name__)
@@ -131,6 +133,7 @@ async def _serve(app: BrokerApp) -> None:
         loop.add_signal_handler(signum, _on_signal, signum, stop)
     try:
         await _start(app)
+        _freeze(app)
         ctx = app.ctx
         assert ctx is not None
         click.echo(
@@ -150,10 +153,12 @@ async def _serve(app: BrokerApp) -> None:
                 raise click.ClickException(f"the broker did not stop cleanly: {error}") from None
             if stop.is_set():
                 return
+            thaw()  # the stopped broker's objects may be collected now
             rejoined = await _rejoin(_pinned(app.config, app.port), stop)
             if rejoined is None:
                 return
             app = rejoined
+            _freeze(app)
     finally:
         for signum in STOP_SIGNALS:
             loop.remove_signal_handler(signum)
@@ -195,6 +200,17 @@ def _pinned(config: BrokerConfig, port: int) -> BrokerConfig:
             else listener
             for listener in config.advertised_listeners
         ),
+    )
+
+
+def _freeze(app: BrokerApp) -> None:
+    """Freezes the objects of a started broker out of the garbage collector's passes
+    (``odradek.broker.gc_freeze``)."""
+    frozen = freeze_start_up()
+    logger.info(
+        "broker %d: %d start-up objects frozen out of the garbage collector's passes",
+        app.config.broker_id,
+        frozen,
     )
 
 
