@@ -251,7 +251,11 @@ class Partition:
             info = self._leader_append(data)
             now_ms = self._clock.now_ms()
             state.record_next(entry, data, info.first_offset, info.max_timestamp, now_ms)
-            self._after_producer_append(now_ms)
+            if (
+                now_ms >= self._next_expiry_check_ms
+                or self.log.active_base_offset != self._snapshot_segment
+            ):
+                self._after_producer_append(now_ms)  # an expiry check or a snapshot due
             self._advance_after_append(info.last_offset + 1)
             return info
         header = parse_header(data)
@@ -606,7 +610,9 @@ class Partition:
         """Moves the high watermark forward to ``offset`` (never back, never past the log end
         offset); tells the log (the cleaner's bound) and the listener. The one writer of
         ``high_watermark``. Returns whether it moved."""
-        offset = min(offset, self.log.log_end_offset)
+        log_end_offset = self.log.log_end_offset
+        if offset > log_end_offset:  # noqa: PLR1730 -- min() is a builtin call per append
+            offset = log_end_offset
         if offset <= self.high_watermark:
             return False
         self.high_watermark = offset
