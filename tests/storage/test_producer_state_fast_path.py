@@ -12,21 +12,60 @@ producer's next in order at its epoch (so the produce path takes it).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from unittest import mock
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from odradek._compiled import compiled_attr
 from odradek.errors import KafkaError
 from odradek.records.batch import parse_header
 from odradek.records.codec import SimpleRecord, build_batch
 from odradek.records.control import build_marker_batch
+from odradek.storage import producer_state
 from odradek.storage.producer_state import MAX_SEQUENCE, ProducerState
 
 PRODUCERS = (3, 4)
+_COMPILED = "odradek._producer_state"
+#: Each implementation of the shortcut: the Python references and the compiled functions.
+IMPLEMENTATIONS: dict[str, tuple[Callable[..., Any] | None, Callable[..., Any] | None]] = {
+    "python": (producer_state.py_next_in_order, producer_state.py_record_next),
+    "compiled": (
+        compiled_attr(_COMPILED, "producer_next_in_order"),
+        compiled_attr(_COMPILED, "producer_record_next"),
+    ),
+}
+
+
+@contextmanager
+def _implementation(name: str) -> Iterator[None]:
+    next_in_order, record_next = IMPLEMENTATIONS[name]
+    if next_in_order is None or record_next is None:
+        pytest.skip(f"{_COMPILED} is not built")
+    with mock.patch.multiple(
+        producer_state, _next_in_order=next_in_order, _record_next=record_next
+    ):
+        yield
+
 
 #: How a generated batch relates to its producer's state.
 _SEQUENCE_KIND = st.sampled_from([*["next"] * 8, "zero", "repeat", "gap", "near-wrap"])
 _EPOCH_KIND = st.sampled_from([*["same"] * 8, "bump", "older"])
-_SHAPE = st.sampled_from([*["data"] * 8, "transactional", "marker", "magic1", "trailing"])
+_SHAPE = st.sampled_from(
+    [
+        *["data"] * 8,
+        "transactional",
+        "marker",
+        "magic1",
+        "trailing",
+        "negative-count",
+        "negative-delta",
+    ]
+)
 
 
 @st.composite
@@ -86,14 +125,25 @@ def _batch(producer_id: int, epoch: int, sequence: int, count: int, shape: str) 
         return bytes(damaged)
     if shape == "trailing":
         return data + b"\0" * 3
+    if shape.startswith("negative"):  # a damaged records count or last offset delta
+        damaged = bytearray(data)
+        at = 57 if shape == "negative-count" else 23
+        damaged[at : at + 4] = b"\xff" * 4
+        return bytes(damaged)
     return data
 
 
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @settings(max_examples=300, deadline=None)
-@given(_steps(), st.booleans())
+@given(steps=_steps(), near_the_wrap=st.booleans())
 def test_the_in_order_shortcut_answers_and_records_as_check_and_update_do(
-    steps: list[tuple[int, str, str, int, str]], near_the_wrap: bool
+    implementation: str, steps: list[tuple[int, str, str, int, str]], near_the_wrap: bool
 ) -> None:
+    with _implementation(implementation):
+        _run(steps, near_the_wrap)
+
+
+def _run(steps: list[tuple[int, str, str, int, str]], near_the_wrap: bool) -> None:
     reference = ProducerState()
     shortcut = ProducerState()
     offset = 0
@@ -143,7 +193,13 @@ def test_the_in_order_shortcut_answers_and_records_as_check_and_update_do(
         assert shortcut.end_offset == reference.end_offset
 
 
-def test_a_short_buffer_is_left_to_check() -> None:
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_a_short_buffer_is_left_to_check_and_refused_by_record_next(implementation: str) -> None:
+    with _implementation(implementation):
+        _short_buffer()
+
+
+def _short_buffer() -> None:
     state = ProducerState()
     data = build_batch(
         [SimpleRecord(1, None, b"v")], producer_id=3, producer_epoch=0, base_sequence=0
@@ -154,3 +210,8 @@ def test_a_short_buffer_is_left_to_check() -> None:
     )
     assert state.next_in_order(following) is not None
     assert state.next_in_order(following[:60]) is None
+    entry = state.get(3)
+    assert entry is not None
+    with pytest.raises(ValueError, match="not a whole batch header"):
+        state.record_next(entry, following[:60], 1, 1, 0)
+    assert state.get(3) is entry
