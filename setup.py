@@ -1,12 +1,14 @@
 """Declares odradek's compiled parts; everything else is configured in pyproject.toml.
 
-Four C extensions, each optional — where one cannot be compiled (no C compiler) the install
+Five C extensions, each optional — where one cannot be compiled (no C compiler) the install
 still succeeds, with a warning, and its Python reference is used instead:
 
 - ``odradek._columns``: column-wise decoding of record batches (``odradek.records.columns``,
   the Spark data source's read path);
 - ``odradek._records``: the consumer's record loop (``odradek.client.consumer.decoder``);
 - ``odradek._append``: the storage append fast path (``odradek.storage.file_records``);
+- ``odradek._producer_state``: the producer state's in-order shortcut
+  (``odradek.storage.producer_state``);
 - ``odradek._record_encoder``: the record codec's ``encode_record`` (``odradek.records.codec``,
   the producer's per-record encoding).
 
@@ -30,5 +32,6 @@ setup(
         _extension("_append"),
         _extension("_records"),
         _extension("_record_encoder"),
+        _extension("_producer_state"),
     ]
 )

@@ -264,8 +264,9 @@ def test_roll_by_segment_ms(logs: LogHarness, make_batch: BatchFactory) -> None:
 def test_explicit_roll(logs: LogHarness, make_batch: BatchFactory) -> None:
     log = logs.open()
     fill(log, make_batch, 2)
+    assert log.active_base_offset == 0
     active = log.roll()
-    assert active.base_offset == 4
+    assert active.base_offset == 4 == log.active_base_offset
     assert log.roll() is active  # an empty active segment does not roll again
     assert [s.base_offset for s in log.segments()] == [0, 4]
     fill(log, make_batch, 1)

@@ -101,3 +101,21 @@ def test_floor_and_from_offset(
     assert snapshot.floor_segment(offset) is expected
     assert [s.base_offset for s in snapshot.from_offset(offset)] == from_offset
     assert len(snapshot) == 3
+
+
+def test_newest_is_the_active_segment_after_every_change(make: dict[int, LogSegment]) -> None:
+    # The append path reads ``newest`` (a plain attribute), not ``active``.
+    segments = LogSegments()
+    assert segments.newest is None
+    segments.add(make[20])
+    assert segments.newest is make[20]
+    segments.add(make[0])  # an older segment leaves the newest one newest
+    assert segments.newest is make[20]
+    segments.add(make[50])
+    assert segments.newest is make[50] is segments.active
+    segments.replace(make[30], [make[50]])
+    assert segments.newest is make[30] is segments.active
+    segments.remove(make[30])
+    assert segments.newest is make[20] is segments.active
+    segments.clear()
+    assert segments.newest is None

@@ -5,7 +5,7 @@ Watchers are futures keyed by partition, of two kinds, because the two kinds of 
 to different offsets:
 
 - a follower's fetch (``replica=True``) reads up to the log end offset: it is woken by an
-  append (``notify_appended``, called by Produce after each append);
+  append (``notify_appended``, the replica manager's leader-append listener);
 - a consumer's fetch reads up to the high watermark: it is woken when the high watermark
   moves (``notify_high_watermark``, the replica manager's listener).
 

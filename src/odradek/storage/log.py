@@ -167,11 +167,10 @@ class Log(LogMaintenance):
             # The fast path (see the module docstring); it declines having changed nothing.
             with self._lock:
                 fields = None
-                if self._fast_appends:
+                segment = self._segments.newest
+                if self._fast_appends and segment is not None:
                     base_offset = self._log_end_offset
-                    fields = self._segments.active.append_batch(
-                        data, base_offset, leader_epoch, self._config
-                    )
+                    fields = segment.append_batch(data, base_offset, leader_epoch, self._config)
                     if fields is not None:
                         last_offset_delta, max_timestamp, records = fields
                         self._log_end_offset = base_offset + last_offset_delta + 1

@@ -133,6 +133,14 @@ class LogMaintenance:
         return self._segments.snapshot().segments
 
     @property
+    def active_base_offset(self) -> int:
+        """The active segment's base offset (-1 while there is none): it changes when the
+        log rolls. Cheaper than ``segments()[-1].base_offset`` (read on every idempotent
+        append)."""
+        newest = self._segments.newest
+        return -1 if newest is None else newest.base_offset
+
+    @property
     def size_bytes(self) -> int:
         return sum(segment.size for segment in self._segments.snapshot())
 

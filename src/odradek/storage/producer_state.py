@@ -50,11 +50,13 @@ the broker's event loop.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
+from odradek._compiled import compiled_attr
+from odradek._types import ReadableBuffer
 from odradek.errors import CorruptRecordError, ErrorCode, KafkaError
-from odradek.records.batch import BatchHeader
+from odradek.records.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, BatchHeader
 from odradek.records.crc import crc32c
 
 __all__ = [
@@ -81,6 +83,16 @@ _SNAPSHOT_HEAD = struct.Struct(">hI")
 _COUNT = struct.Struct(">i")
 _ENTRY = struct.Struct(">qhqb")
 _BATCH = struct.Struct(">iiqqq")
+#: A batch header from its length field on (``records.batch``'s layout): length, leader epoch,
+#: magic, CRC, attributes, last offset delta, base and max timestamp, producer id, producer
+#: epoch, base sequence, records count.
+_LENGTH_OFFSET = 8
+_FROM_LENGTH = struct.Struct(">iibIhiqqqhii")
+#: The last offset delta and, 26 bytes on, the base sequence.
+_DELTA_OFFSET = 23
+_DELTA_AND_SEQUENCE = struct.Struct(">i26xi")
+#: Attribute bits 4 and 5: a transactional or a control batch (``check`` and ``update``).
+_NOT_PLAIN_DATA = 0x30
 
 
 def last_sequence(base_sequence: int, last_offset_delta: int) -> int:
@@ -209,6 +221,38 @@ class ProducerState:
             )
         return None
 
+    def next_in_order(self, data: ReadableBuffer) -> ProducerEntry | None:
+        """The leader's common case, read from the bytes (no ``BatchHeader``): the producer's
+        entry when ``data`` is one whole v2 data batch (neither transactional nor control)
+        of a producer known here, at its epoch, starting at the sequence after its last
+        batch — the batch ``check`` answers None for with no error possible (append it,
+        then ``record_next``). None: ``check`` decides. Compiled when
+        ``odradek._producer_state`` is built (``py_next_in_order``)."""
+        return _next_in_order(self._producers, data)
+
+    def record_next(
+        self,
+        entry: ProducerEntry,
+        data: ReadableBuffer,
+        base_offset: int,
+        max_timestamp: int,
+        now_ms: int,
+    ) -> None:
+        """``update`` for the batch ``data`` that ``next_in_order`` answered ``entry`` for,
+        appended at ``base_offset``, nothing changed in between: the same outcome, with fewer
+        steps (``py_record_next``, compiled when built)."""
+        end_offset = _record_next(
+            self._producers,
+            entry,
+            data,
+            base_offset,
+            max_timestamp,
+            now_ms,
+            BatchMetadata,
+            ProducerEntry,
+        )
+        self.end_offset = max(self.end_offset, end_offset)
+
     def update(
         self, header: BatchHeader, base_offset: int, max_timestamp: int, now_ms: int
     ) -> None:
@@ -287,6 +331,93 @@ class ProducerState:
         """Forgets every producer (the log was emptied and restarts at ``end_offset``)."""
         self._producers.clear()
         self.end_offset = end_offset
+
+
+def py_next_in_order(producers: dict[int, ProducerEntry], data: ReadableBuffer) -> Any:
+    """``ProducerState.next_in_order`` over its producers (the reference of the compiled
+    ``odradek._producer_state.producer_next_in_order``)."""
+    if len(data) < HEADER_SIZE:
+        return None
+    (
+        batch_length,
+        _,
+        magic,
+        _,
+        attributes,
+        last_offset_delta,
+        _,
+        _,
+        producer_id,
+        epoch,
+        sequence,
+        records_count,
+    ) = _FROM_LENGTH.unpack_from(data, _LENGTH_OFFSET)
+    if (
+        magic != MAGIC_V2
+        or batch_length + LOG_OVERHEAD != len(data)
+        or attributes & _NOT_PLAIN_DATA
+        or last_offset_delta < 0
+        or records_count < 0
+    ):
+        return None
+    entry = producers.get(producer_id)
+    if entry is not None and epoch == entry.producer_epoch:
+        batches = entry.batches
+        if batches:
+            last = batches[-1].last_sequence
+            if sequence == (0 if last == MAX_SEQUENCE else last + 1):
+                return entry
+    return None
+
+
+def py_record_next(
+    producers: dict[int, Any],
+    entry: Any,
+    data: ReadableBuffer,
+    base_offset: int,
+    max_timestamp: int,
+    now_ms: int,
+    batch_type: Any,
+    entry_type: Any,
+) -> int:
+    """``ProducerState.record_next`` over its producers, the NamedTuple types passed in;
+    returns the offset after the batch (the reference of the compiled
+    ``odradek._producer_state.producer_record_next``)."""
+    if len(data) < HEADER_SIZE:
+        raise ValueError("producer_record_next: not a whole batch header")
+    last_offset_delta, base_sequence = _DELTA_AND_SEQUENCE.unpack_from(data, _DELTA_OFFSET)
+    last_offset: int = base_offset + last_offset_delta
+    batch = _new_tuple(
+        batch_type,
+        (
+            base_sequence,
+            (base_sequence + last_offset_delta) & MAX_SEQUENCE,
+            base_offset,
+            last_offset,
+            max_timestamp,
+        ),
+    )
+    batches = entry[2]
+    producer_id = entry[0]
+    producers[producer_id] = _new_tuple(
+        entry_type,
+        (
+            producer_id,
+            entry[1],
+            (*batches[1:], batch) if len(batches) >= MAX_CACHED_BATCHES else (*batches, batch),
+            now_ms,
+        ),
+    )
+    return last_offset + 1
+
+
+#: The compiled shortcut when ``odradek._producer_state`` is built, else the references.
+_next_in_order: Callable[[dict[int, ProducerEntry], ReadableBuffer], ProducerEntry | None] = (
+    compiled_attr("odradek._producer_state", "producer_next_in_order") or py_next_in_order
+)
+_record_next: Callable[..., int] = (
+    compiled_attr("odradek._producer_state", "producer_record_next") or py_record_next
+)
 
 
 def encode_snapshot(state: ProducerState) -> bytes:

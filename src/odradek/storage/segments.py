@@ -55,6 +55,9 @@ class LogSegments:
 
     def __init__(self) -> None:
         self._snapshot = _EMPTY
+        #: The active (newest) segment, None while there is none: ``active`` as a plain
+        #: attribute, for the append path.
+        self.newest: LogSegment | None = None
 
     def snapshot(self) -> SegmentsSnapshot:
         return self._snapshot
@@ -64,6 +67,7 @@ class LogSegments:
         self._snapshot = SegmentsSnapshot(
             tuple(segments), tuple(segment.base_offset for segment in segments)
         )
+        self.newest = segments[-1] if segments else None
 
     def add(self, segment: LogSegment) -> None:
         """Adds (or replaces the segment with the same base offset)."""
@@ -84,6 +88,7 @@ class LogSegments:
 
     def clear(self) -> None:
         self._snapshot = _EMPTY
+        self.newest = None
 
     @property
     def active(self) -> LogSegment:

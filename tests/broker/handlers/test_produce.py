@@ -1,8 +1,8 @@
 """Produce without sockets: the handler over in-memory partitions (tests/broker/fakes.py).
 
 Each partition's answer: the base offset of its one batch, or the error that refused it
-(unknown partition, internal topic, not exactly one batch, the partition's own validation);
-appends wake fetches waiting on that partition; acks=0 answers nothing, and closes the
+(unknown partition, internal topic, not exactly one batch, the partition's own validation)
+(waking fetches is the partition's: test_produce_wakes.py); acks=0 answers nothing, and closes the
 connection (by raising) when a partition failed. acks: an invalid value refuses the whole
 request; acks=all is refused before the append below min.insync.replicas and answered when
 the high watermark passes the append (at once, with no timer, when the append moved it), or
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from kio.serial import entity_reader
 from kio.static.primitive import i32Timedelta
-from tests.broker.fakes import FakePartition, FakePurgatory, FakeTopics, context, request
+from tests.broker.fakes import FakePartition, FakeTopics, context, request
 from tests.broker.test_delayed_produce import ManualTimers
 
 from odradek._types import TopicPartition
@@ -74,10 +74,9 @@ def answers(frame: bytes | None) -> dict[tuple[str, int], tuple[int, int]]:
     }
 
 
-def test_each_batch_gets_the_next_offsets_and_wakes_fetches() -> None:
+def test_each_batch_gets_the_next_offsets() -> None:
     partition = FakePartition(TP)
-    purgatory = FakePurgatory()
-    ctx = context(partition, purgatory=purgatory)
+    ctx = context(partition)
 
     first = answers(produce.handle(ctx, produce_request(1, {("t", 0): batch(3)})))
     second = answers(produce.handle(ctx, produce_request(-1, {("t", 0): batch(2)})))
@@ -85,7 +84,6 @@ def test_each_batch_gets_the_next_offsets_and_wakes_fetches() -> None:
     assert first == {("t", 0): (0, 0)}
     assert second == {("t", 0): (0, 3)}
     assert len(partition.appends) == 2
-    assert purgatory.notified == [TP, TP]
 
 
 def test_partitions_fail_alone() -> None:
@@ -95,8 +93,7 @@ def test_partitions_fail_alone() -> None:
         fail_with=KafkaError("too big", code=ErrorCode.MESSAGE_TOO_LARGE),
     )
     internal = FakePartition(TopicPartition("__consumer_offsets", 0))
-    purgatory = FakePurgatory()
-    ctx = context(good, refusing, internal, purgatory=purgatory)
+    ctx = context(good, refusing, internal)
 
     result = answers(
         produce.handle(
@@ -118,7 +115,8 @@ def test_partitions_fail_alone() -> None:
     assert result[("t", 9)][0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert result[("__consumer_offsets", 0)][0] == ErrorCode.INVALID_TOPIC_EXCEPTION
     assert internal.appends == []
-    assert purgatory.notified == [TP]  # only the append that happened wakes anyone
+    assert len(good.batches) == 1
+    assert refusing.batches == []
 
 
 def test_a_disk_error_under_the_log_is_a_storage_error_of_that_partition_only() -> None:

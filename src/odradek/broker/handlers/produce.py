@@ -266,9 +266,8 @@ def _append(
         # answers KAFKA_STORAGE_ERROR, the connection and the other partitions go on.
         logger.warning("%s: produce failed on storage: %s", topic_partition, error)
         return PartitionProduceResponse(index, ErrorCode.KAFKA_STORAGE_ERROR), None
-    # Wakes fetches waiting for the log end offset (followers); consumers, who read up to the
-    # high watermark, are woken by the replica manager's high-watermark listener.
-    ctx.purgatory.notify_appended(topic_partition)
+    # No wake-up here: the partition's own listeners wake the followers' fetches on every
+    # leader append (``on_leader_append``) and the consumers' on a high-watermark move.
     # tuple.__new__ skips the NamedTuple's Python-level __new__: every field, in order. The
     # log start offset is the append's (read under the log's lock, as the partition's would be).
     answer = (index, _NONE, info.first_offset, info.log_append_time_ms, info.log_start_offset)

@@ -245,6 +245,19 @@ class Partition:
         return info
 
     def _append_idempotent(self, data: bytes | bytearray) -> AppendInfo:
+        state = self._producer_state
+        if state is not None and (entry := state.next_in_order(data)) is not None:
+            # The producer's next batch in order, ``check`` and ``update`` with no header.
+            info = self._leader_append(data)
+            now_ms = self._clock.now_ms()
+            state.record_next(entry, data, info.first_offset, info.max_timestamp, now_ms)
+            if (
+                now_ms >= self._next_expiry_check_ms
+                or self.log.active_base_offset != self._snapshot_segment
+            ):
+                self._after_producer_append(now_ms)  # an expiry check or a snapshot due
+            self._advance_after_append(info.last_offset + 1)
+            return info
         header = parse_header(data)
         if header.size != len(data):
             raise KafkaError(
@@ -308,7 +321,7 @@ class Partition:
                 self._producer_id_expiration_ms, DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
             )
             self.expire_producers(now_ms)
-        active = self.log.segments()[-1].base_offset
+        active = self.log.active_base_offset
         if active != self._snapshot_segment:
             self._snapshot_segment = active
             self.write_producer_snapshot()
@@ -597,7 +610,9 @@ class Partition:
         """Moves the high watermark forward to ``offset`` (never back, never past the log end
         offset); tells the log (the cleaner's bound) and the listener. The one writer of
         ``high_watermark``. Returns whether it moved."""
-        offset = min(offset, self.log.log_end_offset)
+        log_end_offset = self.log.log_end_offset
+        if offset > log_end_offset:  # noqa: PLR1730 -- min() is a builtin call per append
+            offset = log_end_offset
         if offset <= self.high_watermark:
             return False
         self.high_watermark = offset
