@@ -61,6 +61,9 @@ PROBE_INTERVAL_S = 0.1
 FRESH_PROBE_INTERVAL_S = 0.5
 _SIZE = struct.Struct(">i")
 _ERROR = struct.Struct(">h")
+_BATCH_PREFIX = struct.Struct(">qi")
+_BATCH_HEADER = 61
+_OFFSET_OUT_OF_RANGE = 1
 #: Produce v7 response: correlation id, topics count, topic name, partitions count, index, then
 #: the error code — at this offset of the payload (one topic, one partition).
 _PRODUCE_ERROR_AT = 4 + 4 + 2 + len(TOPIC) + 4 + 4
@@ -196,13 +199,30 @@ class Producer(FrameProtocol):
         loop.call_later(interval, self.paced, interval)
 
 
+def last_offset_after(records: bytes) -> tuple[int, int]:
+    """The offset after the last whole batch in ``records`` (-1: none) and how many records
+    the whole batches hold."""
+    position, end, after, count = 0, len(records), -1, 0
+    while end - position >= _BATCH_HEADER:
+        base, length = _BATCH_PREFIX.unpack_from(records, position)
+        if end - position < 12 + length:
+            break
+        (delta,) = _SIZE.unpack_from(records, position + 23)
+        (in_batch,) = _SIZE.unpack_from(records, position + 57)
+        after = base + delta + 1
+        count += in_batch
+        position += 12 + length
+    return after, count
+
+
 class Consumer(FrameProtocol):
-    """One consumer connection: long-polls its partitions from their high watermark on."""
+    """One consumer connection: long-polls its partitions, from their high watermark on, and
+    advances past the last batch each answer brings (as a consumer does)."""
 
     def __init__(self, partitions: list[int], window: Window, figures: dict[str, int]) -> None:
         super().__init__()
-        # Far past the end: the first answer (OFFSET_OUT_OF_RANGE or, from a null partition,
-        # records) tells the high watermark to tail from.
+        # Far past the end: the first answer (OFFSET_OUT_OF_RANGE) tells the high watermark
+        # to tail from.
         self.offsets = dict.fromkeys(partitions, 2**62)
         self.window = window
         self.figures = figures
@@ -214,15 +234,22 @@ class Consumer(FrameProtocol):
 
     def on_frame(self, payload: bytes) -> None:
         _, body = decode_response(ApiKey.FETCH, FETCH_VERSION, payload)
-        records = 0
+        consumed = size = 0
         for topic in body["responses"]:
             for partition in topic["partitions"]:
-                if partition["high_watermark"] >= 0:
-                    self.offsets[partition["partition_index"]] = partition["high_watermark"]
-                records += len(partition["records"] or b"")
+                index = partition["partition_index"]
+                records = partition["records"] or b""
+                if partition["error_code"] == _OFFSET_OUT_OF_RANGE:
+                    self.offsets[index] = partition["high_watermark"]
+                    continue
+                after, count = last_offset_after(records)
+                self.offsets[index] = max(self.offsets[index], after)
+                consumed += count
+                size += len(records)
         if time.perf_counter() in self.window:
             self.figures["fetches"] += 1
-            self.figures["fetched_bytes"] += records
+            self.figures["fetched_bytes"] += size
+            self.figures["consumed"] += consumed
         self.fetch()
 
 
@@ -288,7 +315,7 @@ async def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
         )
         producers.append(producer)
     consumers: list[Consumer] = []
-    figures = {"fetches": 0, "fetched_bytes": 0}
+    figures = {"fetches": 0, "fetched_bytes": 0, "consumed": 0}
     for partitions in spec["consumers"]:
         _, consumer = await loop.create_connection(
             lambda partitions=partitions: Consumer(partitions, window, figures), host, port
@@ -371,6 +398,8 @@ class Figures:
     probes_ms: list[float]
     fresh_probes_ms: list[float]
     fetches_per_s: float
+    #: Records the consumers read per second (equal work: about the produce rate, each side).
+    consumed_per_s: float
     errors: int
     #: The server's CPU time per produce request answered (everything it did in the phase —
     #: fetches and probes too — divided by the produce requests), user and system.
@@ -480,6 +509,7 @@ def run_phase(server: ServerProcess, phase: Phase, args: argparse.Namespace) -> 
         probes_ms=[s * 1000 for r in results for s in r["probes"]],
         fresh_probes_ms=[s * 1000 for r in results for s in r["fresh_probes"]],
         fetches_per_s=sum(r["fetches"] for r in results) / args.seconds,
+        consumed_per_s=sum(r["consumed"] for r in results) / args.seconds,
         errors=sum(r["errors"] for r in results),
         notes=notes,
     )
@@ -548,6 +578,7 @@ def main() -> None:
         f"{'phase':<24} {'null req/s':>10} {'real req/s':>10} {'ratio':>5}  "
         f"{'null p50/p99':>13} {'real p50/p99':>13}  {'metadata real':>20}  "
         f"{'CPU null':>9} {'CPU real':>9} {'CPU ratio':>9}  {'fetch/s n/r':>11}"
+        f"  {'consumed/s n/r':>13}"
     )
     try:
         for phase in phases:
@@ -581,6 +612,7 @@ def main() -> None:
                 f" {real.cpu_user_us:>4.0f}+{real.cpu_system_us:<4.0f}"
                 f" {null.cpu_us / real.cpu_us:>9.0%}"
                 f"  {null.fetches_per_s:>5,.0f}/{real.fetches_per_s:<5,.0f}"
+                f"  {null.consumed_per_s:>6,.0f}/{real.consumed_per_s:<6,.0f}"
                 + ("  " + "; ".join(notes) if notes else ""),
                 flush=True,
             )
