@@ -26,6 +26,7 @@ the limit. On a busy machine that figure is much steadier than the requests/s ra
 then mostly measures which server the other processes happened to slow down.
 
     .venv/bin/python bench/many_clients.py [--seconds 3] [--clients 1,10,50,200] [--acks 1,all]
+        [--profile /tmp/crowd]   # py-spy (pip install py-spy): collapsed stacks per phase
 """
 
 from __future__ import annotations
@@ -435,6 +436,21 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     return int(fields[11]) / ticks, int(fields[12]) / ticks
 
 
+def start_profiler(
+    server: ServerProcess, phase: Phase, args: argparse.Namespace
+) -> subprocess.Popen[bytes] | None:
+    """With ``--profile``: py-spy samples the real server through the phase's measured seconds
+    (each round overwrites the phase's file: the last round's profile is kept)."""
+    if not args.profile or server.kind != "real":
+        return None
+    spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
+    label = phase.label.replace(" ", "").replace("=", "")
+    output = f"{args.profile}-{label}.txt"
+    command = [spy, "record", "--pid", str(server.pid), "--rate", "1000", "--format", "raw"]
+    command += ["--nonblocking", "--duration", str(int(args.warmup + args.seconds))]
+    return subprocess.Popen([*command, "--output", output], stdout=subprocess.DEVNULL)
+
+
 def run_phase(server: ServerProcess, phase: Phase, args: argparse.Namespace) -> Figures:
     """Runs one phase against ``server``; returns its figures."""
     port = server.port
@@ -475,6 +491,7 @@ def run_phase(server: ServerProcess, phase: Phase, args: argparse.Namespace) -> 
             assert child.stdout is not None
             if child.stdout.readline().strip() != "ready":
                 raise RuntimeError("a load worker did not start")
+        profiler = start_profiler(server, phase, args)
         user_before, system_before = cpu_seconds(server.pid)
         for child in children:
             assert child.stdin is not None
@@ -489,6 +506,8 @@ def run_phase(server: ServerProcess, phase: Phase, args: argparse.Namespace) -> 
             with open(spec["output"]) as output:
                 results.append(json.load(output))
         user_after, system_after = cpu_seconds(server.pid)
+        if profiler is not None:
+            profiler.wait(timeout=60)
     finally:
         for child in children:
             if child.poll() is None:
@@ -538,6 +557,12 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=3, help="best of this many rounds")
     parser.add_argument("--data-root", help="where the servers' data directories go")
+    parser.add_argument(
+        "--profile",
+        metavar="PREFIX",
+        help="sample the real server with py-spy in each phase: PREFIX-<phase>.txt, collapsed "
+        "stacks (py-spy's raw format)",
+    )
     args = parser.parse_args()
     if args.worker:
         worker_main(args.worker)
