@@ -23,7 +23,11 @@ the load: compare the ratios, not the absolute figures, across machines. Each ro
 the server's CPU time (user+system, from /proc) per produce request answered, and null's over
 real's: the share of the null server's rate the broker would reach if the server's core were
 the limit. On a busy machine that figure is much steadier than the requests/s ratio, which
-then mostly measures which server the other processes happened to slow down.
+then mostly measures which server the other processes happened to slow down. The last
+columns show the work each side's consumers did — fetches/s and records consumed/s (the
+consumers advance past the batches they get, so they read what was produced, on both sides):
+a slower server answers more, smaller fetches per produce (each finds less new), which is
+part of what its CPU per request pays for.
 
     .venv/bin/python bench/many_clients.py [--seconds 3] [--clients 1,10,50,200] [--acks 1,all]
         [--profile /tmp/crowd]   # py-spy (pip install py-spy): collapsed stacks per phase
