@@ -12,8 +12,12 @@ Null partitions come in two kinds:
 - *replay* (``bench/broker_perf.py``): the prebuilt batches hold ``records`` records from
   offset 0, the high watermark is far ahead, and a consumer reads them back in order;
 - *follow* (``bench/many_clients.py``): the high watermark is the log end offset the appends
-  reached, and a read below it answers one small prebuilt batch, as a consumer tailing the
-  log would get.
+  reached, and a read at an offset below it answers copies of one small prebuilt batch, one
+  per offset from the fetch offset on (base offsets patched; the CRC does not cover them), as
+  many as the appends made and the fetch's bytes allow — what a consumer tailing a real log
+  of one-record batches gets; an append wakes the consumers long-polling the partition, as a
+  real leader's high-watermark move does. So a consumer does against it the work it does
+  against the real broker.
 
 Run by ``ServerProcess``; as a script it is that child (``--serve KIND``), printing its port.
 """
@@ -24,10 +28,12 @@ import argparse
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from odradek._types import TopicPartition
@@ -35,6 +41,8 @@ from odradek.broker.allocator import retain_freed_memory
 from odradek.broker.app import BrokerApp
 from odradek.broker.config import BrokerConfig
 from odradek.cli.serve import new_event_loop
+from odradek.errors import OffsetOutOfRangeError
+from odradek.net.sendfile import SENDFILE_MIN_BYTES
 from odradek.records.batch import parse_header
 from odradek.records.codec import build_batch
 from odradek.records.record import SimpleRecord
@@ -43,6 +51,24 @@ from odradek.storage.log import AppendInfo, LogReadInfo
 
 KINDS = ("null", "real")
 _FAR_AHEAD = 10**12
+_BASE_OFFSET = struct.Struct(">q")
+
+
+class BytesRegion:
+    """Bytes in memory posing as a file region (a *follow* read's patched batches): read with
+    ``read``, never sent with sendfile (kept under ``SENDFILE_MIN_BYTES``)."""
+
+    __slots__ = ("data", "length")
+
+    fd = -1
+    position = 0
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.length = len(data)
+
+    def read(self) -> bytes:
+        return self.data
 
 
 class NullPartition:
@@ -51,6 +77,7 @@ class NullPartition:
     Args:
         blob, batch_positions, records_per_batch: what ``prebuilt`` returns.
         follow: the *follow* kind (see the module docstring) instead of *replay*.
+        on_append: called after each append (*follow*: wakes the partition's long polls).
     """
 
     def __init__(
@@ -60,6 +87,7 @@ class NullPartition:
         records_per_batch: int,
         *,
         follow: bool = False,
+        on_append: Callable[[], None] | None = None,
     ) -> None:
         # The batches live in an in-memory file, so reads are file regions like the real
         # log's (the server sends large ones with sendfile, as it does the real log's).
@@ -70,6 +98,9 @@ class NullPartition:
         self.positions = batch_positions
         self.records_per_batch = records_per_batch
         self.follow = follow
+        self.on_append = on_append
+        #: *follow*: the first prebuilt batch, copied per offset read.
+        self.batch = blob[batch_positions[0] : batch_positions[1]]
         self.log_end_offset = 0
         self.log_start_offset = 0
         self.leader_epoch = 0
@@ -85,6 +116,8 @@ class NullPartition:
         header = parse_header(data)
         first = self.log_end_offset
         self.log_end_offset += header.last_offset_delta + 1
+        if self.on_append is not None:
+            self.on_append()
         return AppendInfo(
             first,
             self.log_end_offset - 1,
@@ -105,16 +138,32 @@ class NullPartition:
         read_committed: bool = False,
     ) -> Any:
         if self.follow:
-            if offset >= self.log_end_offset:
-                return LogReadInfo(None, offset, 0, self.log_end_offset)
-            first = FileSlice(self.fd, self.positions[0], self.positions[1] - self.positions[0])
-            return LogReadInfo(first, offset, 0, self.log_end_offset)
+            return self._follow(offset, max_bytes)
         index = offset // self.records_per_batch
         if index >= len(self.positions) - 1:
             return LogReadInfo(None, offset, 0, offset)
         start = self.positions[index]
         end = min(self.positions[-1], start + max(max_bytes, 1))
         return LogReadInfo(FileSlice(self.fd, start, end - start), offset, 0, _FAR_AHEAD)
+
+    def _follow(self, offset: int, max_bytes: int) -> LogReadInfo:
+        """A *follow* read: one copy of the batch per offset from ``offset`` to the log end,
+        within ``max_bytes`` (at least one) and under the sendfile size; past the log end:
+        OFFSET_OUT_OF_RANGE, as the real log answers."""
+        end = self.log_end_offset
+        if offset > end or offset < 0:
+            raise OffsetOutOfRangeError(f"offset {offset} is outside [0, {end}]")
+        if offset == end:
+            return LogReadInfo(None, offset, 0, end)
+        batch = self.batch
+        size = len(batch)
+        fits = min(max(max_bytes, size), SENDFILE_MIN_BYTES - 1) // size
+        count = max(1, min(end - offset, fits))
+        data = bytearray(batch * count)
+        pack_into = _BASE_OFFSET.pack_into
+        for index in range(count):
+            pack_into(data, index * size, offset + index)
+        return LogReadInfo(BytesRegion(bytes(data)), offset, 0, end)  # type: ignore[arg-type]
 
 
 def prebuilt(records: int, value_bytes: int) -> tuple[bytes, list[int], int]:
@@ -155,7 +204,18 @@ def serve(
     if kind == "null":
         follow = records == 0
         blob = prebuilt(records or 1, value_bytes)
-        nulls = [NullPartition(*blob, follow=follow) for _ in range(partitions)]
+        purgatory = app.ctx.purgatory
+
+        def waker(partition: int) -> Callable[[], None] | None:
+            if not follow:
+                return None
+            tp = TopicPartition(topic, partition)
+            return lambda: purgatory.notify_high_watermark(tp)
+
+        nulls = [
+            NullPartition(*blob, follow=follow, on_append=waker(index))
+            for index in range(partitions)
+        ]
         replicas = app.ctx.replicas
         real_get = replicas.get
 

@@ -23,9 +23,14 @@ the load: compare the ratios, not the absolute figures, across machines. Each ro
 the server's CPU time (user+system, from /proc) per produce request answered, and null's over
 real's: the share of the null server's rate the broker would reach if the server's core were
 the limit. On a busy machine that figure is much steadier than the requests/s ratio, which
-then mostly measures which server the other processes happened to slow down.
+then mostly measures which server the other processes happened to slow down. The last
+columns show the work each side's consumers did — fetches/s and records consumed/s (the
+consumers advance past the batches they get, so they read what was produced, on both sides):
+a slower server answers more, smaller fetches per produce (each finds less new), which is
+part of what its CPU per request pays for.
 
     .venv/bin/python bench/many_clients.py [--seconds 3] [--clients 1,10,50,200] [--acks 1,all]
+        [--profile /tmp/crowd]   # py-spy (pip install py-spy): collapsed stacks per phase
 """
 
 from __future__ import annotations
@@ -61,6 +66,9 @@ PROBE_INTERVAL_S = 0.1
 FRESH_PROBE_INTERVAL_S = 0.5
 _SIZE = struct.Struct(">i")
 _ERROR = struct.Struct(">h")
+_BATCH_PREFIX = struct.Struct(">qi")
+_BATCH_HEADER = 61
+_OFFSET_OUT_OF_RANGE = 1
 #: Produce v7 response: correlation id, topics count, topic name, partitions count, index, then
 #: the error code — at this offset of the payload (one topic, one partition).
 _PRODUCE_ERROR_AT = 4 + 4 + 2 + len(TOPIC) + 4 + 4
@@ -196,13 +204,30 @@ class Producer(FrameProtocol):
         loop.call_later(interval, self.paced, interval)
 
 
+def last_offset_after(records: bytes) -> tuple[int, int]:
+    """The offset after the last whole batch in ``records`` (-1: none) and how many records
+    the whole batches hold."""
+    position, end, after, count = 0, len(records), -1, 0
+    while end - position >= _BATCH_HEADER:
+        base, length = _BATCH_PREFIX.unpack_from(records, position)
+        if end - position < 12 + length:
+            break
+        (delta,) = _SIZE.unpack_from(records, position + 23)
+        (in_batch,) = _SIZE.unpack_from(records, position + 57)
+        after = base + delta + 1
+        count += in_batch
+        position += 12 + length
+    return after, count
+
+
 class Consumer(FrameProtocol):
-    """One consumer connection: long-polls its partitions from their high watermark on."""
+    """One consumer connection: long-polls its partitions, from their high watermark on, and
+    advances past the last batch each answer brings (as a consumer does)."""
 
     def __init__(self, partitions: list[int], window: Window, figures: dict[str, int]) -> None:
         super().__init__()
-        # Far past the end: the first answer (OFFSET_OUT_OF_RANGE or, from a null partition,
-        # records) tells the high watermark to tail from.
+        # Far past the end: the first answer (OFFSET_OUT_OF_RANGE) tells the high watermark
+        # to tail from.
         self.offsets = dict.fromkeys(partitions, 2**62)
         self.window = window
         self.figures = figures
@@ -214,15 +239,22 @@ class Consumer(FrameProtocol):
 
     def on_frame(self, payload: bytes) -> None:
         _, body = decode_response(ApiKey.FETCH, FETCH_VERSION, payload)
-        records = 0
+        consumed = size = 0
         for topic in body["responses"]:
             for partition in topic["partitions"]:
-                if partition["high_watermark"] >= 0:
-                    self.offsets[partition["partition_index"]] = partition["high_watermark"]
-                records += len(partition["records"] or b"")
+                index = partition["partition_index"]
+                records = partition["records"] or b""
+                if partition["error_code"] == _OFFSET_OUT_OF_RANGE:
+                    self.offsets[index] = partition["high_watermark"]
+                    continue
+                after, count = last_offset_after(records)
+                self.offsets[index] = max(self.offsets[index], after)
+                consumed += count
+                size += len(records)
         if time.perf_counter() in self.window:
             self.figures["fetches"] += 1
-            self.figures["fetched_bytes"] += records
+            self.figures["fetched_bytes"] += size
+            self.figures["consumed"] += consumed
         self.fetch()
 
 
@@ -288,7 +320,7 @@ async def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
         )
         producers.append(producer)
     consumers: list[Consumer] = []
-    figures = {"fetches": 0, "fetched_bytes": 0}
+    figures = {"fetches": 0, "fetched_bytes": 0, "consumed": 0}
     for partitions in spec["consumers"]:
         _, consumer = await loop.create_connection(
             lambda partitions=partitions: Consumer(partitions, window, figures), host, port
@@ -371,6 +403,8 @@ class Figures:
     probes_ms: list[float]
     fresh_probes_ms: list[float]
     fetches_per_s: float
+    #: Records the consumers read per second (equal work: about the produce rate, each side).
+    consumed_per_s: float
     errors: int
     #: The server's CPU time per produce request answered (everything it did in the phase —
     #: fetches and probes too — divided by the produce requests), user and system.
@@ -404,6 +438,21 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
         fields = stat.read().rpartition(")")[2].split()
     ticks = os.sysconf("SC_CLK_TCK")
     return int(fields[11]) / ticks, int(fields[12]) / ticks
+
+
+def start_profiler(
+    server: ServerProcess, phase: Phase, args: argparse.Namespace
+) -> subprocess.Popen[bytes] | None:
+    """With ``--profile``: py-spy samples the real server through the phase's measured seconds
+    (each round overwrites the phase's file: the last round's profile is kept)."""
+    if not args.profile or server.kind != "real":
+        return None
+    spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
+    label = phase.label.replace(" ", "").replace("=", "")
+    output = f"{args.profile}-{label}.txt"
+    command = [spy, "record", "--pid", str(server.pid), "--rate", "1000", "--format", "raw"]
+    command += ["--nonblocking", "--duration", str(int(args.warmup + args.seconds))]
+    return subprocess.Popen([*command, "--output", output], stdout=subprocess.DEVNULL)
 
 
 def run_phase(server: ServerProcess, phase: Phase, args: argparse.Namespace) -> Figures:
@@ -446,6 +495,7 @@ def run_phase(server: ServerProcess, phase: Phase, args: argparse.Namespace) -> 
             assert child.stdout is not None
             if child.stdout.readline().strip() != "ready":
                 raise RuntimeError("a load worker did not start")
+        profiler = start_profiler(server, phase, args)
         user_before, system_before = cpu_seconds(server.pid)
         for child in children:
             assert child.stdin is not None
@@ -460,6 +510,8 @@ def run_phase(server: ServerProcess, phase: Phase, args: argparse.Namespace) -> 
             with open(spec["output"]) as output:
                 results.append(json.load(output))
         user_after, system_after = cpu_seconds(server.pid)
+        if profiler is not None:
+            profiler.wait(timeout=60)
     finally:
         for child in children:
             if child.poll() is None:
@@ -480,6 +532,7 @@ def run_phase(server: ServerProcess, phase: Phase, args: argparse.Namespace) -> 
         probes_ms=[s * 1000 for r in results for s in r["probes"]],
         fresh_probes_ms=[s * 1000 for r in results for s in r["fresh_probes"]],
         fetches_per_s=sum(r["fetches"] for r in results) / args.seconds,
+        consumed_per_s=sum(r["consumed"] for r in results) / args.seconds,
         errors=sum(r["errors"] for r in results),
         notes=notes,
     )
@@ -508,6 +561,12 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=3, help="best of this many rounds")
     parser.add_argument("--data-root", help="where the servers' data directories go")
+    parser.add_argument(
+        "--profile",
+        metavar="PREFIX",
+        help="sample the real server with py-spy in each phase: PREFIX-<phase>.txt, collapsed "
+        "stacks (py-spy's raw format)",
+    )
     args = parser.parse_args()
     if args.worker:
         worker_main(args.worker)
@@ -548,6 +607,7 @@ def main() -> None:
         f"{'phase':<24} {'null req/s':>10} {'real req/s':>10} {'ratio':>5}  "
         f"{'null p50/p99':>13} {'real p50/p99':>13}  {'metadata real':>20}  "
         f"{'CPU null':>9} {'CPU real':>9} {'CPU ratio':>9}  {'fetch/s n/r':>11}"
+        f"  {'consumed/s n/r':>13}"
     )
     try:
         for phase in phases:
@@ -581,6 +641,7 @@ def main() -> None:
                 f" {real.cpu_user_us:>4.0f}+{real.cpu_system_us:<4.0f}"
                 f" {null.cpu_us / real.cpu_us:>9.0%}"
                 f"  {null.fetches_per_s:>5,.0f}/{real.fetches_per_s:<5,.0f}"
+                f"  {null.consumed_per_s:>6,.0f}/{real.consumed_per_s:<6,.0f}"
                 + ("  " + "; ".join(notes) if notes else ""),
                 flush=True,
             )

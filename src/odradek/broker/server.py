@@ -67,6 +67,7 @@ from odradek.net.sendfile import (
 from odradek.protocol import (
     ApiKey,
     Event,
+    FetchResponseFrame,
     RecordsSlot,
     RequestReceived,
     RequestRejected,
@@ -89,6 +90,9 @@ _perf_counter = time.perf_counter
 REFUSAL_LOG_INTERVAL_MS = 1000
 
 _SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
+#: Handler results that are answers, never awaitables: checked by type before the
+#: (isinstance-heavy) ``inspect.isawaitable``.
+_ANSWERS = frozenset((bytes, FetchResponseFrame, type(None)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -538,10 +542,18 @@ class KafkaProtocol(asyncio.Protocol):
         metrics = self.server.request_metrics
         started = self._stamp
         try:
-            CLIENT_HOST.set(self.client_host)
-            CLIENT_PRINCIPAL.set(self.authenticator.principal)
-            CLIENT_ENDPOINT.set(self._endpoint)
-            CLIENT_LISTENER.set(self.listener.name)
+            # Set only when they differ from what the context holds: each set builds a new
+            # context mapping and a token, and the connections served in a turn mostly share
+            # their values (or, on uvloop, each runs in a context of its own).
+            if CLIENT_HOST.get(None) != self.client_host:
+                CLIENT_HOST.set(self.client_host)
+            principal = self.authenticator.principal
+            if CLIENT_PRINCIPAL.get(None) is not principal:
+                CLIENT_PRINCIPAL.set(principal)
+            if CLIENT_ENDPOINT.get(None) != self._endpoint:
+                CLIENT_ENDPOINT.set(self._endpoint)
+            if CLIENT_LISTENER.get(None) != self.listener.name:
+                CLIENT_LISTENER.set(self.listener.name)
             quotas = self.ctx.quotas
             if quotas is not None and quotas.request_time_active:  # request_percentage
                 started_ns = time.perf_counter_ns()
@@ -552,7 +564,7 @@ class KafkaProtocol(asyncio.Protocol):
         except Exception as error:
             self._fail(request.api_key.name, error)
             return False
-        if type(result) is not bytes and inspect.isawaitable(result):
+        if type(result) not in _ANSWERS and inspect.isawaitable(result):
             task = asyncio.ensure_future(self._finish(result, event, started, self._read_at))
             self._pending_tasks.add(task)
             task.add_done_callback(self._pending_tasks.discard)

@@ -297,3 +297,54 @@ def test_a_known_leader_epoch_is_checked_before_leadership() -> None:
     partition.is_leader = False
     assert answer(4).error_code == ErrorCode.FENCED_LEADER_EPOCH
     assert answer(5).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_consumers_partition_at_the_high_watermark_is_answered_without_a_read() -> None:
+    idle = filled(TP, 2)
+    idle.log_start_offset = 1
+    idle.committed = False
+    idle.append_as_leader(batch(2))  # above the high watermark: a consumer cannot see it yet
+    busy = filled(TP1, 3)
+
+    result = fetch.handle(context(idle, busy), fetch_request({TP: 2, TP1: 1}))
+
+    answers = decoded(result)
+    assert idle.reads == []
+    assert busy.reads != []
+    assert answers[TP].error_code == ErrorCode.NONE
+    assert answers[TP].high_watermark == 2
+    assert answers[TP].last_stable_offset == 2
+    assert answers[TP].log_start_offset == 1
+    assert answers[TP].records in (b"", None)
+    assert answers[TP1].records == batch(1) + batch(2)
+
+
+def test_a_follower_at_the_high_watermark_still_reads_to_the_log_end() -> None:
+    partition = filled(TP, 2)
+    partition.committed = False
+    partition.append_as_leader(batch(2))
+
+    follower = decoded(fetch.handle(context(partition), replica_fetch_request({TP: 2})))[TP]
+
+    assert partition.reads != []
+    assert follower.records == batch(2)
+
+
+def test_a_long_poll_at_the_high_watermark_reads_once_woken_by_news() -> None:
+    partition = filled(TP, 1)
+    purgatory = FakePurgatory()
+
+    def producer_appends() -> None:
+        partition.append_as_leader(batch(1, value_bytes=200))
+        purgatory.notify(TP)
+
+    purgatory.on_wait.append(producer_appends)
+    ctx = context(partition, purgatory=purgatory)
+
+    pending = fetch.handle(ctx, fetch_request({TP: 1}, max_wait_ms=500))
+
+    assert inspect.isawaitable(pending)
+    assert partition.reads == []  # caught up: nothing read before the wait
+    answer = decoded(asyncio.run(_awaited(pending)))[TP]
+    assert answer.records == batch(1, value_bytes=200)
+    assert [offset for offset, _, _ in partition.reads] == [1]

@@ -9,7 +9,8 @@ offset, its log end offset, tells the leader how far it has come:
 a replica of the partition gets NOT_LEADER_OR_FOLLOWER. When the first read
 finds fewer than ``min_bytes`` the fetch waits in the purgatory until one of its partitions
 may have more for it (a follower's: an append; a consumer's: a move of the high watermark),
-or for ``max_wait_ms``, and reads again. The response carries file slices that
+or for ``max_wait_ms``, and reads again (a consumer's partition already at the high watermark
+is answered without a read). The response carries file slices that
 the server sends with ``os.sendfile``; records are empty, never null.
 
 Leader epochs (KIP-320, v9+): a partition's ``current_leader_epoch`` (≥ 0) older than this
@@ -317,6 +318,12 @@ def _read(
                 if diverged is not None:
                     partitions.append(diverged)
                     continue
+            if not from_replica and fetch_offset == partition.high_watermark:
+                # A consumer caught up: nothing to read below the high watermark (nor the last
+                # stable offset, which is never above it). Tailing consumers ask for such
+                # partitions on most fetches, and a long poll reads them twice.
+                partitions.append(_caught_up(partition, index, read_committed, aborted))
+                continue
             max_bytes = min(fetch_partition.partition_max_bytes, max(remaining, 0))
             try:
                 # A follower reads up to the log end offset, not the high watermark: it
@@ -365,6 +372,24 @@ def _read(
             )
         responses.append(FetchableTopicResponse(name, partitions))
     return responses, total
+
+
+def _caught_up(
+    partition: PartitionPort,
+    index: int,
+    read_committed: bool,
+    aborted: tuple[AbortedTransaction, ...] | None,
+) -> FetchPartitionData[FileRegion]:
+    """The answer for a consumer's partition read at its high watermark: no records, the
+    offsets as a read would report them."""
+    high_watermark = partition.high_watermark
+    if read_committed:
+        stable, aborted = partition.last_stable_offset, ()
+    else:
+        stable = high_watermark
+    return FetchPartitionData(
+        index, ErrorCode.NONE, high_watermark, stable, partition.log_start_offset, aborted
+    )
 
 
 def _aborted(
