@@ -15,21 +15,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.broker.fakes import FakeTopics
 from tests.broker.handlers.test_produce import answers, produce_request
+from tests.broker.real_leader import leader_context, real_leader
 
-from odradek._clock import MockClock
 from odradek._types import TopicPartition
-from odradek.broker.config import BrokerConfig
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers import produce
 from odradek.broker.purgatory import FetchPurgatory
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.errors import ErrorCode
 from odradek.records.codec import SimpleRecord, build_batch
-from odradek.storage.config import LogConfig
-from odradek.storage.manager import LogManager
-from odradek.storage.scheduler import ManualScheduler
 
 TP = TopicPartition("t", 0)
 LEADER, FOLLOWER = 1, 2
@@ -39,29 +34,12 @@ LONG_POLL_MS = 60_000
 
 @pytest.fixture
 def leader(tmp_path: Path) -> Iterator[tuple[ReplicaManager, FetchPurgatory]]:
-    clock = MockClock()
-    logs = LogManager(
-        [str(tmp_path / "leader")], LogConfig(), clock=clock, scheduler=ManualScheduler(clock)
-    )
-    logs.startup()
-    purgatory = FetchPurgatory()
-    replicas = ReplicaManager(
-        LEADER, logs, lambda _topic: LogConfig(), clock=clock, fetch_purgatory=purgatory
-    )
-    yield replicas, purgatory
-    logs.shutdown()
+    with real_leader(tmp_path / "leader", LEADER) as started:
+        yield started
 
 
 def _context(replicas: ReplicaManager, purgatory: FetchPurgatory) -> BrokerContext:
-    return BrokerContext(
-        config=BrokerConfig.from_mapping({"broker.id": "1", "log.dirs": "/nonexistent"}),
-        cluster_id="wakes",
-        broker_id=LEADER,
-        replicas=replicas,
-        topics=FakeTopics({TP.topic}),
-        purgatory=purgatory,
-        clock=replicas.clock,
-    )
+    return leader_context(replicas, purgatory, {TP.topic})
 
 
 def _batch(idempotent: bool) -> bytes:

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.broker.fakes import FakeTopics
+from tests.broker.real_leader import leader_context, real_leader
 
 from odradek._clock import MockClock
 from odradek._types import TopicPartition
-from odradek.broker.config import BrokerConfig, FetcherSettings
+from odradek.broker.config import FetcherSettings
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers import fetch
 from odradek.broker.purgatory import FetchPurgatory
@@ -37,8 +37,6 @@ from odradek.protocol.replica_fetch import (
 from odradek.records.codec import SimpleRecord, build_batch
 from odradek.storage.config import LogConfig
 from odradek.storage.log import Log
-from odradek.storage.manager import LogManager
-from odradek.storage.scheduler import ManualScheduler
 
 TP = TopicPartition("t", 0)
 LEADER, FOLLOWER = 1, 2
@@ -77,29 +75,12 @@ class LeaderOverLoopback:
 
 @pytest.fixture
 def leader_replicas(tmp_path: Path) -> Iterator[tuple[ReplicaManager, FetchPurgatory]]:
-    clock = MockClock()
-    logs = LogManager(
-        [str(tmp_path / "leader")], LogConfig(), clock=clock, scheduler=ManualScheduler(clock)
-    )
-    logs.startup()
-    purgatory = FetchPurgatory()
-    replicas = ReplicaManager(
-        LEADER, logs, lambda _topic: LogConfig(), clock=clock, fetch_purgatory=purgatory
-    )
-    yield replicas, purgatory
-    logs.shutdown()
+    with real_leader(tmp_path / "leader", LEADER) as started:
+        yield started
 
 
 def _context(replicas: ReplicaManager, purgatory: FetchPurgatory) -> BrokerContext:
-    return BrokerContext(
-        config=BrokerConfig.from_mapping({"broker.id": "1", "log.dirs": "/nonexistent"}),
-        cluster_id="wake",
-        broker_id=LEADER,
-        replicas=replicas,
-        topics=FakeTopics({TP.topic}),
-        purgatory=purgatory,
-        clock=replicas.clock,
-    )
+    return leader_context(replicas, purgatory, {TP.topic})
 
 
 def _follower(tmp_path: Path) -> Partition:

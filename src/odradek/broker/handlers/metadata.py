@@ -24,6 +24,7 @@ until the controller has created it on every broker.
 
 from __future__ import annotations
 
+import functools
 import uuid
 
 from odradek.broker.auth.checks import TOPIC_DENIED, Op, create_allowed, topic_allowed
@@ -65,23 +66,23 @@ def handle(ctx: BrokerContext, request: Request) -> bytes:
     allow_create = metadata_allows_auto_create(request)
     with_ids = version >= TOPIC_ID_VERSION
     operations = topic_operations(metadata_wants_topic_operations(request))
-    listener_not_found = (
-        ErrorCode.LISTENER_NOT_FOUND
-        if version >= LISTENER_NOT_FOUND_VERSION
-        else ErrorCode.LEADER_NOT_AVAILABLE
+    describe = functools.partial(
+        describe_topic,
+        ctx,
+        with_id=with_ids,
+        operations=operations,
+        listener_not_found=(
+            ErrorCode.LISTENER_NOT_FOUND
+            if version >= LISTENER_NOT_FOUND_VERSION
+            else ErrorCode.LEADER_NOT_AVAILABLE
+        ),
     )
     topics: list[MetadataTopic] = []
     if all_topics:
         for name in topic_names(ctx):
             if not topic_allowed(ctx, Op.DESCRIBE, name):
                 continue  # hidden: the principal may not know it exists
-            described = describe_topic(
-                ctx,
-                name,
-                with_id=with_ids,
-                operations=operations,
-                listener_not_found=listener_not_found,
-            )
+            described = describe(name)
             if described is not None:
                 topics.append(described)
     else:
@@ -94,13 +95,7 @@ def handle(ctx: BrokerContext, request: Request) -> bytes:
             if not topic_allowed(ctx, Op.DESCRIBE, name):
                 topics.append(MetadataTopic(TOPIC_DENIED, name))  # exists or not: not told
                 continue
-            described = describe_topic(
-                ctx,
-                name,
-                with_id=with_ids,
-                operations=operations,
-                listener_not_found=listener_not_found,
-            )
+            described = describe(name)
             if described is None:
                 described = _missing(ctx, name, allow_create, with_ids, operations)
             topics.append(described)
