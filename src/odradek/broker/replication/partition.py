@@ -71,8 +71,7 @@ logger = logging.getLogger(__name__)
 _PROPOSE_AGAIN = frozenset(
     {ErrorCode.INELIGIBLE_REPLICA, ErrorCode.INVALID_REQUEST, ErrorCode.OPERATION_NOT_ATTEMPTED}
 )
-#: A batch's producer id (int64 at byte 43 of its header): -1 for a non-idempotent producer.
-_PRODUCER_ID = struct.Struct(">q")
+#: Where a batch's producer id (int64) starts in its header: -1 for a non-idempotent producer.
 _PRODUCER_ID_OFFSET = 43
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
@@ -198,7 +197,8 @@ class Partition:
                 INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID, and INVALID_RECORD for several
                 batches in one append.
         """
-        if len(data) >= HEADER_SIZE and _PRODUCER_ID.unpack_from(data, _PRODUCER_ID_OFFSET)[0] >= 0:
+        # The producer id (int64, big-endian) is ≥ 0 when its top byte's sign bit is clear.
+        if len(data) >= HEADER_SIZE and data[_PRODUCER_ID_OFFSET] < 0x80:
             info = self._append_idempotent(data)
         else:
             # ``_leader_append`` and ``_maybe_advance_high_watermark``, inline (the hot path
