@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.broker.test_replica_manager import FakeLogManager
@@ -328,3 +329,60 @@ def test_a_cancelled_waiter_leaves_nothing_behind() -> None:
         return replicas.delayed_produce.statistics()
 
     assert asyncio.run(scenario()) == {"waiting": 0, "completed": 0, "expired": 0, "partitions": 0}
+
+
+class CountingPurgatory(DelayedProducePurgatory):
+    """Counts ``check`` calls (the listener's shortcut must skip them when nobody waits)."""
+
+    def __init__(self) -> None:
+        super().__init__(ManualTimers())
+        self.checks = 0
+
+    def check(self, partition: Any) -> None:
+        self.checks += 1
+        super().check(partition)
+
+
+def test_partitions_waiting_lists_a_partition_exactly_while_a_produce_waits_on_it(
+    open_log: Callable[..., Log],
+) -> None:
+    """The replica manager's listener skips ``check`` for a partition missing from it."""
+    purgatory = DelayedProducePurgatory(ManualTimers())
+    partition = lagging(open_log(A), purgatory)
+    other = lagging(open_log(B), purgatory)
+    partition.append_as_leader(batch(2))
+    other.append_as_leader(batch(2))
+    outcomes = Outcomes()
+
+    before = A in purgatory.partitions_waiting
+    purgatory.watch([(partition, 2), (other, 2)], 30_000, outcomes)
+    both = (A in purgatory.partitions_waiting, B in purgatory.partitions_waiting)
+    partition.advance_high_watermark(2)
+    after_a = (A in purgatory.partitions_waiting, B in purgatory.partitions_waiting)
+    other.advance_high_watermark(2)
+
+    assert (before, both, after_a) == (False, (True, True), (False, True))
+    assert B not in purgatory.partitions_waiting
+    assert outcomes.calls == [[ErrorCode.NONE, ErrorCode.NONE]]
+
+
+def test_the_listener_checks_delayed_produces_only_on_a_partition_someone_waits_on() -> None:
+    purgatory = CountingPurgatory()
+    replicas = ReplicaManager(
+        7,
+        FakeLogManager(),  # type: ignore[arg-type]
+        lambda topic: LogConfig(),
+        delayed_produce=purgatory,
+    )
+    partition = led(replicas, TopicPartition("t", 0))
+    outcomes = Outcomes()
+
+    partition.advance_high_watermark(grow(partition, 1))  # nobody waits: no check
+    unwatched = purgatory.checks
+    required = grow(partition, 1)
+    purgatory.watch([(partition, required)], 30_000, outcomes)
+    partition.advance_high_watermark(required)
+
+    assert unwatched == 0
+    assert purgatory.checks == 1
+    assert outcomes.calls == [[ErrorCode.NONE]]

@@ -128,3 +128,43 @@ def test_an_append_wakes_followers_and_a_high_watermark_move_wakes_consumers() -
         ("high watermark", True, False),
         ("leadership", True, True),
     ]
+
+
+def test_the_waiting_views_list_a_partition_exactly_while_a_fetch_of_that_kind_watches_it() -> None:
+    """The replica manager's listeners skip ``notify_*`` for a partition missing from these
+    views: one must be listed from ``watch`` until its fetch is woken, expires or is
+    forgotten, and only in its own kind's view."""
+
+    async def scenario() -> list[tuple[bool, bool]]:
+        purgatory = FetchPurgatory()
+        seen = []
+
+        def views() -> tuple[bool, bool]:
+            return A in purgatory.consumers_waiting, A in purgatory.replicas_waiting
+
+        seen.append(views())
+        consumer = purgatory.watch([A], NEVER_MS)
+        seen.append(views())
+        follower = purgatory.watch([A], NEVER_MS, replica=True)
+        seen.append(views())
+        purgatory.notify_appended(A)  # wakes the follower's fetch only
+        assert await asyncio.wait_for(purgatory.wait_watched(follower), DEADLINE_S)
+        seen.append(views())
+        purgatory.notify_high_watermark(A)
+        assert await asyncio.wait_for(purgatory.wait_watched(consumer), DEADLINE_S)
+        seen.append(views())
+        expiring = purgatory.watch([A], 1, replica=True)
+        seen.append(views())
+        assert not await asyncio.wait_for(purgatory.wait_watched(expiring), DEADLINE_S)
+        seen.append(views())
+        return seen
+
+    assert asyncio.run(scenario()) == [
+        (False, False),
+        (True, False),
+        (True, True),
+        (True, False),
+        (False, False),
+        (False, True),
+        (False, False),
+    ]

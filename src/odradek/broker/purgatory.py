@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from odradek._types import TopicPartition
 
@@ -82,6 +82,12 @@ class FetchPurgatory:
     def __init__(self) -> None:
         self._consumers: _Watchers = defaultdict(set)
         self._replicas: _Watchers = defaultdict(set)
+        #: The partitions with consumers' (``consumers_waiting``) and followers' fetches
+        #: (``replicas_waiting``) registered, live views: a partition not in one has nobody
+        #: the matching ``notify_*`` would wake, so a caller on every append may test
+        #: membership (one dict lookup) and skip the call.
+        self.consumers_waiting: Mapping[TopicPartition, object] = self._consumers
+        self.replicas_waiting: Mapping[TopicPartition, object] = self._replicas
 
     def notify(self, topic_partition: TopicPartition) -> None:
         """Wakes every fetch waiting on ``topic_partition``."""

@@ -79,18 +79,31 @@ class ReplicaManager:
         self._fetch_purgatory = fetch_purgatory
         #: acks=all produces (and ``__consumer_offsets`` writes) waiting for the HW.
         self.delayed_produce = delayed_produce or DelayedProducePurgatory()
+        # The listeners below run on every append: with nobody waiting on the partition
+        # each costs one dict lookup per kind of waiter (the purgatories' live views).
+        self._produces_waiting = self.delayed_produce.partitions_waiting
+        nobody: dict[TopicPartition, object] = {}
+        self._consumers_waiting = (
+            nobody if fetch_purgatory is None else fetch_purgatory.consumers_waiting
+        )
+        self._replicas_waiting = (
+            nobody if fetch_purgatory is None else fetch_purgatory.replicas_waiting
+        )
 
     def _on_high_watermark(self, partition: Partition) -> None:
         """Every Partition's listener: its high watermark moved (consumers may read more)."""
-        self.delayed_produce.check(partition)
-        if self._fetch_purgatory is not None:
-            self._fetch_purgatory.notify_high_watermark(partition.topic_partition)
+        key = partition.topic_partition
+        if key in self._produces_waiting:
+            self.delayed_produce.check(partition)
+        if key in self._consumers_waiting and self._fetch_purgatory is not None:
+            self._fetch_purgatory.notify_high_watermark(key)
 
     def _on_leader_append(self, partition: Partition) -> None:
         """Every Partition's append listener: a leader's append (produce, transaction
         marker, coordinator write) wakes the followers' long-polling fetches."""
-        if self._fetch_purgatory is not None:
-            self._fetch_purgatory.notify_appended(partition.topic_partition)
+        key = partition.topic_partition
+        if key in self._replicas_waiting and self._fetch_purgatory is not None:
+            self._fetch_purgatory.notify_appended(key)
 
     def _on_leadership_change(self, partition: Partition) -> None:
         """A partition stopped being led here: its waiters (delayed produces, fetches of

@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from odradek._types import TopicPartition
@@ -135,6 +135,10 @@ class DelayedProducePurgatory:
         self._schedule = schedule
         #: partition → (required offset, delayed produce, slot), by required offset.
         self._watchers: dict[TopicPartition, deque[tuple[int, DelayedProduce, int]]] = {}
+        #: The partitions with produces waiting, a live view: ``check`` of a partition not
+        #: in it does nothing, so a caller on every high-watermark move may test membership
+        #: (one dict lookup) and skip the call.
+        self.partitions_waiting: Mapping[TopicPartition, object] = self._watchers
         self._waiting = 0
         self._completed = 0
         self._expired = 0

@@ -71,8 +71,7 @@ logger = logging.getLogger(__name__)
 _PROPOSE_AGAIN = frozenset(
     {ErrorCode.INELIGIBLE_REPLICA, ErrorCode.INVALID_REQUEST, ErrorCode.OPERATION_NOT_ATTEMPTED}
 )
-#: A batch's producer id (int64 at byte 43 of its header): -1 for a non-idempotent producer.
-_PRODUCER_ID = struct.Struct(">q")
+#: Where a batch's producer id (int64) starts in its header: -1 for a non-idempotent producer.
 _PRODUCER_ID_OFFSET = 43
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
@@ -198,7 +197,8 @@ class Partition:
                 INVALID_PRODUCER_EPOCH, UNKNOWN_PRODUCER_ID, and INVALID_RECORD for several
                 batches in one append.
         """
-        if len(data) >= HEADER_SIZE and _PRODUCER_ID.unpack_from(data, _PRODUCER_ID_OFFSET)[0] >= 0:
+        # The producer id (int64, big-endian) is ≥ 0 when its top byte's sign bit is clear.
+        if len(data) >= HEADER_SIZE and data[_PRODUCER_ID_OFFSET] < 0x80:
             info = self._append_idempotent(data)
         else:
             # ``_leader_append`` and ``_maybe_advance_high_watermark``, inline (the hot path
@@ -228,7 +228,12 @@ class Partition:
         isr = self.isr
         if self._pending is None and len(isr) == 1 and isr[0] == broker_id:
             if log_end_offset > self.high_watermark:
-                self.advance_high_watermark(log_end_offset)
+                # ``advance_high_watermark`` inline: the offset is the log end just appended
+                # (no cap to read back), ~1.2k instructions less per append (callgrind).
+                self.high_watermark = log_end_offset
+                self.log.update_high_watermark(log_end_offset)
+                if self._on_high_watermark is not None:
+                    self._on_high_watermark(self)
         else:
             self._maybe_advance_high_watermark()
 
@@ -609,7 +614,8 @@ class Partition:
     def advance_high_watermark(self, offset: int) -> bool:
         """Moves the high watermark forward to ``offset`` (never back, never past the log end
         offset); tells the log (the cleaner's bound) and the listener. The one writer of
-        ``high_watermark``. Returns whether it moved."""
+        ``high_watermark`` but ``_advance_after_append``'s inline copy. Returns whether it
+        moved."""
         log_end_offset = self.log.log_end_offset
         if offset > log_end_offset:  # noqa: PLR1730 -- min() is a builtin call per append
             offset = log_end_offset
