@@ -467,7 +467,9 @@ def test_topics_and_generated_plans_span_racks(
     assert {b for e in json.loads(out[4])["partitions"] for b in e["replicas"]} == {0, 1}
 
 
-def test_a_broker_that_is_not_the_controller_forwards_both_requests(cluster: Cluster) -> None:
+def test_a_broker_that_is_not_the_controller_forwards_both_requests(
+    cluster: Cluster, phantom: int
+) -> None:
     topic = "forwarded"
     _create(cluster, topic, {0: [0, 1]})
     controller = cluster.controller_id()
@@ -479,7 +481,9 @@ def test_a_broker_that_is_not_the_controller_forwards_both_requests(cluster: Clu
             {
                 "name": topic,
                 "partitions": [
-                    {"partition_index": 0, "replicas": [2, 1]},
+                    # The phantom never catches up: the reassignment stays in progress
+                    # until it is cancelled (broker 2 alone could finish it at any time).
+                    {"partition_index": 0, "replicas": [2, phantom]},
                     {"partition_index": 3, "replicas": [2, 1]},
                 ],
             }
@@ -503,9 +507,9 @@ def test_a_broker_that_is_not_the_controller_forwards_both_requests(cluster: Clu
             "partitions": [
                 {
                     "partition_index": 0,
-                    "replicas": [2, 1, 0],
-                    "adding_replicas": [2],
-                    "removing_replicas": [0],
+                    "replicas": [2, phantom, 0, 1],
+                    "adding_replicas": [2, phantom],
+                    "removing_replicas": [0, 1],
                 }
             ],
         }
