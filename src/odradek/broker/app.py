@@ -112,7 +112,8 @@ from odradek.broker.router import Router
 from odradek.broker.security.credentials import ScramCredentialStore
 from odradek.broker.security.inter_broker import PLAINTEXT_INTER_BROKER, InterBrokerSecurity
 from odradek.broker.security.tls import server_ssl_context
-from odradek.broker.server import BrokerServer, ServerListener
+from odradek.broker.server import BrokerServer
+from odradek.broker.server_listener import ServerListener
 from odradek.broker.topic_manager import TopicManager
 from odradek.broker.txn.markers import MarkerWriter
 from odradek.broker.txn.runtime import TransactionCoordinatorRuntime

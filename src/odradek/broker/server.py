@@ -38,11 +38,9 @@ import contextlib
 import inspect
 import ipaddress
 import logging
-import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
 from typing import cast
 
 from odradek.broker.auth.throttle import mute_ms, record_request_time
@@ -55,6 +53,7 @@ from odradek.broker.router import Response, Router
 from odradek.broker.security.authenticator import Authenticator
 from odradek.broker.security.listeners import ListenerSecurity
 from odradek.broker.security.tls import PrincipalMappingRules, subject_name
+from odradek.broker.server_listener import ServerListener
 from odradek.errors import ConnectionStateError, KafkaError
 from odradek.net.sendfile import (
     FileRegion,
@@ -93,27 +92,6 @@ _SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
 #: Handler results that are answers, never awaitables: checked by type before the
 #: (isinstance-heavy) ``inspect.isawaitable``.
 _ANSWERS = frozenset((bytes, FetchResponseFrame, type(None)))
-
-
-@dataclass(frozen=True, slots=True)
-class ServerListener:
-    """One listening socket: where it binds, how it authenticates, what it advertises.
-
-    ``ssl_context`` is the server TLS context of SSL / SASL_SSL listeners (None otherwise);
-    ``advertised_host`` ``""`` stands for the broker context's host and ``advertised_port`` 0
-    for the port bound.
-    """
-
-    security: ListenerSecurity
-    host: str
-    port: int
-    ssl_context: ssl.SSLContext | None = None
-    advertised_host: str = ""
-    advertised_port: int = 0
-
-    @property
-    def name(self) -> str:
-        return self.security.name
 
 
 class BrokerServer:
