@@ -361,13 +361,9 @@ def py_next_in_order(producers: dict[int, ProducerEntry], data: ReadableBuffer) 
     ):
         return None
     entry = producers.get(producer_id)
-    if entry is not None and epoch == entry.producer_epoch:
-        batches = entry.batches
-        if batches:
-            last = batches[-1].last_sequence
-            if sequence == (0 if last == MAX_SEQUENCE else last + 1):
-                return entry
-    return None
+    if entry is None or epoch != entry.producer_epoch or not entry.batches:
+        return None
+    return entry if sequence == _next_sequence(entry.batches[-1].last_sequence) else None
 
 
 def py_record_next(
@@ -391,7 +387,7 @@ def py_record_next(
         batch_type,
         (
             base_sequence,
-            (base_sequence + last_offset_delta) & MAX_SEQUENCE,
+            last_sequence(base_sequence, last_offset_delta),
             base_offset,
             last_offset,
             max_timestamp,
