@@ -79,7 +79,7 @@ OPEN_STATES: Final = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort"})
 
 @click.group()
 def transactions() -> None:
-    """List and describe transactions and the producers of a partition."""
+    """List, describe, find hanging and abort transactions; describe a partition's producers."""
 
 
 @transactions.command("list")
