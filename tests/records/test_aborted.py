@@ -1,10 +1,11 @@
 """Dropping aborted transactions from fetched bytes: a producer's batches from the listed
 first offset until its marker go, everything else stays as it was (other producers, plain
-batches, markers, a cut-off batch at the end), and with nothing listed the bytes are kept."""
+batches, markers, a cut-off batch at the end), and with nothing listed the bytes are kept;
+``drop_aborted_batches`` also tells where the whole batches end, dropped ones included."""
 
 from __future__ import annotations
 
-from odradek.records.aborted import drop_aborted
+from odradek.records.aborted import drop_aborted, drop_aborted_batches
 from odradek.records.batch import iter_batches, set_base_offset
 from odradek.records.codec import SimpleRecord, build_batch
 from odradek.records.control import ControlType, build_marker_batch, control_type
@@ -71,3 +72,15 @@ def test_a_marker_says_its_type() -> None:
         assert header.is_control
         assert header.is_transactional
         assert control_type(data, header, position) == kind
+
+
+def test_the_end_of_the_whole_batches_counts_the_dropped_ones() -> None:
+    """A fetch of only an aborted transaction's data (its marker not reached yet) keeps
+    nothing, but the reader still learns to go on past it."""
+    only_aborted = txn(1, 0) + txn(1, 2, count=3)
+    kept, end = drop_aborted_batches(only_aborted, [(1, 0)])
+    assert (kept, end) == (b"", 5)
+    cut = txn(2, 5) + marker(2, 7, True)
+    kept, end = drop_aborted_batches(only_aborted + cut[:-3], [(1, 0)])
+    assert (kept, end) == (cut[:-3], 7)  # the cut-off marker is kept as bytes, not counted
+    assert drop_aborted_batches(b"", [(1, 0)]) == (b"", -1)

@@ -84,6 +84,28 @@ def test_bootstrap_servers_required_and_accepted_without_prefix() -> None:
     assert options.client_config == {"bootstrap.servers": "h:1"}
 
 
+def test_isolation_level() -> None:
+    default = parse_source_options({**BOOT, "subscribe": "a"}, streaming=False)
+    assert not default.read_committed
+    for streaming in (False, True):
+        options = parse_source_options(
+            {**BOOT, "subscribe": "a", "kafka.isolation.level": "read_committed"},
+            streaming=streaming,
+        )
+        assert options.read_committed
+        assert options.client_config["isolation.level"] == "read_committed"
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "Invalid value committed for configuration isolation.level: String must be one "
+            "of: read_uncommitted, read_committed"
+        ),
+    ):
+        parse_source_options(
+            {**BOOT, "subscribe": "a", "kafka.isolation.level": "committed"}, streaming=False
+        )
+
+
 def test_streaming_refuses_ending_offsets() -> None:
     with pytest.raises(ValueError, match="ending offset not valid in streaming queries"):
         parse_source_options({**BOOT, "subscribe": "a", "endingOffsets": "latest"}, streaming=True)

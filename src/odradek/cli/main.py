@@ -24,6 +24,7 @@ from odradek.cli.log_dirs import log_dirs
 from odradek.cli.offsets import offsets
 from odradek.cli.perf import perf
 from odradek.cli.produce import produce
+from odradek.cli.producers import producers
 from odradek.cli.quotas import quotas
 from odradek.cli.reassign_partitions import reassign_partitions
 from odradek.cli.records import records
@@ -54,6 +55,7 @@ cli.add_command(log_dirs)
 cli.add_command(offsets)
 cli.add_command(perf)
 cli.add_command(produce)
+cli.add_command(producers)
 cli.add_command(quotas)
 cli.add_command(reassign_partitions)
 cli.add_command(records)

@@ -18,7 +18,7 @@ loop):
   controller), list the resources that have configs;
 - ``ScramAdmin`` (``admin_scram``): alter and describe users' SCRAM credentials;
 - ``TransactionAdmin`` (``admin_transactions``): list and describe transactions, describe a
-  partition's producers.
+  partition's producers, abort a (hanging) transaction on a partition.
 
 Errors: a request that fails on the network (connection lost, timeout, NOT_CONTROLLER) is
 retried after ``retry.backoff.ms`` until the call's deadline, then raises its ``KafkaError``
@@ -152,6 +152,7 @@ class AdminClient(Closeable):
     list_transactions = _PartMethod("_transactions", TransactionAdmin.list_transactions)
     describe_transactions = _PartMethod("_transactions", TransactionAdmin.describe_transactions)
     describe_producers = _PartMethod("_transactions", TransactionAdmin.describe_producers)
+    abort_transaction = _PartMethod("_transactions", TransactionAdmin.abort_transaction)
     # partition reassignments
     alter_partition_reassignments = _PartMethod(
         "_cluster", ClusterAdmin.alter_partition_reassignments

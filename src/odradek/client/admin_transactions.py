@@ -7,7 +7,12 @@ and describe the producers a partition knows.
   ``CompleteCommit``, ...), producer id, and having run at least ``duration_ms`` (v1);
 - ``describe_transactions`` asks each id's coordinator (FindCoordinator key type 1, then
   DescribeTransactions), finding it again while the answer says it moved or is loading;
-- ``describe_producers`` asks the partition's leader (DescribeProducers).
+- ``describe_producers`` asks the partition's leader (DescribeProducers);
+- ``abort_transaction`` sends the partition's leader WriteTxnMarkers with an ABORT marker for
+  one producer (``AbortTransactionSpec``: what ``kafka-transactions.sh abort`` does for a
+  hanging transaction, one its coordinator no longer knows, KIP-664). The marker ends that
+  producer's open transaction on that partition only, whatever its coordinator thinks: the
+  caller is expected to have checked that the transaction hangs.
 
 Errors follow ``AdminClient``: network failures are retried until the call's deadline, then
 raise; an id's error (TRANSACTIONAL_ID_NOT_FOUND) comes back in the ``AdminResult`` and raises
@@ -29,6 +34,7 @@ from odradek.errors import ErrorCode, KafkaError
 from odradek.protocol.api_keys import ApiKey, VersionRange
 
 __all__ = [
+    "AbortTransactionSpec",
     "ProducerState",
     "TransactionAdmin",
     "TransactionDescription",
@@ -39,6 +45,7 @@ FIND_COORDINATOR_VERSIONS: Final = VersionRange(1, 3)
 LIST_TRANSACTIONS_VERSIONS: Final = VersionRange(0, 1)
 DESCRIBE_TRANSACTIONS_VERSIONS: Final = VersionRange(0, 0)
 DESCRIBE_PRODUCERS_VERSIONS: Final = VersionRange(0, 0)
+WRITE_TXN_MARKERS_VERSIONS: Final = VersionRange(1, 1)
 TRANSACTION_KEY_TYPE: Final = 1
 _COORDINATOR_CODES: Final = frozenset(
     {
@@ -84,6 +91,17 @@ class ProducerState:
     last_timestamp_ms: int
     coordinator_epoch: int
     current_txn_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class AbortTransactionSpec:
+    """The transaction ``abort_transaction`` ends: a producer's open transaction on one
+    partition (Kafka's ``AbortTransactionSpec``)."""
+
+    topic_partition: TopicPartition
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
 
 
 class TransactionAdmin:
@@ -195,18 +213,72 @@ class TransactionAdmin:
         ]
         return sorted(producers, key=lambda p: p.producer_id)
 
+    def abort_transaction(
+        self, spec: AbortTransactionSpec, *, timeout_ms: int | None = None
+    ) -> None:
+        """Writes an ABORT marker for ``spec``'s producer to its partition's leader
+        (WriteTxnMarkers v1) and waits until the marker is replicated.
+
+        Raises:
+            KafkaError: the partition's error (UNKNOWN_TOPIC_OR_PARTITION, INVALID_PRODUCER_EPOCH
+                when the partition knows a newer epoch of the producer, ...), once leader errors
+                were retried until the deadline.
+        """
+        tp = spec.topic_partition
+        deadline = self._requests.deadline(timeout_ms)
+        fields = {
+            "markers": [
+                {
+                    "producer_id": spec.producer_id,
+                    "producer_epoch": spec.producer_epoch,
+                    "transaction_result": False,  # ABORT
+                    "topics": [{"name": tp.topic, "partition_indexes": [tp.partition]}],
+                    "coordinator_epoch": spec.coordinator_epoch,
+                }
+            ]
+        }
+        with self._requests.lock:
+            self._requests.metadata.set_topics({tp.topic})
+            try:
+                while True:
+                    leader = self._leader(tp, deadline)
+                    body = self._requests.call(
+                        constant_node(leader),
+                        ApiKey.WRITE_TXN_MARKERS,
+                        WRITE_TXN_MARKERS_VERSIONS,
+                        fields,
+                        deadline,
+                    )
+                    entry = _marker_entry(body, tp)
+                    code = int(entry["error_code"])
+                    if code in _LEADER_CODES and self._requests.remaining(deadline) > 0:
+                        self._requests.metadata.request_update()
+                        self._requests.pause(deadline)
+                        continue
+                    if code:
+                        raise item_error(entry, str(tp))
+                    return
+            finally:
+                self._requests.metadata.set_topics((), refresh=False)
+
+    def _leader(self, tp: TopicPartition, deadline: int) -> int:
+        """``tp``'s leader, waiting while it has none (until the deadline)."""
+        while True:
+            cluster = self._requests.refresh(deadline)
+            leader = cluster.leader_for(tp)
+            if leader is not None:
+                return leader
+            error = no_leader(cluster, tp)
+            if error.error_code in _LEADER_CODES and self._requests.remaining(deadline):
+                self._requests.pause(deadline)
+                continue
+            raise error
+
     def _producers_entry(
         self, tp: TopicPartition, fields: dict[str, Any], deadline: int
     ) -> dict[str, Any]:
         while True:
-            cluster = self._requests.refresh(deadline)
-            leader = cluster.leader_for(tp)
-            if leader is None:
-                error = no_leader(cluster, tp)
-                if error.error_code in _LEADER_CODES and self._requests.remaining(deadline):
-                    self._requests.pause(deadline)
-                    continue
-                raise error
+            leader = self._leader(tp, deadline)
             body = self._requests.call(
                 constant_node(leader),
                 ApiKey.DESCRIBE_PRODUCERS,
@@ -285,3 +357,13 @@ def _partition_entry(body: dict[str, Any], tp: TopicPartition) -> dict[str, Any]
                 result: dict[str, Any] = entry
                 return result
     raise KafkaError(f"{tp}: not in the response")
+
+
+def _marker_entry(body: dict[str, Any], tp: TopicPartition) -> dict[str, Any]:
+    for marker in body["markers"]:
+        for topic in marker["topics"]:
+            for entry in topic["partitions"]:
+                if str(topic["name"]) == tp.topic and int(entry["partition_index"]) == tp.partition:
+                    result: dict[str, Any] = entry
+                    return result
+    raise KafkaError(f"{tp}: not in the WriteTxnMarkers response")

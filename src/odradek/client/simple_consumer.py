@@ -128,6 +128,12 @@ class FetchResult:
     log_start_offset: int = -1
     #: The undecoded record batches, from ``multifetch_raw`` only (``b""`` otherwise).
     records: bytes = b""
+    #: From ``multifetch_raw`` with read_committed only: the (producer id, first offset) of
+    #: each aborted transaction the broker listed for ``records`` (KIP-98); the caller drops
+    #: their batches (``odradek.records.aborted``). Empty otherwise.
+    aborted_transactions: tuple[tuple[int, int], ...] = ()
+    #: The partition's last stable offset as the broker answered (-1 when not known).
+    last_stable_offset: int = -1
 
     def raise_for_error(self) -> list[Message]:
         """The messages, or raises the partition's error."""
@@ -211,6 +217,10 @@ class SimpleConsumer(Closeable):
         the partition's record batches exactly as fetched (possibly starting before the asked
         offset, possibly ending in a partial batch) and ``messages`` is empty. For callers with
         their own decoder (``odradek.records.columns``). No CRC check is made here.
+
+        With ``isolation.level=read_committed`` the aborted transactions' batches are still in
+        ``records``: the caller must drop those listed in ``aborted_transactions`` (with
+        ``odradek.records.aborted.drop_aborted_batches``) before decoding.
         """
         return self._multifetch(requests, raw=True)
 
@@ -337,16 +347,20 @@ class SimpleConsumer(Closeable):
             return FetchResult(
                 request, [], error_for_code(code, message), high_watermark, log_start
             )
+        aborted = tuple(
+            (int(a["producer_id"]), int(a["first_offset"]))
+            for a in entry.get("aborted_transactions") or ()
+        )
+        stable = int(entry.get("last_stable_offset", -1))
         if raw:
             records = entry.get("records") or b""
-            return FetchResult(request, [], None, high_watermark, log_start, bytes(records))
+            return FetchResult(
+                request, [], None, high_watermark, log_start, bytes(records), aborted, stable
+            )
         try:
             records = entry.get("records") or b""
-            aborted = entry.get("aborted_transactions")
             if aborted:  # read_committed: drop the aborted transactions' batches
-                records = drop_aborted(
-                    records, [(int(a["producer_id"]), int(a["first_offset"])) for a in aborted]
-                )
+                records = drop_aborted(records, aborted)
             messages = decode_messages(
                 request.topic,
                 request.partition,
@@ -356,7 +370,9 @@ class SimpleConsumer(Closeable):
             )
         except KafkaError as error:
             return FetchResult(request, [], error, high_watermark, log_start)
-        return FetchResult(request, messages, None, high_watermark, log_start)
+        return FetchResult(
+            request, messages, None, high_watermark, log_start, last_stable_offset=stable
+        )
 
     def offsets_before(
         self, topic: str, partition: int, time: int, max_offsets: int = 1

@@ -13,6 +13,9 @@ Rules (Spark's Kafka connector's):
   starts at the earliest offset (new partitions) — the same answer Spark gives for partitions
   that appear later.
 - -2 / -1 in per-partition offsets mean earliest / latest.
+- With ``kafka.isolation.level=read_committed`` latest is the last stable offset (the first
+  offset of the oldest open transaction), not the high watermark: a read_committed Fetch
+  returns nothing past it, so a range ending later would look like data loss.
 - A timestamp with no record at or after it resolves to the latest offset with
   ``startingOffsetsByTimestampStrategy=latest``, and is an error otherwise.
 """
@@ -50,6 +53,9 @@ class OffsetReader:
     def __init__(self, options: SourceOptions, admin: AdminClient | None = None) -> None:
         self._options = options
         self._admin = admin if admin is not None else admin_client(options.client_config)
+        # ListOffsets' isolation level (KIP-98): with read_committed "latest" is the last
+        # stable offset, where a read_committed Fetch stops while a transaction is open.
+        self._isolation = 1 if options.read_committed else 0
 
     def close(self) -> None:
         self._admin.close()
@@ -155,7 +161,7 @@ class OffsetReader:
         lookups = {tp: v for tp, v in specs.items() if v in (EARLIEST, LATEST)}
         out = {tp: v for tp, v in specs.items() if v not in (EARLIEST, LATEST)}
         if lookups:
-            answers = self._admin.list_offsets(lookups)
+            answers = self._admin.list_offsets(lookups, isolation_level=self._isolation)
             for tp in lookups:
                 out[tp] = answers[tp].offset  # raises the partition's error
         return out
@@ -165,7 +171,7 @@ class OffsetReader:
     ) -> dict[TopicPartition, int]:
         if not stamps:
             return {}
-        answers = self._admin.list_offsets(dict(stamps))
+        answers = self._admin.list_offsets(dict(stamps), isolation_level=self._isolation)
         out: dict[TopicPartition, int] = {}
         missing: list[TopicPartition] = []
         for tp, stamp in stamps.items():

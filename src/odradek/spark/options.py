@@ -5,7 +5,9 @@ messages, are those of Spark's Kafka connector, so a job moves between the two u
 
 - exactly one of ``assign`` (JSON ``{"topicA":[0,1]}``), ``subscribe`` (comma-separated topic
   names) or ``subscribePattern`` (a regular expression, matched with ``re.search``);
-- ``kafka.bootstrap.servers`` (or ``bootstrap.servers``); other ``kafka.*`` options go to our
+- ``kafka.bootstrap.servers`` (or ``bootstrap.servers``); ``kafka.isolation.level``
+  (``read_uncommitted``, the default, or ``read_committed``: aborted transactions' records
+  are left out and reads end at the last stable offset); other ``kafka.*`` options go to our
   client with the prefix removed, except those Spark rejects (``auto.offset.reset``,
   ``key.deserializer``, ``value.deserializer``, ``enable.auto.commit``,
   ``interceptor.classes``; for writes ``key.serializer`` and ``value.serializer``);
@@ -64,6 +66,8 @@ LATEST: Final = -1
 AT_LEAST_ONCE: Final = "atLeastOnce"
 EXACTLY_ONCE: Final = "exactlyOnce"
 DEFAULT_TRANSACTIONAL_ID_PREFIX: Final = "odradek-spark-"
+#: ``kafka.isolation.level`` values (Kafka's consumer's).
+ISOLATION_LEVELS: Final = ("read_uncommitted", "read_committed")
 
 _STRATEGY_KEYS: Final = ("subscribe", "subscribepattern", "assign")
 _STRATEGY_LIST: Final = ", ".join(_STRATEGY_KEYS)
@@ -152,6 +156,12 @@ class SourceOptions:
     #: ``kafka.*`` options without the prefix, ``bootstrap.servers`` included.
     client_config: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def read_committed(self) -> bool:
+        """``kafka.isolation.level=read_committed``: aborted transactions' records are dropped
+        and reads end at the last stable offset."""
+        return self.client_config.get("isolation.level") == "read_committed"
+
 
 @dataclass(frozen=True, slots=True)
 class SinkOptions:
@@ -186,6 +196,12 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     if not bootstrap:
         raise ValueError(
             "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer"
+        )
+    isolation = client.get("isolation.level")
+    if isolation is not None and isolation not in ISOLATION_LEVELS:
+        raise ValueError(
+            f"Invalid value {isolation} for configuration isolation.level: "
+            f"String must be one of: {', '.join(ISOLATION_LEVELS)}"
         )
     min_partitions = _optional_int(params, "minpartitions")
     if min_partitions is not None and min_partitions <= 0:

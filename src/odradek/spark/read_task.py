@@ -6,7 +6,9 @@ buffers as one ``pyarrow.RecordBatch`` per fetch, in the data source's Arrow sch
 per-record Python objects on the way. What it guarantees (what deterministic replay needs):
 
 - every record of the range with an offset in ``[start, end)``, in offset order, once;
-- offsets missing inside the range (compacted away, transaction markers) are not data loss;
+- offsets missing inside the range (compacted away, transaction markers, with
+  ``isolation.level=read_committed`` the records of aborted transactions, which are dropped
+  by the aborted-transaction list of each Fetch response, KIP-98) are not data loss;
 - data loss — the range starts before the log start offset (retention, DeleteRecords), the
   log now ends before the range does (truncation, a recreated topic), or the topic is gone —
   raises ``DataLossError`` when ``fail_on_data_loss``, and otherwise skips what is lost and
@@ -26,6 +28,7 @@ from pyspark.sql.datasource import InputPartition
 
 from odradek.client import FetchRequest
 from odradek.errors import KafkaError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from odradek.records.aborted import drop_aborted_batches
 from odradek.records.columns import Columns, columns_builder
 from odradek.spark.clients import READ_FETCH_BYTES, shared_simple_consumer
 from odradek.spark.options import SourceOptions
@@ -80,7 +83,12 @@ def read_range(
                                   fail_on_data_loss)  # fmt: skip
             continue
         builder = columns_builder(include_headers)
-        next_offset = builder.add_batches(result.records, offset, r.end, check_crcs)
+        records, fetched_end = result.records, -1
+        if result.aborted_transactions:
+            # read_committed: the aborted transactions' batches go before decoding; the rest
+            # (and every fetch without an aborted transaction) takes the compiled decoder.
+            records, fetched_end = drop_aborted_batches(records, result.aborted_transactions)
+        next_offset = max(builder.add_batches(records, offset, r.end, check_crcs), fetched_end)
         if builder.count:
             yield columns_to_arrow(builder.finish(), r.topic, r.partition, include_headers)
         if next_offset > offset:
