@@ -255,7 +255,7 @@ class BrokerConfig:
         elif node_id >= 0 and node_id != broker_id:
             raise ConfigError(f"node.id {node_id} and broker.id {broker_id} must agree")
         controllers = controller_listener_names(unimplemented)
-        listeners: tuple[Listener, ...] = _without(get("listeners"), controllers)
+        listeners: tuple[Listener, ...] = _without(get("listeners"), controllers) or ()
         if not listeners:
             raise ConfigError(
                 "invalid value for listeners: every listener is a controller listener "
