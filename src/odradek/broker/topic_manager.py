@@ -261,7 +261,9 @@ class TopicManager:
             if read.cancelled() or read.exception() is not None:
                 return
             if topic in self._known:
-                self._topic_ids[topic] = read.result()
+                topic_id = self._topic_ids[topic] = read.result()
+                if topic_id is not None:  # partitions made replicas before it was read
+                    self.replicas.note_topic_id(topic, topic_id)
 
         future.add_done_callback(done)
 
