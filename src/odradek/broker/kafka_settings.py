@@ -3,12 +3,13 @@ ConfigDef type and the default as Kafka renders it (``None``: null).
 
 The table holds the broker settings Kafka defined in late 2024 (ZooKeeper mode, which odradek's
 cluster follows, and KRaft side by side), with the additions of Kafka 4.0 and 4.1 (the consumer
-group migration policy, the share group assignors, the KIP-1071 streams groups) and the defaults
-Kafka 4.0 changed (KIP-1030); names, types and defaults are facts read from Kafka's definitions
-and configuration reference, nothing else is taken. ``broker.config`` uses it to tell a Kafka
-setting odradek does not implement (accepted, with one warning line, and reported by
-DescribeConfigs as having no effect) from a name that is not a Kafka setting at all (a typo,
-which stops the start), and DescribeConfigs reports each setting's type from it.
+group migration policy, the share group assignors and share session limit, the KIP-1071
+streams groups) and the defaults Kafka 4.0 changed (KIP-1030); names, types and defaults are
+facts read from Kafka's definitions and configuration reference, nothing else is taken.
+``broker.config`` uses it to tell a Kafka setting odradek does not implement (accepted, with one
+warning line, and reported by DescribeConfigs as having no effect) from a name that is not a
+Kafka setting at all (a typo, which stops the start), and DescribeConfigs reports each
+setting's type from it.
 
 Per-listener settings (``listener.name.<listener>.<setting>``, and the SASL mechanism forms
 ``listener.name.<listener>.<mechanism>.sasl.jaas.config`` and its callback-handler classes) are
@@ -116,6 +117,7 @@ KAFKA_BROKER_SETTINGS: Final[Mapping[str, KafkaSetting]] = _table(
         ("group.share.max.heartbeat.interval.ms", "INT", "15000"),
         ("group.share.max.record.lock.duration.ms", "INT", "60000"),
         ("group.share.max.session.timeout.ms", "INT", "60000"),
+        ("group.share.max.share.sessions", "INT", "2000"),
         ("group.share.max.size", "INT", "200"),
         ("group.share.min.heartbeat.interval.ms", "INT", "5000"),
         ("group.share.min.record.lock.duration.ms", "INT", "15000"),
