@@ -497,3 +497,22 @@ def test_leader_rebalance_settings_have_kafkas_defaults_and_bounds() -> None:
     ):
         with pytest.raises(ConfigError, match=name):
             BrokerConfig.from_mapping({name: value})
+
+
+def test_kafka_4_settings_are_known_with_their_types_and_defaults() -> None:
+    config = BrokerConfig.from_mapping(
+        {"group.consumer.migration.policy": "upgrade", "group.streams.num.standby.replicas": "1"}
+    )
+    assert dict(config.unimplemented) == {
+        "group.consumer.migration.policy": "upgrade",
+        "group.streams.num.standby.replicas": "1",
+    }
+    described = config.describe()
+    assert described["group.share.assignors"].kafka_type == "LIST"
+    assert described["group.share.assignors"].value == "simple"
+    assert described["group.streams.session.timeout.ms"].value == "45000"
+    # Kafka 4.0's new defaults (KIP-1030)
+    assert described["num.recovery.threads.per.data.dir"].value == "2"
+    assert described["log.message.timestamp.after.max.ms"].value == "3600000"
+    with pytest.raises(ConfigError, match=r"group\.streams\.session\.timeout\.ms"):
+        BrokerConfig.from_mapping({"group.streams.session.timeout.ms": "soon"})

@@ -194,3 +194,21 @@ def test_add_config_entries_split_on_commas_and_keep_bracketed_lists() -> None:
     assert parse_configs(["e=1,2"], "--config", commas=False) == {"e": "1,2"}
     with pytest.raises(click.BadParameter, match="expected K=V, got 'x'"):
         parse_configs(["x,a=1"], "--add-config", commas=True)
+
+
+def test_kafka_topic_configs_without_effect_are_accepted(
+    serve: ServeFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    served = serve()
+    status, out, err = odradek(
+        capsys, served, "create", "--topic", "jitter", "--config", "segment.jitter.ms=100"
+    )
+    assert (status, out, err) == (0, ["Created topic jitter."], "")
+    status, out, err = odradek(capsys, served, "describe", "--topic", "jitter")
+    assert (status, err) == (0, "")
+    assert out[0].endswith("Configs: segment.jitter.ms=100")
+    status, _out, err = odradek(
+        capsys, served, "create", "--topic", "typo", "--config", "segment.jiter.ms=100"
+    )
+    assert status == 1
+    assert one_line(err).startswith("odradek: INVALID_CONFIG: ")

@@ -145,17 +145,30 @@ class ClusterMember:
             return ErrorCode.STALE_CONTROLLER_EPOCH  # an older leader epoch: ignored
         replicas = [int(replica) for replica in state.replicas]
         leader = int(state.leader)
+        # LeaderAndIsr v1 carries no topic id: the one read from the store, once it is
+        # (KIP-516: checked against the log's partition.metadata, or written there).
+        topic_id = self.topics.topic_id(tp.topic)
+        try:
+            if leader == self.broker_id:
+                isr = [int(replica) for replica in state.isr]
+                self.replicas.become_leader(
+                    tp,
+                    replicas,
+                    leader_epoch,
+                    isr=isr,
+                    partition_epoch=int(state.zk_version),
+                    topic_id=topic_id,
+                )
+            else:
+                self.replicas.become_follower(tp, replicas, leader_epoch, leader, topic_id=topic_id)
+        except KafkaError as error:
+            return error.error_code
         if leader == self.broker_id:
-            isr = [int(replica) for replica in state.isr]
-            self.replicas.become_leader(
-                tp, replicas, leader_epoch, isr=isr, partition_epoch=int(state.zk_version)
-            )
             if tp.topic == OFFSETS_TOPIC and self.groups is not None:
                 self.groups.take_partition(tp.partition)
             if tp.topic == TRANSACTION_STATE_TOPIC and self.transactions is not None:
                 self.transactions.take_partition(tp.partition)
         else:
-            self.replicas.become_follower(tp, replicas, leader_epoch, leader)
             if tp.topic == OFFSETS_TOPIC and self.groups is not None:
                 self.groups.release_partition(tp.partition)
             if tp.topic == TRANSACTION_STATE_TOPIC and self.transactions is not None:

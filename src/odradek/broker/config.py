@@ -23,6 +23,9 @@ Deviations from Kafka, on purpose:
   ``broker.security.listeners`` into ``security``; ssl keystores must be PEM.
 - ``node.id`` (KRaft's name of the broker's id) is the broker id when ``broker.id`` is not
   given; given both, they must agree.
+- KRaft's settings (``process.roles``, ``controller.quorum.*``, ``controller.listener.names``,
+  ``metadata.log.*``) are accepted with a warning of their own (``broker.kraft_settings``); the
+  listeners ``controller.listener.names`` names are neither opened nor advertised.
 - The properties file is read as UTF-8 (Java reads ISO-8859-1; both agree on ASCII).
 """
 
@@ -37,6 +40,11 @@ from typing import Any
 from odradek.broker.auth.authorizer import AuthorizerConfig
 from odradek.broker.group.config import GroupConfig
 from odradek.broker.kafka_settings import KAFKA_BROKER_SETTINGS, kafka_setting_base
+from odradek.broker.kraft_settings import (
+    controller_listener_names,
+    is_kraft_setting,
+    kraft_warning,
+)
 from odradek.broker.limits import BrokerLimits, parse_overrides, render_overrides
 from odradek.broker.metrics.settings import parse_reporters
 from odradek.broker.properties import parse_properties
@@ -246,8 +254,17 @@ class BrokerConfig:
             broker_id = node_id
         elif node_id >= 0 and node_id != broker_id:
             raise ConfigError(f"node.id {node_id} and broker.id {broker_id} must agree")
-        listeners: tuple[Listener, ...] = get("listeners")
-        advertised = _advertised(listeners, parsed.get("advertised.listeners"))
+        controllers = controller_listener_names(unimplemented)
+        listeners: tuple[Listener, ...] = _without(get("listeners"), controllers) or ()
+        if not listeners:
+            raise ConfigError(
+                "invalid value for listeners: every listener is a controller listener "
+                f"(controller.listener.names={','.join(sorted(controllers))}); odradek serves on "
+                "the others"
+            )
+        advertised = _advertised(
+            listeners, _without(parsed.get("advertised.listeners"), controllers)
+        )
         log_dirs: tuple[str, ...] = get("log.dirs") or get("log.dir")
         return cls(
             broker_id=broker_id,
@@ -341,11 +358,14 @@ class BrokerConfig:
         return entries
 
     def unimplemented_warnings(self) -> list[str]:
-        """One line per Kafka setting given that odradek does not implement."""
+        """One line per Kafka setting given that odradek does not implement (a KRaft setting's
+        says what odradek runs instead)."""
         return [
-            f"setting {name!r} is a Kafka broker setting odradek does not implement; "
+            kraft_warning(name, value, zookeeper_connect=self.zookeeper_connect)
+            if is_kraft_setting(name)
+            else f"setting {name!r} is a Kafka broker setting odradek does not implement; "
             "it has no effect"
-            for name, _value in self.unimplemented
+            for name, value in self.unimplemented
         ]
 
     def settings(self) -> dict[str, str]:
@@ -490,6 +510,15 @@ def _listeners(name: str, raw: str) -> tuple[Listener, ...] | None:
             raise _invalid(name, raw, f"listener name {listener_name} appears twice")
         listeners.append(Listener(listener_name, match["host"].strip("[]"), port))
     return tuple(listeners)
+
+
+def _without(
+    listeners: tuple[Listener, ...] | None, names: frozenset[str]
+) -> tuple[Listener, ...] | None:
+    """``listeners`` but the ones named in ``names`` (KRaft's controller listeners)."""
+    if listeners is None or not names:
+        return listeners
+    return tuple(listener for listener in listeners if listener.name not in names)
 
 
 def _advertised(

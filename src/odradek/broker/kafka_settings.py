@@ -2,11 +2,14 @@
 ConfigDef type and the default as Kafka renders it (``None``: null).
 
 The table holds the broker settings Kafka defined in late 2024 (ZooKeeper mode, which odradek's
-cluster follows, and KRaft side by side); names, types and defaults are facts read from Kafka's
-definitions, nothing else is taken. ``broker.config`` uses it to tell a Kafka setting odradek
-does not implement (accepted, with one warning line, and reported by DescribeConfigs as having
-no effect) from a name that is not a Kafka setting at all (a typo, which stops the start), and
-DescribeConfigs reports each setting's type from it.
+cluster follows, and KRaft side by side), with the additions of Kafka 4.0 and 4.1 (the consumer
+group migration policy, the share group assignors and share session limit, the KIP-1071
+streams groups) and the defaults Kafka 4.0 changed (KIP-1030); names, types and defaults are
+facts read from Kafka's definitions and configuration reference, nothing else is taken.
+``broker.config`` uses it to tell a Kafka setting odradek does not implement (accepted, with one
+warning line, and reported by DescribeConfigs as having no effect) from a name that is not a
+Kafka setting at all (a typo, which stops the start), and DescribeConfigs reports each
+setting's type from it.
 
 Per-listener settings (``listener.name.<listener>.<setting>``, and the SASL mechanism forms
 ``listener.name.<listener>.<mechanism>.sasl.jaas.config`` and its callback-handler classes) are
@@ -97,6 +100,7 @@ KAFKA_BROKER_SETTINGS: Final[Mapping[str, KafkaSetting]] = _table(
         ("group.consumer.max.session.timeout.ms", "INT", "60000"),
         ("group.consumer.max.size", "INT", "2147483647"),
         ("group.consumer.min.heartbeat.interval.ms", "INT", "5000"),
+        ("group.consumer.migration.policy", "STRING", "bidirectional"),
         ("group.consumer.min.session.timeout.ms", "INT", "45000"),
         ("group.consumer.session.timeout.ms", "INT", "45000"),
         ("group.coordinator.append.linger.ms", "INT", "10"),
@@ -106,12 +110,14 @@ KAFKA_BROKER_SETTINGS: Final[Mapping[str, KafkaSetting]] = _table(
         ("group.max.session.timeout.ms", "INT", "1800000"),
         ("group.max.size", "INT", "2147483647"),
         ("group.min.session.timeout.ms", "INT", "6000"),
+        ("group.share.assignors", "LIST", "simple"),
         ("group.share.delivery.count.limit", "INT", "5"),
         ("group.share.heartbeat.interval.ms", "INT", "5000"),
         ("group.share.max.groups", "SHORT", "10"),
         ("group.share.max.heartbeat.interval.ms", "INT", "15000"),
         ("group.share.max.record.lock.duration.ms", "INT", "60000"),
         ("group.share.max.session.timeout.ms", "INT", "60000"),
+        ("group.share.max.share.sessions", "INT", "2000"),
         ("group.share.max.size", "INT", "200"),
         ("group.share.min.heartbeat.interval.ms", "INT", "5000"),
         ("group.share.min.record.lock.duration.ms", "INT", "15000"),
@@ -119,6 +125,15 @@ KAFKA_BROKER_SETTINGS: Final[Mapping[str, KafkaSetting]] = _table(
         ("group.share.partition.max.record.locks", "INT", "200"),
         ("group.share.record.lock.duration.ms", "INT", "30000"),
         ("group.share.session.timeout.ms", "INT", "45000"),
+        ("group.streams.heartbeat.interval.ms", "INT", "5000"),
+        ("group.streams.max.heartbeat.interval.ms", "INT", "15000"),
+        ("group.streams.max.session.timeout.ms", "INT", "60000"),
+        ("group.streams.max.size", "INT", "2147483647"),
+        ("group.streams.max.standby.replicas", "INT", "2"),
+        ("group.streams.min.heartbeat.interval.ms", "INT", "5000"),
+        ("group.streams.min.session.timeout.ms", "INT", "45000"),
+        ("group.streams.num.standby.replicas", "INT", "0"),
+        ("group.streams.session.timeout.ms", "INT", "45000"),
         ("initial.broker.registration.timeout.ms", "INT", "60000"),
         ("inter.broker.listener.name", "STRING", None),
         ("inter.broker.protocol.version", "STRING", None),
@@ -158,7 +173,7 @@ KAFKA_BROKER_SETTINGS: Final[Mapping[str, KafkaSetting]] = _table(
         ("log.local.retention.ms", "LONG", "-2"),
         ("log.message.downconversion.enable", "BOOLEAN", "true"),
         ("log.message.format.version", "STRING", "3.0-IV1"),
-        ("log.message.timestamp.after.max.ms", "LONG", "9223372036854775807"),
+        ("log.message.timestamp.after.max.ms", "LONG", "3600000"),
         ("log.message.timestamp.before.max.ms", "LONG", "9223372036854775807"),
         ("log.message.timestamp.difference.max.ms", "LONG", "9223372036854775807"),
         ("log.message.timestamp.type", "STRING", "CreateTime"),
@@ -198,7 +213,7 @@ KAFKA_BROKER_SETTINGS: Final[Mapping[str, KafkaSetting]] = _table(
         ("num.io.threads", "INT", "8"),
         ("num.network.threads", "INT", "3"),
         ("num.partitions", "INT", "1"),
-        ("num.recovery.threads.per.data.dir", "INT", "1"),
+        ("num.recovery.threads.per.data.dir", "INT", "2"),
         ("num.replica.alter.log.dirs.threads", "INT", None),
         ("num.replica.fetchers", "INT", "1"),
         ("offset.metadata.max.bytes", "INT", "4096"),
@@ -231,11 +246,11 @@ KAFKA_BROKER_SETTINGS: Final[Mapping[str, KafkaSetting]] = _table(
         ("remote.fetch.max.wait.ms", "INT", "500"),
         ("remote.list.offsets.request.timeout.ms", "LONG", "30000"),
         ("remote.log.index.file.cache.total.size.bytes", "LONG", "1073741824"),
-        ("remote.log.manager.copier.thread.pool.size", "INT", "-1"),
+        ("remote.log.manager.copier.thread.pool.size", "INT", "10"),
         ("remote.log.manager.copy.max.bytes.per.second", "LONG", "9223372036854775807"),
         ("remote.log.manager.copy.quota.window.num", "INT", "11"),
         ("remote.log.manager.copy.quota.window.size.seconds", "INT", "1"),
-        ("remote.log.manager.expiration.thread.pool.size", "INT", "-1"),
+        ("remote.log.manager.expiration.thread.pool.size", "INT", "10"),
         ("remote.log.manager.fetch.max.bytes.per.second", "LONG", "9223372036854775807"),
         ("remote.log.manager.fetch.quota.window.num", "INT", "11"),
         ("remote.log.manager.fetch.quota.window.size.seconds", "INT", "1"),

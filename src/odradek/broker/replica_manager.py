@@ -12,12 +12,19 @@ wake when it moves). A partition that stops being led here (become_follower, rem
 its delayed produces and every fetch waiting on it, which then answer
 NOT_LEADER_OR_FOLLOWER.
 
+Topic ids (KIP-516): a partition made a replica with its topic's id gets ``partition.metadata``
+in its log directory when it has none; one that names another id (a directory left from a
+deleted topic of the same name) is refused with INCONSISTENT_TOPIC_ID and its state is left
+as it was, as Kafka's LeaderAndIsr does. The id checked is kept per partition, so the file is
+read once.
+
 Thread safety: used from the broker's event loop thread only (the log manager underneath is
 thread-safe for its background work).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -30,9 +37,10 @@ from odradek.broker.replication.delayed_produce import DelayedProducePurgatory
 from odradek.broker.replication.fetcher_manager import ReplicaFetcherManager
 from odradek.broker.replication.isr import IsrChange
 from odradek.broker.replication.partition import DEFAULT_PRODUCER_ID_EXPIRATION_MS, Partition
-from odradek.errors import ErrorCode
+from odradek.errors import ErrorCode, KafkaError
 from odradek.storage.config import LogConfig
 from odradek.storage.manager import LogManager
+from odradek.storage.partition_metadata import read_partition_metadata, write_partition_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +78,8 @@ class ReplicaManager:
         self._log_config_for = log_config_for
         self.clock = clock
         self._partitions: dict[TopicPartition, Partition] = {}
+        #: The topic id each partition's ``partition.metadata`` holds (read or written once).
+        self._topic_ids: dict[TopicPartition, str] = {}
         #: Where the partitions' ISR changes go (the AlterPartition sender, in a cluster);
         #: None: a change commits at once (a single broker has no controller to ask).
         self.on_isr_change: Callable[[IsrChange], None] | None = None
@@ -171,6 +181,7 @@ class ReplicaManager:
         *,
         isr: Sequence[int] | None = None,
         partition_epoch: int = -1,
+        topic_id: str | None = None,
     ) -> Partition:
         """Makes this broker the leader of a partition, creating its log when missing; stops
         fetching it.
@@ -178,10 +189,15 @@ class ReplicaManager:
         Args:
             isr: the controller's ISR (None: this broker alone).
             partition_epoch: the partition state's version at the controller.
+            topic_id: the topic's id (None: not known yet), checked against or written to
+                the log's ``partition.metadata``.
+
+        Raises:
+            KafkaError: INCONSISTENT_TOPIC_ID (nothing changed but the log being opened).
         """
+        partition = self._partition(topic_partition, replicas, leader_epoch, topic_id)
         if self.fetchers is not None:
             self.fetchers.remove_partition(topic_partition)
-        partition = self._partition(topic_partition, replicas, leader_epoch)
         partition.make_leader(
             leader_epoch, replicas, isr, partition_epoch, self.clock.monotonic_ms()
         )
@@ -192,9 +208,14 @@ class ReplicaManager:
         return partition
 
     def _partition(
-        self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int
+        self,
+        topic_partition: TopicPartition,
+        replicas: list[int],
+        leader_epoch: int,
+        topic_id: str | None = None,
     ) -> Partition:
         partition = self._partitions.get(topic_partition)
+        created = partition is None
         if partition is None:
             log = self.log_manager.get_or_create_log(
                 topic_partition, self._log_config_for(topic_partition.topic)
@@ -212,7 +233,58 @@ class ReplicaManager:
                 producer_id_expiration_ms=self._producer_id_expiration_ms,
             )
             self._partitions[topic_partition] = partition
+        if topic_id is not None:
+            try:
+                self._check_topic_id(partition, topic_id)
+            except KafkaError:
+                if created:  # not served: no state of this topic's applies to that log
+                    del self._partitions[topic_partition]
+                raise
         return partition
+
+    def _check_topic_id(self, partition: Partition, topic_id: str) -> None:
+        """Writes ``partition.metadata`` when the log has none, else compares its id.
+
+        Raises:
+            KafkaError: INCONSISTENT_TOPIC_ID.
+        """
+        key = partition.topic_partition
+        stored = self._topic_ids.get(key)
+        if stored is None:
+            directory = partition.log.directory
+            try:
+                stored = read_partition_metadata(directory)
+                if stored is None:
+                    write_partition_metadata(directory, topic_id)
+                    stored = topic_id
+            except (OSError, ValueError) as error:
+                # Kafka fails the log dir here; odradek keeps serving and tries again on
+                # the next LeaderAndIsr.
+                logger.warning("partition %s: cannot check partition.metadata: %s", key, error)
+                return
+            self._topic_ids[key] = stored
+        if stored != topic_id:
+            logger.error(
+                "partition %s: its log's partition.metadata names topic id %s, the topic's id "
+                "is %s (a log left from a deleted topic of the same name?)",
+                key,
+                stored,
+                topic_id,
+            )
+            raise KafkaError(
+                f"partition {key.topic}-{key.partition}: the log's topic id {stored} is not "
+                f"the topic's id {topic_id}",
+                code=ErrorCode.INCONSISTENT_TOPIC_ID,
+            )
+
+    def note_topic_id(self, topic: str, topic_id: str) -> None:
+        """The id of ``topic`` became known (read after its partitions were made replicas
+        here): each partition of it here is checked (an inconsistent one is logged; the next
+        LeaderAndIsr answers INCONSISTENT_TOPIC_ID for it)."""
+        for topic_partition, partition in list(self._partitions.items()):
+            if topic_partition.topic == topic:
+                with contextlib.suppress(KafkaError):  # logged
+                    self._check_topic_id(partition, topic_id)
 
     def _isr_changed(self, change: IsrChange) -> None:
         sender = self.on_isr_change
@@ -230,14 +302,25 @@ class ReplicaManager:
             )
 
     def become_follower(
-        self, topic_partition: TopicPartition, replicas: list[int], leader_epoch: int, leader: int
+        self,
+        topic_partition: TopicPartition,
+        replicas: list[int],
+        leader_epoch: int,
+        leader: int,
+        *,
+        topic_id: str | None = None,
     ) -> Partition:
         """Makes this broker a follower of ``leader`` (-1: none), creating the log when
         missing, and (in a cluster) hands it to the fetchers: they truncate it to the
         divergence point with the leader (OffsetForLeaderEpoch) and then copy from there.
         The same leader at the same epoch changes nothing: fetching goes on. An ISR change
-        in flight is dropped (the partition no longer leads)."""
-        partition = self._partition(topic_partition, replicas, leader_epoch)
+        in flight is dropped (the partition no longer leads). ``topic_id`` as for
+        ``become_leader``.
+
+        Raises:
+            KafkaError: INCONSISTENT_TOPIC_ID (nothing changed but the log being opened).
+        """
+        partition = self._partition(topic_partition, replicas, leader_epoch, topic_id)
         unchanged = partition.leader_id == leader and partition.leader_epoch == leader_epoch
         partition.leader_epoch = leader_epoch
         partition.replicas = list(replicas)
@@ -271,6 +354,7 @@ class ReplicaManager:
         if self.fetchers is not None:
             self.fetchers.remove_partition(topic_partition)
         partition = self._partitions.pop(topic_partition, None)
+        self._topic_ids.pop(topic_partition, None)
         if partition is None:
             return False
         self._stop_leading(partition)
@@ -299,6 +383,7 @@ class ReplicaManager:
             if self.fetchers is not None:
                 self.fetchers.remove_partition(topic_partition)
             self._stop_leading(self._partitions.pop(topic_partition))
+            self._topic_ids.pop(topic_partition, None)
         return doomed
 
     def _stop_leading(self, partition: Partition) -> None:

@@ -50,7 +50,7 @@ from odradek.broker.topic_plans import TopicPlanner
 from odradek.controller.assignment import validate_topic_name
 from odradek.controller.topics import ClusterMetadata
 from odradek.errors import ErrorCode, KafkaError, UnknownTopicOrPartitionError
-from odradek.storage.config import TOPIC_NAMES, LogConfig
+from odradek.storage.config import UNIMPLEMENTED_TOPIC_CONFIGS, LogConfig, is_topic_config
 
 logger = logging.getLogger(__name__)
 
@@ -76,11 +76,13 @@ class PartitionInfo:
 
 @dataclass(frozen=True, slots=True)
 class TopicConfigEntry:
-    """One topic config as DescribeConfigs reports it."""
+    """One topic config as DescribeConfigs reports it; ``implemented`` false for a Kafka topic
+    config odradek accepts without effect."""
 
     name: str
     value: str
     is_default: bool
+    implemented: bool = True
 
 
 class TopicManager:
@@ -259,7 +261,9 @@ class TopicManager:
             if read.cancelled() or read.exception() is not None:
                 return
             if topic in self._known:
-                self._topic_ids[topic] = read.result()
+                topic_id = self._topic_ids[topic] = read.result()
+                if topic_id is not None:  # partitions made replicas before it was read
+                    self.replicas.note_topic_id(topic, topic_id)
 
         future.add_done_callback(done)
 
@@ -291,15 +295,20 @@ class TopicManager:
         return assignment
 
     def topic_config_entries(self, topic: str) -> list[TopicConfigEntry]:
-        """Every topic config with its effective value and whether it is the default."""
+        """Every topic config with its effective value and whether it is the default (Kafka's
+        topic configs odradek does not implement: the override, else Kafka's default)."""
         if topic not in self._known:
             raise UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
         overrides = self.metadata.topic_configs(topic)
-        effective = self.log_config_for(topic).topic_configs()
-        return [
+        entries = [
             TopicConfigEntry(name, value, name not in overrides)
-            for name, value in sorted(effective.items())
+            for name, value in self.log_config_for(topic).topic_configs().items()
         ]
+        entries.extend(
+            TopicConfigEntry(name, overrides.get(name, default), name not in overrides, False)
+            for name, (_kind, default) in UNIMPLEMENTED_TOPIC_CONFIGS.items()
+        )
+        return sorted(entries, key=lambda entry: entry.name)
 
     def statistics(self) -> dict[str, int]:
         return {
@@ -473,7 +482,7 @@ class TopicManager:
         overrides = dict(self.metadata.topic_configs(topic))
         overrides.update(set_configs)
         for name in delete_configs:
-            if name not in TOPIC_NAMES:
+            if not is_topic_config(name):
                 raise KafkaError(f"unknown topic config {name!r}", code=ErrorCode.INVALID_CONFIG)
             overrides.pop(name, None)
         self.planner.log_config(overrides)

@@ -3,6 +3,11 @@
 ``LogConfig`` is an immutable value; a topic's overrides are applied with
 ``LogConfig.with_overrides({"retention.ms": "60000"})``. Broker settings (``log.segment.bytes``,
 ``log.retention.hours``, ...) become the defaults through ``LogConfig.from_broker_settings``.
+
+Kafka 4's other topic configs (``UNIMPLEMENTED_TOPIC_CONFIGS``: ``compression.type``,
+``segment.jitter.ms``, ``remote.storage.enable``, ...) are accepted as overrides without effect:
+their values are checked against Kafka's type and then left out of the ``LogConfig``. A name
+Kafka does not know is refused.
 """
 
 from __future__ import annotations
@@ -87,6 +92,9 @@ class LogConfig:
         changes: dict[str, Any] = {}
         for name, raw in topic_configs.items():
             field = TOPIC_NAMES.get(name)
+            if field is None and name in UNIMPLEMENTED_TOPIC_CONFIGS:
+                _parse(name, raw, _KAFKA_KINDS[UNIMPLEMENTED_TOPIC_CONFIGS[name][0]])
+                continue  # a Kafka topic config odradek accepts without effect
             if field is None:
                 raise ConfigError(f"unknown topic config {name!r}")
             changes[field] = _parse(name, raw, _FIELD_TYPES[field])
@@ -138,6 +146,33 @@ TOPIC_NAMES: dict[str, str] = {
     "min.insync.replicas": "min_insync_replicas",
     "unclean.leader.election.enable": "unclean_leader_election_enable",
 }
+
+#: Kafka 4's topic configs odradek accepts without effect: name → (Kafka's ConfigDef type, the
+#: default Kafka renders). DescribeConfigs lists them with documentation saying so.
+UNIMPLEMENTED_TOPIC_CONFIGS: dict[str, tuple[str, str]] = {
+    "compression.gzip.level": ("INT", "-1"),
+    "compression.lz4.level": ("INT", "9"),
+    "compression.type": ("STRING", "producer"),
+    "compression.zstd.level": ("INT", "3"),
+    "follower.replication.throttled.replicas": ("LIST", ""),
+    "leader.replication.throttled.replicas": ("LIST", ""),
+    "local.retention.bytes": ("LONG", "-2"),
+    "local.retention.ms": ("LONG", "-2"),
+    "message.downconversion.enable": ("BOOLEAN", "true"),
+    "message.timestamp.after.max.ms": ("LONG", "3600000"),
+    "message.timestamp.before.max.ms": ("LONG", str(_MAX_LONG)),
+    "preallocate": ("BOOLEAN", "false"),
+    "remote.log.copy.disable": ("BOOLEAN", "false"),
+    "remote.log.delete.on.disable": ("BOOLEAN", "false"),
+    "remote.storage.enable": ("BOOLEAN", "false"),
+    "segment.jitter.ms": ("LONG", "0"),
+}
+
+
+def is_topic_config(name: str) -> bool:
+    """Whether ``name`` is a Kafka topic config (implemented or accepted without effect)."""
+    return name in TOPIC_NAMES or name in UNIMPLEMENTED_TOPIC_CONFIGS
+
 
 #: Broker settings that map one-to-one onto a LogConfig field.
 _BROKER_DIRECT: dict[str, str] = {
@@ -198,6 +233,14 @@ def _boolean(raw: str) -> bool:
 _boolean.__name__ = "true or false"
 
 _KINDS: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "str": str, "bool": _boolean}
+_KAFKA_KINDS: dict[str, Callable[[str], Any]] = {
+    "INT": int,
+    "LONG": int,
+    "DOUBLE": float,
+    "BOOLEAN": _boolean,
+    "STRING": str,
+    "LIST": str,
+}
 _FIELD_TYPES: dict[str, Callable[[str], Any]] = {
     f.name: _KINDS[str(f.type)] for f in dataclasses.fields(LogConfig)
 }

@@ -114,3 +114,29 @@ def test_validate_only_and_errors_change_nothing(
     assert answers(nulls) == [(topic, ErrorCode.INVALID_REQUEST)]
     assert answers(twice) == [(topic, ErrorCode.INVALID_REQUEST)]
     assert overrides(broker, topic) == {"retention.ms": "70000"}
+
+
+def test_kafka_topic_configs_without_effect_are_accepted_and_unknown_names_are_not(
+    broker: Broker, admin: KafkaAdminClient, raw: RawClient
+) -> None:
+    topic = create(admin, {"retention.ms": "70000"})
+    accepted = raw.send(
+        alter_request(
+            1,
+            [
+                (
+                    TOPIC,
+                    topic,
+                    [("compression.type", "zstd"), ("message.downconversion.enable", "true")],
+                )
+            ],
+        )
+    )
+    assert answers(accepted) == [(topic, ErrorCode.NONE)]
+    assert overrides(broker, topic) == {
+        "compression.type": "zstd",
+        "message.downconversion.enable": "true",
+    }
+    refused = raw.send(alter_request(1, [(TOPIC, topic, [("compression.typo", "zstd")])]))
+    assert answers(refused) == [(topic, ErrorCode.INVALID_CONFIG)]
+    assert "compression.typo" not in overrides(broker, topic)

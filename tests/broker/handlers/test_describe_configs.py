@@ -12,13 +12,14 @@ from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
 from odradek import Broker
 from odradek.errors import ErrorCode
-from odradek.storage.config import TOPIC_NAMES
+from odradek.storage.config import TOPIC_NAMES, UNIMPLEMENTED_TOPIC_CONFIGS
 
 from .conftest import RawClient, schema, unique_topic
 
 VERSIONS = (1, 2, 3, 4)
 TOPIC = 2
 BROKER = 4
+GROUP = 32
 DYNAMIC_TOPIC_CONFIG = 1
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
@@ -66,7 +67,7 @@ def test_topic_configs_by_admin_client(admin: KafkaAdminClient, configured_topic
     )
 
     configs = described["topic"][configured_topic]
-    assert set(configs) == set(TOPIC_NAMES)
+    assert set(configs) == set(TOPIC_NAMES) | set(UNIMPLEMENTED_TOPIC_CONFIGS)
     assert configs["retention.ms"]["value"] == "60000"
     assert configs["retention.ms"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
     assert configs["retention.ms"]["config_type"] == "LONG"
@@ -116,7 +117,9 @@ def test_sources_in_every_version(raw: RawClient, configured_topic: str, version
 def test_no_keys_means_every_config(raw: RawClient, configured_topic: str, keys: Any) -> None:
     response = raw.send(describe_request(4, [(TOPIC, configured_topic, keys)]))
 
-    assert {c.name for c in response.results[0].configs} == set(TOPIC_NAMES)
+    assert {c.name for c in response.results[0].configs} == set(TOPIC_NAMES) | set(
+        UNIMPLEMENTED_TOPIC_CONFIGS
+    )
 
 
 def test_keys_filter_the_configs(raw: RawClient, configured_topic: str) -> None:
@@ -190,9 +193,10 @@ def test_each_resource_on_its_own(raw: RawClient, configured_topic: str) -> None
                 (TOPIC, "bad name", None),
                 (BROKER, "7", None),
                 (BROKER, "zero", None),
-                (32, "some-group", None),
+                (GROUP, "", None),
                 (TOPIC, configured_topic, ["retention.ms"]),
                 (BROKER, "", None),
+                (GROUP, "some-group", None),
             ],
         )
     )
@@ -206,9 +210,10 @@ def test_each_resource_on_its_own(raw: RawClient, configured_topic: str) -> None
         (TOPIC, "bad name", ErrorCode.INVALID_TOPIC_EXCEPTION, 0),
         (BROKER, "7", ErrorCode.INVALID_REQUEST, 0),
         (BROKER, "zero", ErrorCode.INVALID_REQUEST, 0),
-        (32, "some-group", ErrorCode.INVALID_REQUEST, 0),
+        (GROUP, "", ErrorCode.INVALID_REQUEST, 0),
         (TOPIC, configured_topic, 0, 1),
         (BROKER, "", 0, 0),
+        (GROUP, "some-group", 0, 6),
     ]
     assert all(r.error_message for r in response.results[:5])
     assert missing in response.results[0].error_message
@@ -249,3 +254,76 @@ def test_broker_configs_carry_kafka_types_and_say_what_has_no_effect(raw: RawCli
     assert configs["log.retention.hours"].config_type == 3
     assert configs["listeners"].config_type == 2  # STRING
     assert configs["listeners"].documentation is None
+
+
+def test_every_topic_config_listed_has_a_known_type(raw: RawClient, configured_topic: str) -> None:
+    response = raw.send(describe_request(4, [(TOPIC, configured_topic, None)]))
+    configs = {c.name: c for c in response.results[0].configs}
+    assert set(configs) == set(TOPIC_NAMES) | set(UNIMPLEMENTED_TOPIC_CONFIGS)
+    untyped = sorted(name for name, c in configs.items() if c.config_type == 0)
+    assert untyped == []
+    assert configs["unclean.leader.election.enable"].config_type == 1  # BOOLEAN
+    kafka_types = {"INT": 3, "LONG": 5, "BOOLEAN": 1, "STRING": 2, "LIST": 7}
+    for name, (kind, default) in UNIMPLEMENTED_TOPIC_CONFIGS.items():
+        assert configs[name].config_type == kafka_types[kind], name
+        assert configs[name].value == default, name
+
+
+def test_kafka_topic_configs_odradek_lacks_are_accepted_without_effect(
+    admin: KafkaAdminClient, raw: RawClient
+) -> None:
+    name = unique_topic("no-effect")
+    admin.create_topics(
+        {
+            name: {
+                "num_partitions": 1,
+                "replication_factor": 1,
+                "configs": {"segment.jitter.ms": "1000", "remote.storage.enable": "false"},
+            }
+        }
+    )
+    m = schema("describe_configs", 4)
+    request = m.DescribeConfigsRequest(
+        resources=(
+            m.DescribeConfigsResource(
+                resource_type=TOPIC,
+                resource_name=name,
+                configuration_keys=("segment.jitter.ms", "compression.type", "retention.ms"),
+            ),
+        ),
+        include_synonyms=False,
+        include_documentation=True,
+    )
+    configs = {c.name: c for c in raw.send(request).results[0].configs}
+    assert configs["segment.jitter.ms"].value == "1000"
+    assert configs["segment.jitter.ms"].config_source == DYNAMIC_TOPIC_CONFIG
+    assert "no effect" in configs["segment.jitter.ms"].documentation
+    assert configs["compression.type"].value == "producer"  # Kafka's default
+    assert configs["compression.type"].config_source == DEFAULT_CONFIG
+    assert configs["retention.ms"].documentation is None  # implemented
+
+
+def test_group_configs_are_the_brokers_consumer_group_settings(raw: RawClient) -> None:
+    m = schema("describe_configs", 4)
+    request = m.DescribeConfigsRequest(
+        resources=(
+            m.DescribeConfigsResource(
+                resource_type=GROUP, resource_name="any-group", configuration_keys=None
+            ),
+        ),
+        include_synonyms=True,
+        include_documentation=True,
+    )
+    result = raw.send(request).results[0]
+    assert int(result.error_code) == 0
+    configs = {c.name: c for c in result.configs}
+    assert configs["consumer.session.timeout.ms"].value == "45000"
+    assert configs["consumer.heartbeat.interval.ms"].value == "5000"
+    assert configs["consumer.session.timeout.ms"].config_type == 3  # INT
+    assert configs["consumer.session.timeout.ms"].documentation is None
+    assert [s.name for s in configs["consumer.session.timeout.ms"].synonyms] == [
+        "consumer.session.timeout.ms",
+        "group.consumer.session.timeout.ms",
+    ]
+    assert "no effect" in configs["share.session.timeout.ms"].documentation
+    assert configs["share.auto.offset.reset"].value == "latest"

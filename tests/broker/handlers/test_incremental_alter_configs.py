@@ -142,6 +142,7 @@ def test_bad_value_names_the_setting_and_changes_nothing(
             "retention.ms",
         ),
         ([("cleanup.policy", SUBTRACT, "delete")], ErrorCode.INVALID_CONFIG, "cleanup.policy"),
+        ([("preallocate", SET, "maybe")], ErrorCode.INVALID_CONFIG, "preallocate"),
     ],
     ids=[
         "unknown-set",
@@ -152,6 +153,7 @@ def test_bad_value_names_the_setting_and_changes_nothing(
         "append-to-non-list",
         "config-twice",
         "policy-left-empty",
+        "no-effect-config-of-the-wrong-type",
     ],
 )
 def test_rejected_operations(
@@ -249,3 +251,26 @@ def test_each_resource_on_its_own(broker: Broker, admin: KafkaAdminClient, raw: 
     assert overrides(broker, good) == {"retention.ms": "4000"}
     assert overrides(broker, twice) == {}
     assert overrides(broker, bad) == {}
+
+
+def test_kafka_topic_configs_without_effect_are_set_and_deleted(
+    broker: Broker, admin: KafkaAdminClient, raw: RawClient
+) -> None:
+    name = unique_topic("no-effect")
+    create(admin, name, {"retention.ms": "70000"})
+    ops: list[Op] = [
+        ("remote.storage.enable", SET, "false"),
+        ("segment.jitter.ms", SET, "500"),
+        ("leader.replication.throttled.replicas", APPEND, "0:0"),
+    ]
+    assert answers(raw.send(alter_request(1, [(TOPIC, name, ops)]))) == [(name, 0, None)]
+    assert overrides(broker, name) == {
+        "retention.ms": "70000",
+        "remote.storage.enable": "false",
+        "segment.jitter.ms": "500",
+        "leader.replication.throttled.replicas": "0:0",
+    }
+    assert [c.retention_ms for c in log_configs(broker, name)] == [70000, 70000]
+    delete: list[Op] = [("segment.jitter.ms", DELETE, None)]
+    assert answers(raw.send(alter_request(1, [(TOPIC, name, delete)]))) == [(name, 0, None)]
+    assert "segment.jitter.ms" not in overrides(broker, name)

@@ -134,16 +134,18 @@ def fetch_denied(
 #: Kafka's ``ConfigResource.Type`` code of a topic (the others — broker, broker logger,
 #: client metrics — are checked on the cluster).
 _TOPIC_CONFIG_RESOURCE = 2
+_GROUP_CONFIG_RESOURCE = 32
 
 
 def require_config_access(
     ctx: BrokerContext, operation: AclOperation, resource_type: int, name: str
 ) -> None:
     """For DescribeConfigs (DESCRIBE_CONFIGS) and (Incremental)AlterConfigs (ALTER_CONFIGS):
-    the operation on the topic, or on the cluster for a broker resource.
+    the operation on the topic or group, or on the cluster for a broker resource.
 
     Raises:
-        KafkaError: TOPIC_AUTHORIZATION_FAILED or CLUSTER_AUTHORIZATION_FAILED.
+        KafkaError: TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED or
+            CLUSTER_AUTHORIZATION_FAILED.
     """
     if ctx.authorizer is None:
         return
@@ -151,6 +153,11 @@ def require_config_access(
         if not allowed(ctx, operation, ResourceType.TOPIC, name):
             raise KafkaError(
                 f"{operation.name} on topic {name!r} is not allowed", code=TOPIC_DENIED
+            )
+    elif resource_type == _GROUP_CONFIG_RESOURCE:
+        if not allowed(ctx, operation, ResourceType.GROUP, name):
+            raise KafkaError(
+                f"{operation.name} on group {name!r} is not allowed", code=GROUP_DENIED
             )
     elif not cluster_allowed(ctx, operation):
         raise KafkaError(f"{operation.name} on the cluster is not allowed", code=CLUSTER_DENIED)

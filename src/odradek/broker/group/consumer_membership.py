@@ -10,16 +10,15 @@ An Empty classic group is upgraded to a consumer group by a member's first heart
 Pure: every operation takes ``now_ms`` and the cluster's topics as values (``TopicImage`` by
 name) and returns an ``Outcome`` whose records rebuild the group (``consumer_records``).
 
-Regular expressions (``subscribed_topic_regex``): Python's ``re`` with ``fullmatch``, as Kafka
-matches RE2/J patterns against whole topic names. RE2/J has no backreferences or lookaround
-(Python accepts them) and Python has no ``\\p{...}`` classes (RE2/J accepts them); topics
-whose name starts with ``__`` (internal) never match.
+Regular expressions (``subscribed_topic_regex``): RE2 (linear time, RE2/J's syntax as KIP-848
+specifies) matched against whole topic names, the matches cached per (pattern, topic set) by
+``topic_regex``; a pattern RE2 refuses is answered INVALID_REGULAR_EXPRESSION. Topics whose name
+starts with ``__`` (internal) never match.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -46,6 +45,7 @@ from odradek.broker.group.records import CoordinatorRecord, GroupMetadataKey
 from odradek.broker.group.results import Outcome
 from odradek.broker.group.server_assignors import ASSIGNORS, AssignmentSpec
 from odradek.broker.group.shard import CoordinatorShard, Timer
+from odradek.broker.group.topic_regex import InvalidRegexError, check_regex
 from odradek.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -60,23 +60,6 @@ class _RefusedError(Exception):
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-def compile_regex(pattern: str) -> re.Pattern[str]:
-    """The compiled subscription pattern.
-
-    Raises:
-        re.error: not a valid regular expression.
-    """
-    return re.compile(pattern)
-
-
-def _matches(pattern: str, topics: Topics) -> set[str]:
-    try:
-        compiled = compile_regex(pattern)
-    except re.error:
-        return set()
-    return {name for name in topics if not name.startswith("__") and compiled.fullmatch(name)}
 
 
 class ConsumerGroupMembership(CoordinatorShard):
@@ -274,8 +257,8 @@ class ConsumerGroupMembership(CoordinatorShard):
             )
         if regex:
             try:
-                compile_regex(regex)
-            except re.error as error:
+                check_regex(regex)
+            except InvalidRegexError as error:
                 raise _RefusedError(
                     ErrorCode.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex: {error}"
                 ) from None
@@ -485,8 +468,9 @@ class ConsumerGroupMembership(CoordinatorShard):
             effects.records.append(group.epoch_record())
         if group.group_epoch <= group.assignment_epoch and not verify:
             return
+        metadata_names = frozenset(metadata)  # once: the regex matches are cached by it
         specs = {
-            member_id: AssignmentSpec(self._subscribed_ids(member, metadata))
+            member_id: AssignmentSpec(self._subscribed_ids(member, metadata, metadata_names))
             for member_id, member in group.members.items()
         }
         assignor = ASSIGNORS[group.preferred_assignor(self._config.group_consumer_assignors[0])]
@@ -510,15 +494,20 @@ class ConsumerGroupMembership(CoordinatorShard):
 
     def _subscribed_metadata(self, group: ConsumerGroup, topics: Topics) -> dict[str, TopicImage]:
         names = group.subscribed_topic_names()
-        for pattern in group.regexes():
-            names.update(_matches(pattern, topics))
+        patterns = group.regexes()
+        if patterns:
+            topic_set = frozenset(topics)
+            for pattern in patterns:
+                names.update(self._regex_matcher.matches(pattern, topic_set))
         return {name: topics[name] for name in sorted(names) if name in topics}
 
-    @staticmethod
-    def _subscribed_ids(member: ConsumerGroupMember, metadata: Topics) -> frozenset[uuid.UUID]:
+    def _subscribed_ids(
+        self, member: ConsumerGroupMember, metadata: Topics, metadata_names: frozenset[str]
+    ) -> frozenset[uuid.UUID]:
         names = {name for name in member.subscribed_topic_names if name in metadata}
         if member.subscribed_topic_regex:
-            names.update(_matches(member.subscribed_topic_regex, metadata))
+            regex = member.subscribed_topic_regex
+            names.update(self._regex_matcher.matches(regex, metadata_names))
         return frozenset(metadata[name].topic_id for name in names)
 
     def _track_revocation(

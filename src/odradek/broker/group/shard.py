@@ -20,6 +20,7 @@ from odradek.broker.group.group import ClassicGroup, Member
 from odradek.broker.group.rebalance import Effects
 from odradek.broker.group.results import Outcome, Pending, R
 from odradek.broker.group.state import GroupState
+from odradek.broker.group.topic_regex import TopicRegexMatcher
 from odradek.errors import ErrorCode
 
 
@@ -58,6 +59,8 @@ class CoordinatorShard:
         self._consumer_groups: dict[str, ConsumerGroup] = {}
         self._timers: DeadlineQueue[Timer] = DeadlineQueue()
         self._tickets = itertools.count(1)
+        #: The topics each KIP-848 subscription pattern matches, cached per topic set.
+        self._regex_matcher = TopicRegexMatcher()
 
     @property
     def config(self) -> GroupConfig:

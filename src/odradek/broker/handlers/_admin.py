@@ -87,7 +87,30 @@ TOPIC_CONFIG_TYPES: dict[str, ConfigType] = {
     "min.compaction.lag.ms": ConfigType.LONG,
     "max.compaction.lag.ms": ConfigType.LONG,
     "min.insync.replicas": ConfigType.INT,
+    "unclean.leader.election.enable": ConfigType.BOOLEAN,
+    # Kafka's topic configs odradek accepts without effect:
+    "compression.gzip.level": ConfigType.INT,
+    "compression.lz4.level": ConfigType.INT,
+    "compression.type": ConfigType.STRING,
+    "compression.zstd.level": ConfigType.INT,
+    "follower.replication.throttled.replicas": ConfigType.LIST,
+    "leader.replication.throttled.replicas": ConfigType.LIST,
+    "local.retention.bytes": ConfigType.LONG,
+    "local.retention.ms": ConfigType.LONG,
+    "message.downconversion.enable": ConfigType.BOOLEAN,
+    "message.timestamp.after.max.ms": ConfigType.LONG,
+    "message.timestamp.before.max.ms": ConfigType.LONG,
+    "preallocate": ConfigType.BOOLEAN,
+    "remote.log.copy.disable": ConfigType.BOOLEAN,
+    "remote.log.delete.on.disable": ConfigType.BOOLEAN,
+    "remote.storage.enable": ConfigType.BOOLEAN,
+    "segment.jitter.ms": ConfigType.LONG,
 }
+
+#: DescribeConfigs' documentation of a Kafka topic config odradek accepts without effect.
+TOPIC_NOT_IMPLEMENTED_DOC = (
+    "A Kafka topic config that odradek accepts but does not implement: it has no effect."
+)
 
 
 def error_of(error: Exception, *, what: str) -> tuple[int, str]:

@@ -1,4 +1,5 @@
-"""DescribeConfigs: the configs of topics (resource type 2) and of this broker (type 4).
+"""DescribeConfigs: the configs of topics (resource type 2), of this broker (type 4) and of
+groups (type 32).
 
 A topic reports every topic config with its effective value: an override is DYNAMIC_TOPIC_CONFIG
 (``is_default`` false), a value from a broker setting given in the properties file
@@ -13,12 +14,19 @@ lists every config, otherwise only those named (unknown names are left out). Wit
 that are set (STATIC_BROKER_CONFIG, e.g. ``log.retention.hours``) and the first of them with a
 default (DEFAULT_CONFIG), as Kafka does; its source is the first of those. A broker setting lists
 itself. Documentation (v3+, when asked for) is given
-for the settings odradek accepts without effect.
+for the settings and topic configs odradek accepts without effect (Kafka's topic configs it does
+not implement are listed with the override or Kafka's default).
+
+A group (KIP-848's group configs, as Kafka 4 answers them for any group name, existing or not)
+reports ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` with the broker's
+``group.consumer.*`` values, and Kafka's share group configs, which have no effect here; there
+are no per-group overrides yet, so each is DEFAULT_CONFIG (read-only) with the broker setting as
+its synonym.
 
 Per resource: a missing topic answers UNKNOWN_TOPIC_OR_PARTITION, an illegal topic name
 INVALID_TOPIC_EXCEPTION, a broker resource naming another broker (or not an integer; the
-empty name, the cluster-wide dynamic default, has no configs) or any other resource type
-INVALID_REQUEST.
+empty name, the cluster-wide dynamic default, has no configs), a group resource with an empty
+name, or any other resource type INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from odradek.broker.config import ConfigEntry, topic_config_fallbacks
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._admin import (
     TOPIC_CONFIG_TYPES,
+    TOPIC_NOT_IMPLEMENTED_DOC,
     ConfigResourceType,
     ConfigSource,
     ConfigType,
@@ -99,6 +108,7 @@ def _describe(ctx: BrokerContext, resource_type: int, name: str) -> Iterable[dic
                     "config_source": synonyms[0]["source"],
                     "config_type": TOPIC_CONFIG_TYPES.get(entry.name, ConfigType.UNKNOWN),
                     "synonyms": synonyms,
+                    "documentation": None if entry.implemented else TOPIC_NOT_IMPLEMENTED_DOC,
                 }
             )
         return entries
@@ -124,10 +134,68 @@ def _describe(ctx: BrokerContext, resource_type: int, name: str) -> Iterable[dic
             }
             for entry in ctx.config.describe().values()
         ]
+    if resource_type == ConfigResourceType.GROUP:
+        if not name:
+            raise KafkaError("group name must not be empty", code=ErrorCode.INVALID_REQUEST)
+        return _group_configs(ctx)
     raise KafkaError(
         f"resource type {resource_type} is not supported by DescribeConfigs",
         code=ErrorCode.INVALID_REQUEST,
     )
+
+
+#: Kafka 4's group configs: name → (the broker setting that is its default, implemented).
+_GROUP_CONFIGS: dict[str, tuple[str, bool]] = {
+    "consumer.heartbeat.interval.ms": ("group.consumer.heartbeat.interval.ms", True),
+    "consumer.session.timeout.ms": ("group.consumer.session.timeout.ms", True),
+    "share.auto.offset.reset": ("", False),
+    "share.heartbeat.interval.ms": ("group.share.heartbeat.interval.ms", False),
+    "share.record.lock.duration.ms": ("group.share.record.lock.duration.ms", False),
+    "share.session.timeout.ms": ("group.share.session.timeout.ms", False),
+}
+_GROUP_NOT_IMPLEMENTED_DOC = (
+    "A Kafka group config that odradek does not implement (no share groups): it has no effect."
+)
+
+
+def _group_configs(ctx: BrokerContext) -> list[dict[str, Any]]:
+    """A group's configs: the broker's defaults (no per-group overrides yet)."""
+    group = ctx.config.group_config
+    implemented = {
+        "consumer.heartbeat.interval.ms": str(group.group_consumer_heartbeat_interval_ms),
+        "consumer.session.timeout.ms": str(group.group_consumer_session_timeout_ms),
+    }
+    broker_settings = ctx.config.describe()
+    entries = []
+    for name, (setting_name, is_implemented) in _GROUP_CONFIGS.items():
+        setting = broker_settings.get(setting_name)
+        if is_implemented:
+            value: str | None = implemented[name]
+        else:
+            value = setting.value if setting is not None else "latest"
+        synonyms = [{"name": name, "value": value, "source": ConfigSource.DEFAULT_CONFIG}]
+        if setting is not None:
+            source = (
+                ConfigSource.DEFAULT_CONFIG
+                if setting.is_default
+                else ConfigSource.STATIC_BROKER_CONFIG
+            )
+            synonyms.append({"name": setting.name, "value": setting.value, "source": source})
+        entries.append(
+            {
+                "name": name,
+                "value": value,
+                "read_only": True,
+                "is_sensitive": False,
+                "config_source": ConfigSource.DEFAULT_CONFIG,
+                "config_type": ConfigType.STRING
+                if name == "share.auto.offset.reset"
+                else ConfigType.INT,
+                "synonyms": synonyms,
+                "documentation": None if is_implemented else _GROUP_NOT_IMPLEMENTED_DOC,
+            }
+        )
+    return entries
 
 
 def _topic_synonyms(
