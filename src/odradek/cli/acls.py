@@ -42,7 +42,7 @@ from odradek.broker.auth.acls import (
     ResourceType,
 )
 from odradek.broker.principal import KafkaPrincipal
-from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.cli._options import bootstrap_server_option, broker_errors, client_settings
 from odradek.client.admin import AdminClient
 from odradek.client.admin_acls import AclSpec
 from odradek.errors import KafkaError
@@ -128,11 +128,13 @@ def _resource_options(command: F) -> F:
 def _admin(bootstrap_server: str) -> Iterator[AdminClient]:
     with broker_errors():
         client = AdminClient(
-            {
-                "bootstrap.servers": bootstrap_server,
-                "client.id": CLIENT_ID,
-                "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
-            },
+            client_settings(
+                bootstrap_server,
+                CLIENT_ID,
+                {
+                    "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
+                },
+            ),
             bootstrap_fail_fast=True,
         )
         with client:

@@ -23,7 +23,7 @@ from typing import Final
 
 import click
 
-from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.cli._options import bootstrap_server_option, broker_errors, client_settings
 from odradek.cli.topics import is_unavailable, is_under_replicated
 from odradek.client.admin import AdminClient
 from odradek.client.admin_types import ClusterDescription, PartitionDescription
@@ -44,11 +44,13 @@ def describe(bootstrap_server: str) -> None:
     """Print the cluster id, the controller and every broker (id, host:port, rack)."""
     with broker_errors():
         client = AdminClient(
-            {
-                "bootstrap.servers": bootstrap_server,
-                "client.id": CLIENT_ID,
-                "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
-            },
+            client_settings(
+                bootstrap_server,
+                CLIENT_ID,
+                {
+                    "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
+                },
+            ),
             bootstrap_fail_fast=True,
         )
         with client:

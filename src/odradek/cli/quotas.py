@@ -24,7 +24,7 @@ from typing import Final
 
 import click
 
-from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.cli._options import bootstrap_server_option, broker_errors, client_settings
 from odradek.client.admin import AdminClient
 from odradek.client.admin_quotas import MATCH_DEFAULT, MATCH_EXACT
 
@@ -62,11 +62,13 @@ def _side(name: str | None, default: bool, option: str) -> tuple[bool, str | Non
 def _admin(bootstrap_server: str) -> Iterator[AdminClient]:
     with broker_errors():
         client = AdminClient(
-            {
-                "bootstrap.servers": bootstrap_server,
-                "client.id": CLIENT_ID,
-                "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
-            },
+            client_settings(
+                bootstrap_server,
+                CLIENT_ID,
+                {
+                    "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
+                },
+            ),
             bootstrap_fail_fast=True,
         )
         with client:

@@ -33,7 +33,7 @@ from typing import Any, Final, TypeVar
 
 import click
 
-from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.cli._options import bootstrap_server_option, broker_errors, client_settings
 from odradek.client.admin import AdminClient
 from odradek.client.admin_types import (
     ConfigEntry,
@@ -63,11 +63,13 @@ def _admin(bootstrap_server: str) -> Iterator[AdminClient]:
     becomes one line, exit 1."""
     with broker_errors():
         client = AdminClient(
-            {
-                "bootstrap.servers": bootstrap_server,
-                "client.id": CLIENT_ID,
-                "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
-            },
+            client_settings(
+                bootstrap_server,
+                CLIENT_ID,
+                {
+                    "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
+                },
+            ),
             bootstrap_fail_fast=True,
         )
         with client:
