@@ -12,7 +12,7 @@ layer turns each into a page with one clear line.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -95,6 +95,8 @@ class ConsoleService(Closeable):
         bootstrap_servers: ``host:port[,...]``.
         clock: the time source (lag in seconds is measured against ``now_ms``).
         timeout_ms: the longest one broker call may take, retries included.
+        settings: more client settings (security.protocol, ssl.*, sasl.*: the identity the
+            service acts as).
     """
 
     def __init__(
@@ -103,8 +105,10 @@ class ConsoleService(Closeable):
         *,
         clock: Clock = SYSTEM_CLOCK,
         timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
-        settings: dict[str, Any] = {
+        settings = {
+            **(settings or {}),
             "bootstrap.servers": bootstrap_servers,
             "client.id": CLIENT_ID,
             "default.api.timeout.ms": timeout_ms,
