@@ -4,9 +4,10 @@ only importers of either).
 Pages (GET): ``/`` the brokers and the controller; ``/topics`` the topics and a form to create
 one; ``/topics/{topic}`` partitions, offsets, sizes, configs, forms to alter a config or delete
 the topic; ``/topics/{topic}/messages`` the message browser; ``/groups`` the consumer groups;
-``/group?id=G`` a group's members and lag, and a form to reset its offsets (a dry run unless
-asked otherwise). ``/api/offsets[?topic=T]`` answers log end offsets as JSON for the live
-throughput charts, ``/api/group?id=G`` a group's lag for its page's live table
+``/group?id=G`` a group's members and lag, its last rebalances and their causes (read from
+its coordinator's HTTP endpoint, ``console.broker_http``), and a form to reset its offsets (a
+dry run unless asked otherwise). ``/api/offsets[?topic=T]`` answers log end offsets as JSON
+for the live throughput charts, ``/api/group?id=G`` a group's lag for its page's live table
 (``static/console.js`` polls the first every second, the second every two).
 
 The rules kept:
@@ -266,8 +267,19 @@ class _Pages:
         return self.render(request, "groups.html", groups=rows)
 
     async def group(self, request: Request) -> Response:
-        view = await self.call(self._service(request).group, request.query_params.get("id", ""))
-        return self.render(request, "group.html", group=view, plan=None, executed=False, form={})
+        group_id = request.query_params.get("id", "")
+        service = self._service(request)
+        view = await self.call(service.group, group_id)
+        history = await self.call(service.rebalances, group_id)
+        return self.render(
+            request,
+            "group.html",
+            group=view,
+            history=history,
+            plan=None,
+            executed=False,
+            form={},
+        )
 
     async def reset_offsets(self, request: Request) -> Response:
         form = await _form(request)
@@ -282,8 +294,15 @@ class _Pages:
             execute=execute,
         )
         view = await self.call(self._service(request).group, group_id)
+        history = await self.call(self._service(request).rebalances, group_id)
         return self.render(
-            request, "group.html", group=view, plan=plan, executed=execute, form=form
+            request,
+            "group.html",
+            group=view,
+            history=history,
+            plan=plan,
+            executed=execute,
+            form=form,
         )
 
     async def offsets(self, request: Request) -> Response:
