@@ -22,7 +22,12 @@ from typing import Any, Final
 
 import click
 
-from odradek.cli._options import bootstrap_server_option, broker_errors, client_settings
+from odradek.cli._options import (
+    bootstrap_server_option,
+    broker_errors,
+    client_settings,
+    print_table,
+)
 from odradek.client.admin import AdminClient
 from odradek.client.admin_scram import ScramDeletion, ScramUpsertion
 from odradek.errors import KafkaError
@@ -96,10 +101,26 @@ def delete(bootstrap_server: str, user: str, mechanism: str) -> None:
 @scram.command("describe")
 @bootstrap_server_option
 @click.option("--user", "user_names", multiple=True, help="A user (repeatable; default: all).")
-def describe(bootstrap_server: str, user_names: tuple[str, ...]) -> None:
-    """Print each user's mechanisms and iterations as JSON."""
+@click.option(
+    "--output",
+    type=click.Choice(["table", "json"]),
+    default="json",
+    show_default=True,
+    help="One JSON line (the default, as before), or a table: USER MECHANISM ITERATIONS.",
+)
+def describe(bootstrap_server: str, user_names: tuple[str, ...], output: str) -> None:
+    """Print each user's mechanisms and iterations (JSON, or a table)."""
     with broker_errors(), _client(bootstrap_server) as client:
         result = client.describe_user_scram_credentials(list(user_names) or None)
         for user in result.errors:
             _check(result, user)
-        click.echo(json.dumps({user: dict(result[user]) for user in result}, sort_keys=True))
+        found = {user: dict(result[user]) for user in result}
+    if output == "json":
+        click.echo(json.dumps(found, sort_keys=True))
+        return
+    rows = [
+        [user, mechanism, str(iterations)]
+        for user, mechanisms in sorted(found.items())
+        for mechanism, iterations in sorted(mechanisms.items())
+    ]
+    print_table(["USER", "MECHANISM", "ITERATIONS"], rows)
