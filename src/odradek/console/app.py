@@ -191,7 +191,6 @@ class _Pages:
         page = self.env.get_template(template).render(
             bootstrap=self.service.bootstrap_servers,
             user=self._user(request),
-            login_required=self.sessions is not None,
             path=request.url.path,
             notice=request.query_params.get("notice"),
             **values,
