@@ -11,6 +11,7 @@ from odradek.cli.main import main
 from odradek.records.batch import CRC_OFFSET, CompressionType, TimestampType, compute_crc
 from odradek.records.codec import build_batch
 from odradek.records.record import SimpleRecord
+from odradek.storage.txn_index import AbortedTxn, append_aborted
 
 FIRST = build_batch(
     [
@@ -196,18 +197,42 @@ def test_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFix
     assert "does not exist" in err
 
 
-@pytest.mark.parametrize("name", ["00000000000000000000.txnindex", "notes.txt"])
-def test_non_log_file_is_a_usage_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
-) -> None:
-    path = write(tmp_path, FIRST, name=name)
+def test_non_log_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, FIRST, name="notes.txt")
     status, lines, err = run(capsys, str(path))
     assert status == 2
     assert lines == []
     assert err == (
         f"odradek: Invalid value for FILE: {path} is not a log segment or index file "
-        "(expected a name ending in .log, .index or .timeindex)\n"
+        "(expected a name ending in .log, .index, .timeindex or .txnindex)\n"
     )
+
+
+def test_txnindex_entries_are_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    directory = str(tmp_path)
+    append_aborted(directory, 0, AbortedTxn(7, 0, 3, 0))
+    append_aborted(directory, 0, AbortedTxn(9, 2, 12, 4))
+    path = tmp_path / "00000000000000000000.txnindex"
+    status, lines, err = run(capsys, str(path))
+    assert (status, err) == (0, "")
+    assert lines == [
+        f"Dumping {path}",
+        "version: 0 producerId: 7 firstOffset: 0 lastOffset: 3 lastStableOffset: 0",
+        "version: 0 producerId: 9 firstOffset: 2 lastOffset: 12 lastStableOffset: 4",
+    ]
+
+
+def test_a_malformed_txnindex_is_one_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, b"\x00" * 40, name="00000000000000000000.txnindex")
+    status, lines, err = run(capsys, str(path))
+    assert status == 1
+    assert lines == [
+        f"Dumping {path}",
+        f"Problem: {path}: 40 bytes is not a whole number of entries",
+    ]
+    assert err == f"odradek: index problems: {path} (malformed)\n"
 
 
 def test_directory_and_no_argument_are_usage_errors(

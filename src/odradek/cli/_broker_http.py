@@ -1,85 +1,36 @@
-"""What the CLI reads from a broker's HTTP endpoint (``broker.metrics``): a group's rebalance
-history, which no Kafka API carries.
-
-The endpoint's address is found through the Kafka protocol: the group's coordinator from
-DescribeGroups, then that broker's ``metrics.port`` / ``metrics.host`` / ``metric.reporters``
-from DescribeConfigs (a bound-to-all ``metrics.host`` is reached at the coordinator's
-advertised host). Every failure is one line (``click.ClickException``, exit 1).
-"""
+"""The CLI's side of ``console.broker_http`` (a group's rebalance history from its
+coordinator's HTTP endpoint): the same calls, each failure one line and exit 1
+(``click.ClickException``)."""
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from typing import Any
-from urllib.parse import quote
 
 import click
 
-from odradek.broker.metrics.settings import metrics_endpoint, parse_reporters
 from odradek.client.admin import AdminClient
-from odradek.client.admin_types import ConfigResource, ConfigResourceType
-from odradek.errors import ConfigError
-
-_ANY_ADDRESS = ("", "0.0.0.0", "::")  # noqa: S104 (not binding: replaced by a real host)
+from odradek.console import broker_http
 
 
 def coordinator_endpoint(admin: AdminClient, group_id: str) -> tuple[str, int]:
-    """The metrics endpoint (host, port) of the group's coordinator.
+    """The metrics endpoint (host, port) of the group's coordinator (``broker_http``).
 
     Raises:
         click.ClickException: no coordinator, or it has no endpoint.
     """
-    coordinator = admin.describe_groups([group_id])[group_id].coordinator
-    if coordinator is None:
-        raise click.ClickException(f"group '{group_id}' has no coordinator")
-    resource = ConfigResource(ConfigResourceType.BROKER, str(coordinator.node_id))
-    configs = admin.describe_configs([resource]).all()[resource]
-
-    def value(name: str) -> str | None:
-        entry = configs.get(name)
-        return None if entry is None else entry.value
-
     try:
-        port = int(value("metrics.port") or "-1")
-        reporters = parse_reporters("metric.reporters", value("metric.reporters") or "")
-    except (ValueError, ConfigError) as error:
-        raise click.ClickException(f"broker {coordinator.node_id}: {error}") from None
-    endpoint = metrics_endpoint(port, value("metrics.host"), reporters, coordinator.host)
-    if endpoint is None:
-        raise click.ClickException(
-            f"the coordinator of group '{group_id}' (broker {coordinator.node_id}) has no "
-            "metrics endpoint: start it with metrics.port set"
-        )
-    host, bound = endpoint
-    return (coordinator.host if host in _ANY_ADDRESS else host), bound
-
-
-def get_json(host: str, port: int, path: str, timeout_s: float) -> Any:
-    """GETs ``path`` from the endpoint and decodes its JSON.
-
-    Raises:
-        click.ClickException: unreachable, an error status (its message), or not JSON.
-    """
-    url = f"http://{host}:{port}{path}"
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as answer:
-            return json.loads(answer.read())
-    except urllib.error.HTTPError as error:
-        try:
-            message = json.loads(error.read()).get("error", error.reason)
-        except ValueError:
-            message = error.reason
-        finally:
-            error.close()
-        raise click.ClickException(f"{url}: {message}") from None
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        raise click.ClickException(f"{url}: {error}") from None
+        return broker_http.coordinator_endpoint(admin, group_id)
+    except broker_http.BrokerHttpError as error:
+        raise click.ClickException(str(error)) from None
 
 
 def rebalances(admin: AdminClient, group_id: str, timeout_s: float) -> list[dict[str, Any]]:
-    """The group's last rebalances as its coordinator reports them, oldest first."""
-    host, port = coordinator_endpoint(admin, group_id)
-    document = get_json(host, port, f"/groups/{quote(group_id, safe='')}/rebalances", timeout_s)
-    return list(document.get("rebalances", []))
+    """The group's last rebalances as its coordinator reports them, oldest first.
+
+    Raises:
+        click.ClickException: the endpoint cannot be found, reached or read.
+    """
+    try:
+        return broker_http.rebalances(admin, group_id, timeout_s)
+    except broker_http.BrokerHttpError as error:
+        raise click.ClickException(str(error)) from None

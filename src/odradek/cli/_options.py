@@ -8,6 +8,14 @@ Every command that talks to a broker takes ``--bootstrap-server`` with the same 
 ``ODRADEK_BOOTSTRAP_SERVERS`` environment variable when set, else ``127.0.0.1:9092`` (where
 ``odradek serve`` listens by default). Describe and list verbs take ``--output table|json``
 (``output_option``; ``print_json`` writes one JSON document).
+
+Every such command also takes ``--command-config FILE`` (Kafka's tools' flag; ``produce`` and
+``consume`` also answer to ``--producer.config`` / ``--consumer.config`` as
+kafka-console-producer and -consumer do): a Java-properties file of client settings
+(``security.protocol``, ``ssl.*``, ``sasl.*``) to reach a secured listener. The file is read
+and checked while the command line is parsed (a missing, unreadable or garbled file, or a key
+the client does not know, is one line and exit 2); its settings then go into every client the
+command makes (``client_settings``, ``admin_client``), below the command's own flags.
 """
 
 from __future__ import annotations
@@ -16,13 +24,16 @@ import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import click
 
+from odradek.broker.properties import parse_properties
 from odradek.client.admin import AdminClient
+from odradek.client.config import ADMIN, ClientConfig
 from odradek.client.network import parse_bootstrap_servers
-from odradek.errors import KafkaError, OdradekError
+from odradek.errors import ConfigError, KafkaError, OdradekError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,18 +57,105 @@ def _default_bootstrap() -> str:
     return os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP_SERVER
 
 
-def bootstrap_server_option(command: F) -> F:
+#: Where the parsed ``--command-config`` settings wait in the click context's ``meta``.
+_COMMAND_CONFIG_META: Final = "odradek.command_config"
+
+
+def read_command_config(path: Path, client_type: str | None = ADMIN) -> dict[str, str]:
+    """The settings of a client properties file, checked as ``client_type``'s configuration
+    (``None``: not checked, for a file given to another library).
+
+    Raises:
+        ConfigError: the file cannot be read, is not UTF-8 text, has a malformed escape, or
+            names a key the client does not know (the message says which).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a UTF-8 properties file") from None
+    settings = parse_properties(text, source=str(path))
+    if client_type is not None:
+        try:
+            ClientConfig(settings, client_type=client_type)
+        except ConfigError as error:
+            raise ConfigError(f"{path}: {error}") from None
+    return settings
+
+
+def _load_command_config(client_type: str | None) -> Callable[..., None]:
+    def load(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
+        if value is None:
+            return
+        try:
+            ctx.meta[_COMMAND_CONFIG_META] = read_command_config(value, client_type)
+        except ConfigError as error:
+            raise click.BadParameter(str(error), ctx=ctx, param=param) from None
+
+    return load
+
+
+def command_settings() -> dict[str, str]:
+    """The settings of the running command's ``--command-config`` file (empty without one or
+    outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return {}
+    return dict(ctx.find_root().meta.get(_COMMAND_CONFIG_META, {}))
+
+
+def client_settings(
+    bootstrap_server: str, client_id: str, more: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A client's settings: the ``--command-config`` file's, then ``bootstrap.servers``,
+    ``client.id`` and ``more`` (which win)."""
+    settings: dict[str, Any] = command_settings()
+    settings["bootstrap.servers"] = bootstrap_server
+    settings["client.id"] = client_id
+    settings.update(more or {})
+    return settings
+
+
+def bootstrap_server_options(
+    *config_aliases: str, client_type: str | None = ADMIN
+) -> Callable[[F], F]:
     """``--bootstrap-server HOST:PORT`` (default: ``$ODRADEK_BOOTSTRAP_SERVERS``, else
-    127.0.0.1:9092; checked while parsing)."""
-    return click.option(
-        "--bootstrap-server",
-        "bootstrap_server",
-        default=_default_bootstrap,
-        show_default=f"${BOOTSTRAP_ENV} or {DEFAULT_BOOTSTRAP_SERVER}",
-        metavar="HOST:PORT",
-        callback=_check_bootstrap,
-        help="The broker to talk to (a comma-separated list: the first that answers).",
-    )(command)
+    127.0.0.1:9092; checked while parsing) and ``--command-config FILE`` (also named
+    ``config_aliases``; its settings checked as ``client_type``'s, read back through
+    ``command_settings``)."""
+
+    def decorate(command: F) -> F:
+        command = click.option(
+            "--command-config",
+            *config_aliases,
+            "command_config",
+            type=click.Path(dir_okay=True, path_type=Path),
+            metavar="FILE",
+            expose_value=False,
+            callback=_load_command_config(client_type),
+            help="A properties file of client settings (security.protocol, ssl.*, sasl.*).",
+        )(command)
+        return click.option(
+            "--bootstrap-server",
+            "bootstrap_server",
+            default=_default_bootstrap,
+            show_default=f"${BOOTSTRAP_ENV} or {DEFAULT_BOOTSTRAP_SERVER}",
+            metavar="HOST:PORT",
+            callback=_check_bootstrap,
+            help="The broker to talk to (a comma-separated list: the first that answers).",
+        )(command)
+
+    return decorate
+
+
+def bootstrap_server_option(command: F) -> F:
+    """``bootstrap_server_options()``: for a command that makes admin clients."""
+    return bootstrap_server_options()(command)
 
 
 def output_option(command: F) -> F:
@@ -90,16 +188,16 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
 def admin_client(
     bootstrap_server: str, client_id: str, timeout_ms: int = 30_000
 ) -> Iterator[AdminClient]:
-    """An admin client that fails at once when no bootstrap broker answers; odradek errors
-    inside become one line and exit 1 (``broker_errors``)."""
+    """An admin client (with the ``--command-config`` settings) that fails at once when no
+    bootstrap broker answers; odradek errors inside become one line and exit 1
+    (``broker_errors``)."""
     with broker_errors():
         client = AdminClient(
-            {
-                "bootstrap.servers": bootstrap_server,
-                "client.id": client_id,
-                "default.api.timeout.ms": timeout_ms,
-                "request.timeout.ms": timeout_ms,
-            },
+            client_settings(
+                bootstrap_server,
+                client_id,
+                {"default.api.timeout.ms": timeout_ms, "request.timeout.ms": timeout_ms},
+            ),
             bootstrap_fail_fast=True,
         )
         try:

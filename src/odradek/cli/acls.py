@@ -8,6 +8,7 @@ Over ``AdminClient`` to ``--bootstrap-server`` (CreateAcls, DescribeAcls, Delete
     odradek acls add    --allow-principal P... [--producer [--idempotent]] [--consumer]
                         --topic T... [--group G...]
     odradek acls list   [RESOURCE...] [--principal P] [--resource-pattern-type TYPE]
+                        [--output table|json]
     odradek acls remove [(--allow-principal P | --deny-principal P)...] [--operation OP]...
                         RESOURCE... [--resource-pattern-type TYPE]
 
@@ -42,7 +43,13 @@ from odradek.broker.auth.acls import (
     ResourceType,
 )
 from odradek.broker.principal import KafkaPrincipal
-from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.cli._options import (
+    bootstrap_server_option,
+    broker_errors,
+    client_settings,
+    output_option,
+    print_json,
+)
 from odradek.client.admin import AdminClient
 from odradek.client.admin_acls import AclSpec
 from odradek.errors import KafkaError
@@ -128,11 +135,13 @@ def _resource_options(command: F) -> F:
 def _admin(bootstrap_server: str) -> Iterator[AdminClient]:
     with broker_errors():
         client = AdminClient(
-            {
-                "bootstrap.servers": bootstrap_server,
-                "client.id": CLIENT_ID,
-                "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
-            },
+            client_settings(
+                bootstrap_server,
+                CLIENT_ID,
+                {
+                    "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
+                },
+            ),
             bootstrap_fail_fast=True,
         )
         with client:
@@ -240,6 +249,7 @@ def _convenience(
 @bootstrap_server_option
 @click.option("--principal", default=None, help="Only the ACLs of this Type:name.")
 @_resource_options
+@output_option
 def list_acls(
     bootstrap_server: str,
     principal: str | None,
@@ -248,6 +258,7 @@ def list_acls(
     cluster: bool,
     transactional_ids: tuple[str, ...],
     pattern: str,
+    output: str,
 ) -> None:
     """List ACLs (all of them, or those of the resources named)."""
     if principal is not None:
@@ -262,6 +273,9 @@ def list_acls(
     with _admin(bootstrap_server) as client:
         for acl_filter in filters:
             found += [b for b in client.describe_acls(acl_filter) if b not in found]
+    if output == "json":
+        print_json([_document(binding) for binding in found])
+        return
     _print(found, "Current ACLs for resource")
 
 
@@ -320,6 +334,19 @@ def _entry(binding: AclSpec) -> str:
         f"operation={AclOperation(binding.operation).name}, "
         f"permissionType={AclPermissionType(binding.permission_type).name})"
     )
+
+
+def _document(binding: AclSpec) -> dict[str, str | None]:
+    """One binding of ``list --output json``, with Kafka's enum names."""
+    return {
+        "resource_type": ResourceType(binding.resource_type).name,
+        "name": binding.name,
+        "pattern_type": PatternType(binding.pattern_type).name,
+        "principal": binding.principal,
+        "host": binding.host,
+        "operation": AclOperation(binding.operation).name,
+        "permission_type": AclPermissionType(binding.permission_type).name,
+    }
 
 
 def _print(bindings: Sequence[AclSpec], heading: str) -> None:

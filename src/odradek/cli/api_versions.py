@@ -19,6 +19,7 @@ from odradek.cli._options import (
     admin_client,
     bootstrap_server_option,
     broker_errors,
+    client_settings,
     output_option,
     print_json,
 )
@@ -58,9 +59,7 @@ def api_versions(bootstrap_server: str, output: str) -> None:
         brokers = admin.describe_cluster().brokers
     reports: list[dict[str, Any]] = []
     with broker_errors():
-        network = NetworkClient(
-            ClientConfig(bootstrap_servers=bootstrap_server, client_id=CLIENT_ID)
-        )
+        network = NetworkClient(ClientConfig(client_settings(bootstrap_server, CLIENT_ID)))
         try:
             network.update_nodes({b.node_id: (b.host, b.port) for b in brokers})
             futures = {

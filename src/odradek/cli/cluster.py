@@ -12,6 +12,9 @@ UnderReplicatedPartitions and OfflinePartitionsCount, counted from one Metadata 
     UnderReplicatedPartitions: 0
     OfflinePartitions: 0
 
+``--output json`` prints one document with the same facts (``cluster_id``, ``controller``,
+``brokers``, ``under_replicated_partitions``, ``offline_partitions``).
+
 Errors as every ``odradek`` tool: a usage mistake is one line and exit 2; a broker that cannot
 be reached, or an error it returns, is one line and exit 1.
 """
@@ -19,11 +22,17 @@ be reached, or an error it returns, is one line and exit 1.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 import click
 
-from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.cli._options import (
+    bootstrap_server_option,
+    broker_errors,
+    client_settings,
+    output_option,
+    print_json,
+)
 from odradek.cli.topics import is_unavailable, is_under_replicated
 from odradek.client.admin import AdminClient
 from odradek.client.admin_types import ClusterDescription, PartitionDescription
@@ -40,15 +49,18 @@ def cluster() -> None:
 
 @cluster.command("describe")
 @bootstrap_server_option
-def describe(bootstrap_server: str) -> None:
+@output_option
+def describe(bootstrap_server: str, output: str) -> None:
     """Print the cluster id, the controller and every broker (id, host:port, rack)."""
     with broker_errors():
         client = AdminClient(
-            {
-                "bootstrap.servers": bootstrap_server,
-                "client.id": CLIENT_ID,
-                "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
-            },
+            client_settings(
+                bootstrap_server,
+                CLIENT_ID,
+                {
+                    "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
+                },
+            ),
             bootstrap_fail_fast=True,
         )
         with client:
@@ -61,8 +73,28 @@ def describe(bootstrap_server: str) -> None:
                     partitions.extend(topics[name].partitions)
                 except KafkaError:
                     continue  # deleted meanwhile: nothing to count
+    if output == "json":
+        print_json(describe_document(description, partitions))
+        return
     for line in describe_lines(description, partitions):
         click.echo(line)
+
+
+def describe_document(
+    description: ClusterDescription, partitions: Sequence[PartitionDescription] = ()
+) -> dict[str, Any]:
+    """What ``describe --output json`` prints: the same facts as ``describe_lines``."""
+    live = {broker.node_id for broker in description.brokers}
+    return {
+        "cluster_id": description.cluster_id,
+        "controller": description.controller_id,
+        "brokers": [
+            {"id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+            for b in description.brokers
+        ],
+        "under_replicated_partitions": sum(map(is_under_replicated, partitions)),
+        "offline_partitions": sum(is_unavailable(p, live) for p in partitions),
+    }
 
 
 def describe_lines(

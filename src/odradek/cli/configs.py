@@ -25,6 +25,7 @@ from odradek.cli._options import (
     admin_client,
     bootstrap_server_option,
     broker_errors,
+    client_settings,
     output_option,
     print_json,
 )
@@ -240,9 +241,7 @@ def alter(
 
 def _quota_call(bootstrap_server: str, api_key: ApiKey, body: dict[str, Any]) -> dict[str, Any]:
     with broker_errors():
-        network = NetworkClient(
-            ClientConfig(bootstrap_servers=bootstrap_server, client_id=CLIENT_ID)
-        )
+        network = NetworkClient(ClientConfig(client_settings(bootstrap_server, CLIENT_ID)))
         try:
             future = network.send(-1, api_key, body, versions=VersionRange(0, 1))
             if not network.wait([future], network.clock.monotonic_ms() + TIMEOUT_MS):

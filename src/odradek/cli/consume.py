@@ -69,7 +69,12 @@ from typing import IO, Any, Final, Protocol
 import click
 
 from odradek._clock import SYSTEM_CLOCK, Clock
-from odradek.cli._options import bootstrap_server_option, broker_errors, separator
+from odradek.cli._options import (
+    bootstrap_server_options,
+    broker_errors,
+    command_settings,
+    separator,
+)
 from odradek.client.admin import AdminClient
 from odradek.client.config import ADMIN, CONSUMER, ClientConfig
 from odradek.client.consumer import Consumer, ConsumerRecord, TopicPartition
@@ -225,6 +230,7 @@ def consumer_config(
             )
         given[name] = value.strip()
     settings: dict[str, Any] = dict(CONSOLE_DEFAULTS)
+    settings.update(command_settings())
     settings.update(given)
     settings["bootstrap.servers"] = bootstrap_server
     if isolation_level is not None:
@@ -244,7 +250,7 @@ def consumer_config(
 
 
 @click.command("consume")
-@bootstrap_server_option
+@bootstrap_server_options("--consumer.config", client_type=CONSUMER)
 @click.option("--topic", help="The topic (or --include).")
 @click.option("--include", metavar="REGEX", help="Every topic whose name matches.")
 @click.option("--group", help="Join this consumer group and commit (default: no group).")

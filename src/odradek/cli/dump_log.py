@@ -1,5 +1,7 @@
 """``odradek dump-log FILE...``: print the batches of log segment files, like kafka-dump-log.sh
-(and the entries of their ``.index`` and ``.timeindex`` files: ``dump_index``).
+(and the entries of their ``.index`` and ``.timeindex`` files: ``dump_index``; and the aborted
+transactions of their ``.txnindex`` files, one line each: ``version: 0 producerId: 7
+firstOffset: 0 lastOffset: 3 lastStableOffset: 0``).
 
 Reads each ``.log`` file front to back with plain reads (one batch in memory at a time), and
 prints one line per batch::
@@ -21,8 +23,10 @@ value or header value prints as ``null``.
 The dump stops at the first batch that is truncated, malformed or fails its CRC32C, with a line
 ``Stopped at position P: reason`` — the valid prefix of the segment ends there, which is where
 log recovery would truncate it. The command then exits with status 1 (after dumping every
-file). A missing file or one not named ``*.log``, ``*.index`` or ``*.timeindex`` is a usage
-error: one line, status 2; an index with problems (see ``dump_index``) exits with status 1.
+file). A missing file or one not named ``*.log``, ``*.index``, ``*.timeindex`` or
+``*.txnindex`` is a usage error: one line, status 2; an index with problems (see
+``dump_index``; a ``.txnindex`` that is not whole 34-byte entries of version 0) exits with
+status 1.
 """
 
 from __future__ import annotations
@@ -57,8 +61,9 @@ from odradek.records.batch import (
 )
 from odradek.records.codec import decode_records
 from odradek.records.record import Header, Record
+from odradek.storage.txn_index import TXN_INDEX_SUFFIX, read_txn_index_file
 
-_SUFFIXES = (".log", ".index", ".timeindex")
+_SUFFIXES = (".log", ".index", ".timeindex", TXN_INDEX_SUFFIX)
 _TIMESTAMP_TYPE_NAMES = {
     TimestampType.CREATE_TIME: "CreateTime",
     TimestampType.LOG_APPEND_TIME: "LogAppendTime",
@@ -105,12 +110,12 @@ def dump_log(
     files: tuple[Path, ...], print_records: bool, verify_index: bool, sanity_only: bool
 ) -> None:
     """Print log segment FILEs (*.log, checking each batch's CRC) and their index files
-    (*.index, *.timeindex)."""
+    (*.index, *.timeindex, *.txnindex)."""
     for path in files:
         if path.suffix not in _SUFFIXES:
             raise click.BadParameter(
                 f"{path} is not a log segment or index file (expected a name ending in "
-                ".log, .index or .timeindex)",
+                ".log, .index, .timeindex or .txnindex)",
                 param_hint="FILE",
             )
         if path.suffix != ".log" and not path.stem.isdigit():
@@ -124,6 +129,10 @@ def dump_log(
     for path in files:
         click.echo(f"Dumping {path}")
         try:
+            if path.suffix == TXN_INDEX_SUFFIX:
+                if not _dump_txn_index_file(path):
+                    bad_indexes.append(f"{path} (malformed)")
+                continue
             if path.suffix != ".log":
                 problems = _dump_index_file(path, verify=verify_index, sanity_only=sanity_only)
                 if problems:
@@ -146,6 +155,24 @@ def dump_log(
         faults.append("index problems: " + "; ".join(bad_indexes))
     if faults:
         raise click.ClickException("; ".join(faults))
+
+
+def _dump_txn_index_file(path: Path) -> bool:
+    """Prints one ``.txnindex``: an aborted transaction per line, as Kafka's DumpLogSegments
+    does (``version: 0 producerId: 7 firstOffset: 0 lastOffset: 3 lastStableOffset: 0``).
+    Returns False, after a ``Problem:`` line, for a file that is not whole entries of
+    version 0 (nothing else is printed then)."""
+    try:
+        entries = read_txn_index_file(str(path))
+    except CorruptRecordError as error:
+        click.echo(f"Problem: {error}")
+        return False
+    for entry in entries:
+        click.echo(
+            f"version: 0 producerId: {entry.producer_id} firstOffset: {entry.first_offset} "
+            f"lastOffset: {entry.last_offset} lastStableOffset: {entry.last_stable_offset}"
+        )
+    return True
 
 
 def _dump_index_file(path: Path, *, verify: bool, sanity_only: bool) -> int:

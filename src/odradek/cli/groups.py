@@ -53,7 +53,13 @@ import click
 
 from odradek._types import TopicPartition
 from odradek.cli import _broker_http
-from odradek.cli._options import bootstrap_server_option, broker_errors, output_option, print_json
+from odradek.cli._options import (
+    bootstrap_server_option,
+    broker_errors,
+    client_settings,
+    output_option,
+    print_json,
+)
 from odradek.client.admin import AdminClient
 from odradek.client.admin_groups import ConsumerGroupDescription, MemberDescription
 from odradek.client.admin_types import ListOffsetsResultInfo, OffsetSpec
@@ -92,12 +98,14 @@ def _admin(bootstrap_server: str, timeout_ms: int) -> Iterator[AdminClient]:
     """An admin client; any odradek error inside becomes one line and exit 1."""
     with broker_errors():
         client = AdminClient(
-            {
-                "bootstrap.servers": bootstrap_server,
-                "client.id": CLIENT_ID,
-                "default.api.timeout.ms": timeout_ms,
-                "request.timeout.ms": timeout_ms,
-            }
+            client_settings(
+                bootstrap_server,
+                CLIENT_ID,
+                {
+                    "default.api.timeout.ms": timeout_ms,
+                    "request.timeout.ms": timeout_ms,
+                },
+            )
         )
         try:
             yield client

@@ -28,7 +28,7 @@ from typing import Any, Final
 import click
 
 from odradek._types import TopicPartition
-from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.cli._options import bootstrap_server_option, broker_errors, client_settings
 from odradek.client.admin import AdminClient
 from odradek.client.admin_types import AdminResult, ElectionType
 from odradek.errors import ErrorCode, KafkaError
@@ -79,11 +79,13 @@ def leader_election(
     partitions = _selection(topic, partition, all_topic_partitions, json_file)
     with broker_errors():
         client = AdminClient(
-            {
-                "bootstrap.servers": bootstrap_server,
-                "client.id": CLIENT_ID,
-                "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
-            },
+            client_settings(
+                bootstrap_server,
+                CLIENT_ID,
+                {
+                    "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
+                },
+            ),
             bootstrap_fail_fast=True,
         )
         with client:

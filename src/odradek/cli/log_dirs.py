@@ -24,7 +24,7 @@ from typing import Any, Final
 
 import click
 
-from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.cli._options import bootstrap_server_option, broker_errors, client_settings
 from odradek.client.admin import AdminClient
 from odradek.client.admin_types import LogDirDescription
 
@@ -68,11 +68,13 @@ def describe(bootstrap_server: str, broker_list: list[int] | None, topic_list: s
     """Print each broker's log dirs and their partitions' sizes as JSON."""
     with broker_errors():
         client = AdminClient(
-            {
-                "bootstrap.servers": bootstrap_server,
-                "client.id": CLIENT_ID,
-                "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
-            },
+            client_settings(
+                bootstrap_server,
+                CLIENT_ID,
+                {
+                    "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
+                },
+            ),
             bootstrap_fail_fast=True,
         )
         with client:

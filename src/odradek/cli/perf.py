@@ -38,7 +38,7 @@ from typing import Any, Final
 
 import click
 
-from odradek.cli._options import bootstrap_server_option
+from odradek.cli._options import bootstrap_server_options, command_settings
 
 try:  # optional: the ``perf`` extra (``pip install 'odradek[perf]'``)
     import confluent_kafka
@@ -257,7 +257,7 @@ def _printer(output: str) -> Callable[[str], None]:
 
 
 @perf.command("produce")
-@bootstrap_server_option
+@bootstrap_server_options("--producer.config", client_type=None)
 @click.option("--topic", required=True, help="The topic.")
 @click.option("--num-records", type=click.IntRange(min=1), required=True, help="How many.")
 @click.option("--record-size", type=click.IntRange(min=0), required=True, help="Value bytes.")
@@ -292,7 +292,11 @@ def produce(
     """Send records as fast as allowed and report throughput and latency."""
     if throughput == 0:
         raise click.BadParameter("must be positive, or -1 for no cap", param_hint="--throughput")
-    settings = {**PRODUCER_DEFAULTS, **parse_properties(properties, "'--producer-property'")}
+    settings = {
+        **PRODUCER_DEFAULTS,
+        **command_settings(),
+        **parse_properties(properties, "'--producer-property'"),
+    }
     settings["bootstrap.servers"] = bootstrap_server
     kafka = _library()
     try:
@@ -392,7 +396,7 @@ def _finish(total: Window, verb: str, output: str) -> None:
 
 
 @perf.command("consume")
-@bootstrap_server_option
+@bootstrap_server_options("--consumer.config", client_type=None)
 @click.option("--topic", required=True, help="The topic.")
 @click.option("--messages", type=click.IntRange(min=1), required=True, help="How many.")
 @click.option("--group", help="Subscribe with this group (default: assign, no group).")
@@ -423,7 +427,11 @@ def consume(
     output: str,
 ) -> None:
     """Read records as fast as possible and report throughput and record age."""
-    settings = {**CONSUMER_DEFAULTS, **parse_properties(properties, "'--consumer-property'")}
+    settings = {
+        **CONSUMER_DEFAULTS,
+        **command_settings(),
+        **parse_properties(properties, "'--consumer-property'"),
+    }
     settings["bootstrap.servers"] = bootstrap_server
     settings["group.id"] = group or "odradek-perf-consumer"
     settings.setdefault("auto.offset.reset", "earliest")

@@ -62,7 +62,13 @@ from typing import IO, Any, Final
 
 import click
 
-from odradek.cli._options import bootstrap_server_option, broker_errors, separator, topic_option
+from odradek.cli._options import (
+    bootstrap_server_options,
+    broker_errors,
+    command_settings,
+    separator,
+    topic_option,
+)
 from odradek.client.config import PRODUCER, ClientConfig
 from odradek.client.producer import Producer, RecordMetadata
 from odradek.errors import ConfigError, KafkaError, KafkaTimeoutError, UnknownTopicOrPartitionError
@@ -229,7 +235,7 @@ def _error_name(error: BaseException) -> str:
 
 
 @click.command("produce")
-@bootstrap_server_option
+@bootstrap_server_options("--producer.config", client_type=PRODUCER)
 @topic_option
 @click.option(
     "--partition",
@@ -311,14 +317,17 @@ def produce(
     parser = LineParser(key_sep, value_format)
     source = LineSource(_stdin())
     tally = DeliveryTally()
-    config: dict[str, Any] = {
-        "bootstrap.servers": bootstrap_server,
-        "client.id": CLIENT_ID,
-        "acks": acks,
-        "compression.type": compression,
-        "linger.ms": LINGER_MS,
-        "max.block.ms": max_block_ms,
-    }
+    config: dict[str, Any] = command_settings()
+    config.update(
+        {
+            "bootstrap.servers": bootstrap_server,
+            "client.id": CLIENT_ID,
+            "acks": acks,
+            "compression.type": compression,
+            "linger.ms": LINGER_MS,
+            "max.block.ms": max_block_ms,
+        }
+    )
     config.update(producer_settings(producer_properties))
     try:
         ClientConfig(config, client_type=PRODUCER)

@@ -12,8 +12,9 @@ Keys are Kafka's: ``producer_byte_rate``, ``consumer_byte_rate`` (bytes/s) and
 ``request_percentage``. ``describe`` with no entity lists every quota; with a user only,
 the quotas of that user and of its client ids. Output, one line per entity, as Kafka's tool
 prints it: ``Quota configs for user-principal 'alice', client-id 'app' are
-producer_byte_rate=1048576.0``. A bad value is one line and exit 2; a broker refusal one
-line and exit 1.
+producer_byte_rate=1048576.0``; with ``--output json`` a list of ``{"entity": {"user": "alice",
+"client-id": "app"}, "configs": {...}}`` (a null name: the default entity). A bad value is
+one line and exit 2; a broker refusal one line and exit 1.
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ from typing import Final
 
 import click
 
-from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.cli._options import (
+    bootstrap_server_option,
+    broker_errors,
+    client_settings,
+    output_option,
+    print_json,
+)
 from odradek.client.admin import AdminClient
 from odradek.client.admin_quotas import MATCH_DEFAULT, MATCH_EXACT
 
@@ -62,11 +69,13 @@ def _side(name: str | None, default: bool, option: str) -> tuple[bool, str | Non
 def _admin(bootstrap_server: str) -> Iterator[AdminClient]:
     with broker_errors():
         client = AdminClient(
-            {
-                "bootstrap.servers": bootstrap_server,
-                "client.id": CLIENT_ID,
-                "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
-            },
+            client_settings(
+                bootstrap_server,
+                CLIENT_ID,
+                {
+                    "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
+                },
+            ),
             bootstrap_fail_fast=True,
         )
         with client:
@@ -76,12 +85,14 @@ def _admin(bootstrap_server: str) -> Iterator[AdminClient]:
 @quotas.command("describe")
 @bootstrap_server_option
 @_entity_options
+@output_option
 def describe(
     bootstrap_server: str,
     user: str | None,
     user_default: bool,
     client_id: str | None,
     client_id_default: bool,
+    output: str,
 ) -> None:
     """Show quotas (all, or those of the entity named)."""
     components: list[tuple[str, int, str | None]] = []
@@ -93,6 +104,9 @@ def describe(
             components.append((kind, MATCH_EXACT if name is not None else MATCH_DEFAULT, name))
     with _admin(bootstrap_server) as client:
         entries = client.describe_client_quotas(components)
+    if output == "json":
+        print_json([{"entity": entity, "configs": values} for entity, values in entries])
+        return
     for entity, values in entries:
         configs = ", ".join(f"{key}={value!r}" for key, value in sorted(values.items()))
         click.echo(f"Quota configs for {_describe_entity(entity)} are {configs}")

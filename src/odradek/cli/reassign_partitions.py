@@ -37,7 +37,7 @@ from typing import Any, Final
 import click
 
 from odradek._types import TopicPartition
-from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.cli._options import bootstrap_server_option, broker_errors, client_settings
 from odradek.client.admin import AdminClient
 from odradek.controller.assignment import assign_replicas
 from odradek.controller.reassignment import encode_reassignment_json, parse_reassignment_json
@@ -134,11 +134,13 @@ def reassign_partitions(
 def _admin(bootstrap_server: str) -> AdminClient:
     with broker_errors():
         return AdminClient(
-            {
-                "bootstrap.servers": bootstrap_server,
-                "client.id": CLIENT_ID,
-                "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
-            },
+            client_settings(
+                bootstrap_server,
+                CLIENT_ID,
+                {
+                    "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
+                },
+            ),
             bootstrap_fail_fast=True,
         )
 

@@ -18,7 +18,10 @@ is written in brackets (``cleanup.policy=[compact,delete]``) as with kafka-confi
 ``--under-replicated-partitions`` and ``--unavailable-partitions`` (kafka-topics.sh's
 reporting flags) print only the partition lines of partitions whose ISR is smaller than their
 replicas, or that have no leader or one that is not a live broker (either, with both); no
-topic lines then, as Kafka's tool.
+topic lines then, as Kafka's tool. ``list`` and ``describe`` take ``--output json``: a list of
+names; a list of topics (``topic``, ``internal``, ``partition_count``, ``replication_factor``,
+``configs`` not at their default, and ``partitions`` with ``leader``, ``replicas``, ``isr``;
+with a partition filter only the topics and partitions it keeps, without ``configs``).
 
 Errors: a usage mistake is one line and exit 2 (``main``); an error the broker returns is one
 line with Kafka's error name and the broker's message (``odradek: TOPIC_ALREADY_EXISTS: ...``)
@@ -33,7 +36,13 @@ from typing import Any, Final, TypeVar
 
 import click
 
-from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.cli._options import (
+    bootstrap_server_option,
+    broker_errors,
+    client_settings,
+    output_option,
+    print_json,
+)
 from odradek.client.admin import AdminClient
 from odradek.client.admin_types import (
     ConfigEntry,
@@ -63,11 +72,13 @@ def _admin(bootstrap_server: str) -> Iterator[AdminClient]:
     becomes one line, exit 1."""
     with broker_errors():
         client = AdminClient(
-            {
-                "bootstrap.servers": bootstrap_server,
-                "client.id": CLIENT_ID,
-                "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
-            },
+            client_settings(
+                bootstrap_server,
+                CLIENT_ID,
+                {
+                    "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
+                },
+            ),
             bootstrap_fail_fast=True,
         )
         with client:
@@ -165,10 +176,14 @@ def create(
 
 @topics.command("list")
 @_bootstrap_option
-def list_topics(bootstrap_server: str) -> None:
-    """List the topics, one name per line."""
+@output_option
+def list_topics(bootstrap_server: str, output: str) -> None:
+    """List the topics, one name per line (or a JSON list)."""
     with _admin(bootstrap_server) as admin:
         names = admin.list_topics(include_internal=True)
+    if output == "json":
+        print_json(list(names))
+        return
     for topic in names:
         click.echo(topic)
 
@@ -189,12 +204,14 @@ def list_topics(bootstrap_server: str) -> None:
     is_flag=True,
     help="Only partitions without a leader, or whose leader is not a live broker.",
 )
+@output_option
 def describe(
     bootstrap_server: str,
     topic: str | None,
     if_exists: bool,
     under_replicated: bool,
     unavailable: bool,
+    output: str,
 ) -> None:
     """Describe topics: partitions, leaders, replicas, ISR, and configs not at their default."""
     with _admin(bootstrap_server) as admin:
@@ -204,6 +221,7 @@ def describe(
         if unavailable:
             live = {broker.node_id for broker in admin.describe_cluster().brokers}
         lines: list[str] = []
+        documents: list[dict[str, Any]] = []
         for name in names:
             try:
                 description = descriptions[name]
@@ -212,17 +230,23 @@ def describe(
                     continue
                 raise
             if under_replicated or unavailable:
-                lines.extend(
-                    _partition_line(name, partition)
+                chosen = [
+                    partition
                     for partition in description.partitions
                     if (under_replicated and is_under_replicated(partition))
                     or (unavailable and is_unavailable(partition, live))
-                )
+                ]
+                lines.extend(_partition_line(name, partition) for partition in chosen)
+                if chosen:
+                    documents.append(_topic_document(description, chosen, None))
                 continue
             configs = admin.describe_configs([ConfigResource.topic(name)])
-            lines.extend(
-                _describe_topic(description, _overridden(configs[ConfigResource.topic(name)]))
-            )
+            overridden = _overridden(configs[ConfigResource.topic(name)])
+            lines.extend(_describe_topic(description, overridden))
+            documents.append(_topic_document(description, description.partitions, overridden))
+    if output == "json":
+        print_json(documents)
+        return
     for line in lines:
         click.echo(line)
 
@@ -308,6 +332,34 @@ def _describe_topic(description: TopicDescription, configs: list[tuple[str, str]
     ]
     lines.extend(_partition_line(name, partition) for partition in partitions)
     return lines
+
+
+def _topic_document(
+    description: TopicDescription,
+    partitions: Sequence[PartitionDescription],
+    configs: list[tuple[str, str]] | None,
+) -> dict[str, Any]:
+    """One topic of ``describe --output json`` (``configs`` None: a partition filter was
+    given, and only the matching partitions are listed)."""
+    every = description.partitions
+    document: dict[str, Any] = {
+        "topic": description.name,
+        "internal": description.is_internal,
+        "partition_count": len(every),
+        "replication_factor": len(every[0].replicas) if every else 0,
+    }
+    if configs is not None:
+        document["configs"] = dict(configs)
+    document["partitions"] = [
+        {
+            "partition": p.partition,
+            "leader": p.leader,
+            "replicas": list(p.replicas),
+            "isr": list(p.isr),
+        }
+        for p in partitions
+    ]
+    return document
 
 
 def _partition_line(topic: str, partition: PartitionDescription) -> str:

@@ -18,47 +18,36 @@ one line with Kafka's error name and exit 1; a usage mistake exit 2.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Final
 
 import click
 
-from odradek.broker.properties import parse_properties
-from odradek.cli._options import bootstrap_server_option, broker_errors
+from odradek.cli._options import (
+    bootstrap_server_option,
+    broker_errors,
+    client_settings,
+    print_table,
+)
 from odradek.client.admin import AdminClient
 from odradek.client.admin_scram import ScramDeletion, ScramUpsertion
-from odradek.errors import ConfigError, KafkaError
+from odradek.errors import KafkaError
 
 CLIENT_ID: Final = "odradek-users"
 REQUEST_TIMEOUT_MS: Final = 30_000
 MECHANISMS: Final = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
-command_config_option = click.option(
-    "--command-config",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A properties file of client settings (security.protocol, ssl.*, sasl.*).",
-)
 mechanism_option = click.option(
     "--mechanism", required=True, type=click.Choice(MECHANISMS, case_sensitive=False)
 )
 
 
-def _client(bootstrap_server: str, command_config: Path | None) -> AdminClient:
-    settings: dict[str, Any] = {
-        "bootstrap.servers": bootstrap_server,
-        "client.id": CLIENT_ID,
-        "default.api.timeout.ms": REQUEST_TIMEOUT_MS,
-    }
-    if command_config is not None:
-        try:
-            text = command_config.read_text(encoding="utf-8")
-            settings.update(parse_properties(text, source=str(command_config)))
-        except (OSError, ConfigError) as error:
-            raise click.UsageError(f"--command-config: {error}") from None
-    try:
-        return AdminClient(settings, bootstrap_fail_fast=True)
-    except ConfigError as error:
-        raise click.UsageError(f"--command-config: {error}") from None
+def _client(bootstrap_server: str) -> AdminClient:
+    return AdminClient(
+        client_settings(
+            bootstrap_server, CLIENT_ID, {"default.api.timeout.ms": REQUEST_TIMEOUT_MS}
+        ),
+        bootstrap_fail_fast=True,
+    )
 
 
 def _check(result: Any, user: str) -> None:
@@ -84,17 +73,15 @@ def scram() -> None:
 @mechanism_option
 @click.option("--iterations", type=click.IntRange(4096, 16384), default=4096, show_default=True)
 @click.option("--password", prompt=True, hide_input=True, confirmation_prompt=False)
-@command_config_option
 def set_(
     bootstrap_server: str,
     user: str,
     mechanism: str,
     iterations: int,
     password: str,
-    command_config: Path | None,
 ) -> None:
     """Create or replace a user's credential for one mechanism."""
-    with broker_errors(), _client(bootstrap_server, command_config) as client:
+    with broker_errors(), _client(bootstrap_server) as client:
         upsertion = ScramUpsertion(user, mechanism.upper(), password, iterations)
         _check(client.alter_user_scram_credentials([upsertion]), user)
     click.echo(f"set {mechanism.upper()} credential of {user}")
@@ -104,10 +91,9 @@ def set_(
 @bootstrap_server_option
 @click.option("--user", required=True)
 @mechanism_option
-@command_config_option
-def delete(bootstrap_server: str, user: str, mechanism: str, command_config: Path | None) -> None:
+def delete(bootstrap_server: str, user: str, mechanism: str) -> None:
     """Remove a user's credential for one mechanism."""
-    with broker_errors(), _client(bootstrap_server, command_config) as client:
+    with broker_errors(), _client(bootstrap_server) as client:
         _check(client.alter_user_scram_credentials([ScramDeletion(user, mechanism.upper())]), user)
     click.echo(f"deleted {mechanism.upper()} credential of {user}")
 
@@ -115,13 +101,26 @@ def delete(bootstrap_server: str, user: str, mechanism: str, command_config: Pat
 @scram.command("describe")
 @bootstrap_server_option
 @click.option("--user", "user_names", multiple=True, help="A user (repeatable; default: all).")
-@command_config_option
-def describe(
-    bootstrap_server: str, user_names: tuple[str, ...], command_config: Path | None
-) -> None:
-    """Print each user's mechanisms and iterations as JSON."""
-    with broker_errors(), _client(bootstrap_server, command_config) as client:
+@click.option(
+    "--output",
+    type=click.Choice(["table", "json"]),
+    default="json",
+    show_default=True,
+    help="One JSON line (the default, as before), or a table: USER MECHANISM ITERATIONS.",
+)
+def describe(bootstrap_server: str, user_names: tuple[str, ...], output: str) -> None:
+    """Print each user's mechanisms and iterations (JSON, or a table)."""
+    with broker_errors(), _client(bootstrap_server) as client:
         result = client.describe_user_scram_credentials(list(user_names) or None)
         for user in result.errors:
             _check(result, user)
-        click.echo(json.dumps({user: dict(result[user]) for user in result}, sort_keys=True))
+        found = {user: dict(result[user]) for user in result}
+    if output == "json":
+        click.echo(json.dumps(found, sort_keys=True))
+        return
+    rows = [
+        [user, mechanism, str(iterations)]
+        for user, mechanisms in sorted(found.items())
+        for mechanism, iterations in sorted(mechanisms.items())
+    ]
+    print_table(["USER", "MECHANISM", "ITERATIONS"], rows)

@@ -22,6 +22,7 @@ from odradek.client.admin_wire import timed_out
 from odradek.client.closeable import Closeable
 from odradek.client.cluster import Cluster, Metadata, MetadataUpdater
 from odradek.client.config import ClientConfig
+from odradek.client.connection import LOGIN_ERRORS
 from odradek.client.network import NetworkClient
 from odradek.errors import ErrorCode, KafkaError, KafkaTimeoutError
 from odradek.protocol.api_keys import ApiKey, VersionRange
@@ -79,10 +80,11 @@ class AdminRequests(Closeable):
         while self.metadata.version <= version:
             error = self.metadata.last_error
             if error is not None:
-                raise KafkaError(
-                    f"cannot connect to the bootstrap servers: {error}",
-                    code=ErrorCode.NETWORK_EXCEPTION,
-                )
+                # A refused login keeps its code: the caller tells it from an absent broker.
+                code = ErrorCode.NETWORK_EXCEPTION
+                if isinstance(error, KafkaError) and error.error_code in LOGIN_ERRORS:
+                    code = error.error_code
+                raise KafkaError(f"cannot connect to the bootstrap servers: {error}", code=code)
             remaining = self.remaining(deadline)
             if remaining <= 0:
                 raise KafkaTimeoutError("timed out waiting for cluster metadata")

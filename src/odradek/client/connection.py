@@ -73,6 +73,14 @@ ASSUMED_VERSIONS: Final[Mapping[int, VersionRange]] = {
     int(key): value for key, value in IMPLEMENTED_VERSIONS.items()
 }
 CLIENT_SOFTWARE_NAME: Final = "odradek"
+#: The codes of a refused login: a connection closed by one fails its requests with it.
+LOGIN_ERRORS: Final = frozenset(
+    {
+        ErrorCode.SASL_AUTHENTICATION_FAILED,
+        ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+        ErrorCode.ILLEGAL_SASL_STATE,
+    }
+)
 _READ_BYTES: Final = 1 << 18
 #: Stop reading one socket after this much per poll, so one busy broker cannot starve others.
 _READ_BUDGET_BYTES: Final = 1 << 24
@@ -688,6 +696,10 @@ class BrokerConnection:
         self._out.clear()
         self._queued_bytes = self._written_bytes = 0
         reason = str(error) if error is not None else "connection closed"
+        # A refused login keeps its code (Kafka's clients treat it as fatal, not retriable).
+        code = ErrorCode.NETWORK_EXCEPTION
+        if isinstance(error, KafkaError) and error.error_code in LOGIN_ERRORS:
+            code = error.error_code
         pending = [*self.in_flight, *self._unwritten, *self.unsent]
         self.in_flight.clear()
         self._unwritten.clear()
@@ -698,10 +710,7 @@ class BrokerConnection:
             if now_ms and request.deadline_ms <= now_ms:
                 failure: BaseException = self._timed_out(request, sent=True)
             else:
-                failure = KafkaError(
-                    f"broker {self.node_id} ({self.address}): {reason}",
-                    code=ErrorCode.NETWORK_EXCEPTION,
-                )
+                failure = KafkaError(f"broker {self.node_id} ({self.address}): {reason}", code=code)
             completions.append((request.future, failure))
 
     def record_failure(self) -> None:

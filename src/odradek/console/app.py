@@ -4,9 +4,10 @@ only importers of either).
 Pages (GET): ``/`` the brokers and the controller; ``/topics`` the topics and a form to create
 one; ``/topics/{topic}`` partitions, offsets, sizes, configs, forms to alter a config or delete
 the topic; ``/topics/{topic}/messages`` the message browser; ``/groups`` the consumer groups;
-``/group?id=G`` a group's members and lag, and a form to reset its offsets (a dry run unless
-asked otherwise). ``/api/offsets[?topic=T]`` answers log end offsets as JSON for the live
-throughput charts, ``/api/group?id=G`` a group's lag for its page's live table
+``/group?id=G`` a group's members and lag, its last rebalances and their causes (read from
+its coordinator's HTTP endpoint, ``console.broker_http``), and a form to reset its offsets (a
+dry run unless asked otherwise). ``/api/offsets[?topic=T]`` answers log end offsets as JSON
+for the live throughput charts, ``/api/group?id=G`` a group's lag for its page's live table
 (``static/console.js`` polls the first every second, the second every two).
 
 The rules kept:
@@ -21,6 +22,13 @@ The rules kept:
 - A request whose ``Host`` is not one of ``allowed_hosts`` is refused (400): a page of another
   site whose name was re-pointed at this address (DNS rebinding) cannot read or post here.
 - Broker calls block, so each runs on a worker thread (``run_in_threadpool``).
+- When the console reaches the broker over a SASL listener (``sessions`` given), every page
+  but ``/login`` needs a logged-in user: ``GET /login`` shows the form, ``POST /login`` checks
+  the username and password by authenticating to the broker with them (a refusal is the form
+  again, 401, with one line), ``POST /logout`` ends the session. Each user's pages are served
+  by a ``ConsoleService`` logged in as that user, so the broker's ACLs apply. The session
+  cookie is HttpOnly and SameSite=Strict and holds only a signed random id; login and logout
+  are form posts under the same-origin check as every other.
 """
 
 from __future__ import annotations
@@ -48,11 +56,21 @@ from odradek.console.inputs import (
 )
 from odradek.console.render import format_bytes, format_duration_ms
 from odradek.console.service import ConsoleService
+from odradek.console.sessions import ConsoleLoginError, SessionStore
 from odradek.errors import KafkaError, KafkaTimeoutError, OdradekError
 
 __all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
+
+#: The cookie naming a logged-in user's session (``sessions.SessionStore``).
+SESSION_COOKIE: Final = "odradek_session"
+
+
+class LoginRequiredError(Exception):
+    """The request needs a logged-in user and has none: a page redirects to the login, an
+    ``/api/`` call answers 401."""
+
 
 T = TypeVar("T")
 
@@ -91,9 +109,79 @@ def _environment() -> jinja2.Environment:
 class _Pages:
     """The route handlers, over one ``ConsoleService``."""
 
-    def __init__(self, service: ConsoleService) -> None:
+    def __init__(self, service: ConsoleService, sessions: SessionStore | None) -> None:
         self.service = service
+        self.sessions = sessions
         self.env = _environment()
+
+    # ------------------------------------------------------------------ sessions
+
+    def _service(self, request: Request) -> ConsoleService:
+        """The service acting for this request: the logged-in user's when users log in.
+
+        Raises:
+            LoginRequiredError: users log in and this request has no live session.
+        """
+        if self.sessions is None:
+            return self.service
+        session = self.sessions.get(request.cookies.get(SESSION_COOKIE))
+        if session is None:
+            raise LoginRequiredError
+        return session.service
+
+    def _user(self, request: Request) -> str | None:
+        if self.sessions is None:
+            return None
+        session = self.sessions.get(request.cookies.get(SESSION_COOKIE))
+        return None if session is None else session.user
+
+    async def login_page(self, request: Request) -> Response:
+        if self.sessions is None:
+            return RedirectResponse("/", status_code=303)
+        next_path = _local_path(request.query_params.get("next"))
+        return self.render(request, "login.html", next=next_path, error=None, username="")
+
+    async def login(self, request: Request) -> Response:
+        form = await _form(request)
+        if self.sessions is None:
+            return RedirectResponse("/", status_code=303)
+        username = form.get("username", "").strip()
+        next_path = _local_path(form.get("next"))
+        try:
+            cookie = await self.call(self.sessions.login, username, form.get("password", ""))
+        except ConsoleLoginError as error:
+            return self.render(
+                request,
+                "login.html",
+                status_code=401,
+                next=next_path,
+                error=str(error),
+                username=username,
+            )
+        response = RedirectResponse(next_path, status_code=303)
+        response.set_cookie(
+            SESSION_COOKIE,
+            cookie,
+            path="/",
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        await _form(request)
+        if self.sessions is not None:
+            await self.call(self.sessions.logout, request.cookies.get(SESSION_COOKIE))
+        response = _redirect("/login", "logged out")
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+
+    async def login_required(self, request: Request, error: Exception) -> Response:
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"error": "log in first"}, status_code=401)
+        wanted = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/login?next={_segment(wanted)}", status_code=303)
 
     # ------------------------------------------------------------------ helpers
 
@@ -102,6 +190,7 @@ class _Pages:
     ) -> HTMLResponse:
         page = self.env.get_template(template).render(
             bootstrap=self.service.bootstrap_servers,
+            user=self._user(request),
             path=request.url.path,
             notice=request.query_params.get("notice"),
             **values,
@@ -114,17 +203,17 @@ class _Pages:
     # ------------------------------------------------------------------ pages
 
     async def cluster(self, request: Request) -> Response:
-        view = await self.call(self.service.cluster)
+        view = await self.call(self._service(request).cluster)
         return self.render(request, "cluster.html", cluster=view)
 
     async def topics(self, request: Request) -> Response:
-        rows = await self.call(self.service.topics)
+        rows = await self.call(self._service(request).topics)
         return self.render(request, "topics.html", topics=rows)
 
     async def create_topic(self, request: Request) -> Response:
         form = await _form(request)
         name = await self.call(
-            self.service.create_topic,
+            self._service(request).create_topic,
             form.get("name", ""),
             form.get("partitions", ""),
             form.get("replication_factor", ""),
@@ -132,13 +221,13 @@ class _Pages:
         return _redirect(f"/topics/{_segment(name)}", f"topic {name} created")
 
     async def topic(self, request: Request) -> Response:
-        view = await self.call(self.service.topic, request.path_params["topic"])
+        view = await self.call(self._service(request).topic, request.path_params["topic"])
         return self.render(request, "topic.html", topic=view)
 
     async def delete_topic(self, request: Request) -> Response:
         name = request.path_params["topic"]
         await _form(request)
-        await self.call(self.service.delete_topic, name)
+        await self.call(self._service(request).delete_topic, name)
         return _redirect("/topics", f"topic {name} deleted")
 
     async def alter_config(self, request: Request) -> Response:
@@ -147,7 +236,10 @@ class _Pages:
         config = form.get("name", "")
         remove = form.get("action") == "delete"
         await self.call(
-            self.service.alter_config, name, config, None if remove else form.get("value", "")
+            self._service(request).alter_config,
+            name,
+            config,
+            None if remove else form.get("value", ""),
         )
         told = f"{config.strip()} reset to its default" if remove else f"{config.strip()} set"
         return _redirect(f"/topics/{_segment(name)}", told)
@@ -155,7 +247,7 @@ class _Pages:
     async def messages(self, request: Request) -> Response:
         query = request.query_params
         page = await self.call(
-            self.service.messages,
+            self._service(request).messages,
             request.path_params["topic"],
             query.get("partition"),
             query.get("offset"),
@@ -170,12 +262,23 @@ class _Pages:
         )
 
     async def groups(self, request: Request) -> Response:
-        rows = await self.call(self.service.groups)
+        rows = await self.call(self._service(request).groups)
         return self.render(request, "groups.html", groups=rows)
 
     async def group(self, request: Request) -> Response:
-        view = await self.call(self.service.group, request.query_params.get("id", ""))
-        return self.render(request, "group.html", group=view, plan=None, executed=False, form={})
+        group_id = request.query_params.get("id", "")
+        service = self._service(request)
+        view = await self.call(service.group, group_id)
+        history = await self.call(service.rebalances, group_id)
+        return self.render(
+            request,
+            "group.html",
+            group=view,
+            history=history,
+            plan=None,
+            executed=False,
+            form={},
+        )
 
     async def reset_offsets(self, request: Request) -> Response:
         form = await _form(request)
@@ -183,24 +286,33 @@ class _Pages:
         spec = parse_reset_spec(form.get("strategy"), form.get("value"))
         execute = form.get("execute") == "yes"
         plan = await self.call(
-            self.service.reset_offsets,
+            self._service(request).reset_offsets,
             group_id,
             form.get("topic", "").strip() or None,
             spec,
             execute=execute,
         )
-        view = await self.call(self.service.group, group_id)
+        view = await self.call(self._service(request).group, group_id)
+        history = await self.call(self._service(request).rebalances, group_id)
         return self.render(
-            request, "group.html", group=view, plan=plan, executed=execute, form=form
+            request,
+            "group.html",
+            group=view,
+            history=history,
+            plan=plan,
+            executed=execute,
+            form=form,
         )
 
     async def offsets(self, request: Request) -> Response:
         return await self.json(
-            self.service.log_end_offsets, request.query_params.get("topic") or None
+            self._service(request).log_end_offsets, request.query_params.get("topic") or None
         )
 
     async def group_lag(self, request: Request) -> Response:
-        return await self.json(_lag_json, self.service, request.query_params.get("id", ""))
+        return await self.json(
+            _lag_json, self._service(request), request.query_params.get("id", "")
+        )
 
     async def json(self, function: Callable[..., Any], *args: Any) -> Response:
         try:
@@ -301,17 +413,33 @@ async def _form(request: Request) -> Mapping[str, str]:
     return {k: v[-1] for k, v in urllib.parse.parse_qs(text, keep_blank_values=True).items()}
 
 
+def _local_path(value: str | None) -> str:
+    """A path of this console to go to after the login (anything else: ``/``), so the login
+    form cannot send the browser to another site."""
+    if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
+        return "/"
+    return value
+
+
 def _redirect(url: str, notice: str) -> RedirectResponse:
     """See-other to ``url`` with a notice line (post/redirect/get)."""
     return RedirectResponse(f"{url}?notice={_segment(notice)}", status_code=303)
 
 
-def create_app(service: ConsoleService, allowed_hosts: Sequence[str] = ("*",)) -> Starlette:
+def create_app(
+    service: ConsoleService,
+    allowed_hosts: Sequence[str] = ("*",),
+    sessions: SessionStore | None = None,
+) -> Starlette:
     """The console's ASGI application over ``service`` (which the caller closes), answering
     requests whose ``Host`` is one of ``allowed_hosts`` (names or addresses without the port;
-    ``*``: any)."""
-    pages = _Pages(service)
+    ``*``: any). With ``sessions`` (which the caller closes too) every page but the login page
+    needs a logged-in user, and acts as that user."""
+    pages = _Pages(service, sessions)
     routes = [
+        Route("/login", pages.login_page),
+        Route("/login", pages.login, methods=["POST"]),
+        Route("/logout", pages.logout, methods=["POST"]),
         Route("/", pages.cluster),
         Route("/topics", pages.topics),
         Route("/topics", pages.create_topic, methods=["POST"]),
@@ -334,6 +462,7 @@ def create_app(service: ConsoleService, allowed_hosts: Sequence[str] = ("*",)) -
         # OdradekError and HTTPException are answered by Starlette's exception middleware (no
         # traceback logged); anything else reaches the server-error one as a 500.
         exception_handlers={
+            LoginRequiredError: pages.login_required,
             OdradekError: pages.error,
             HTTPException: pages.error,
             Exception: pages.error,

@@ -22,6 +22,7 @@ import uvicorn
 
 from odradek.console.app import create_app
 from odradek.console.service import ConsoleService
+from odradek.console.sessions import SessionStore
 
 __all__ = ["ConsoleServer", "allowed_hosts_for"]
 
@@ -54,6 +55,7 @@ class ConsoleServer:
         *,
         allowed_hosts: Sequence[str] = (),
         log_level: str = "warning",
+        sessions: SessionStore | None = None,
     ) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)
@@ -67,7 +69,7 @@ class ConsoleServer:
         self.host = host
         self.port: int = self._socket.getsockname()[1]
         config = uvicorn.Config(
-            create_app(service, allowed_hosts_for(host, allowed_hosts)),
+            create_app(service, allowed_hosts_for(host, allowed_hosts), sessions),
             log_level=log_level,
             access_log=False,
             lifespan="off",

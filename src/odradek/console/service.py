@@ -12,7 +12,7 @@ layer turns each into a page with one clear line.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -28,6 +28,7 @@ from odradek.client.admin_types import (
 )
 from odradek.client.closeable import Closeable
 from odradek.client.simple_consumer import Message, SimpleConsumer
+from odradek.console import broker_http
 from odradek.console.inputs import (
     ConsoleInputError,
     ConsoleNotFoundError,
@@ -44,6 +45,7 @@ from odradek.console.views import (
     GroupRow,
     GroupView,
     MessageRow,
+    RebalancesView,
     ResetRow,
     TopicRow,
     TopicView,
@@ -52,6 +54,7 @@ from odradek.console.views import (
     group_view,
     message_rows,
     partition_sizes,
+    rebalances_view,
     reset_plan,
     topic_rows,
     topic_view,
@@ -64,6 +67,8 @@ CLIENT_ID: Final = "odradek-console"
 DEFAULT_TIMEOUT_MS: Final = 10_000
 #: Records the message browser shows at most on one page.
 MAX_LIMIT: Final = 500
+#: The longest wait for a coordinator's HTTP endpoint (the rebalance history).
+REBALANCES_TIMEOUT_S: Final = 2.0
 #: Bytes one browser fetch asks for per partition.
 FETCH_BYTES: Final = 1_048_576
 
@@ -95,6 +100,8 @@ class ConsoleService(Closeable):
         bootstrap_servers: ``host:port[,...]``.
         clock: the time source (lag in seconds is measured against ``now_ms``).
         timeout_ms: the longest one broker call may take, retries included.
+        settings: more client settings (security.protocol, ssl.*, sasl.*: the identity the
+            service acts as).
     """
 
     def __init__(
@@ -103,8 +110,10 @@ class ConsoleService(Closeable):
         *,
         clock: Clock = SYSTEM_CLOCK,
         timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
-        settings: dict[str, Any] = {
+        settings = {
+            **(settings or {}),
             "bootstrap.servers": bootstrap_servers,
             "client.id": CLIENT_ID,
             "default.api.timeout.ms": timeout_ms,
@@ -252,6 +261,15 @@ class ConsoleService(Closeable):
         ids = [g.group_id for g in listings]
         descriptions = self._admin.describe_groups(ids).values_by_item if ids else {}
         return group_rows(listings, descriptions)
+
+    def rebalances(self, group_id: str) -> RebalancesView:
+        """The group's last rebalances from its coordinator's HTTP endpoint (no Kafka API
+        carries them); when they cannot be read the view says why instead (the page stays)."""
+        try:
+            records = broker_http.rebalances(self._admin, group_id, REBALANCES_TIMEOUT_S)
+        except (broker_http.BrokerHttpError, KafkaError) as error:
+            return rebalances_view([], f"The rebalance history cannot be shown: {error}")
+        return rebalances_view(records, None)
 
     def group(self, group_id: str) -> GroupView:
         if not group_id:

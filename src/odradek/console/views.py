@@ -35,6 +35,8 @@ __all__ = [
     "MemberRow",
     "MessageRow",
     "PartitionRow",
+    "RebalanceRow",
+    "RebalancesView",
     "ResetRow",
     "TopicRow",
     "TopicView",
@@ -399,3 +401,57 @@ def reset_plan(
                 target = (offsets_for_time or {}).get(tp, end)
         rows.append(ResetRow(tp.topic, tp.partition, current, min(max(target, start), end)))
     return rows
+
+
+# --- rebalance history ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceRow:
+    """One rebalance of a group as its coordinator remembers it (``broker.group.history``)."""
+
+    started: str
+    cause: str
+    description: str
+    from_generation: int
+    generation_id: int | None
+    members: int | None
+    duration_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RebalancesView:
+    """A group's last rebalances, newest first, or why they cannot be shown (``note``)."""
+
+    rows: tuple[RebalanceRow, ...]
+    note: str | None
+
+
+def rebalances_view(records: Sequence[Mapping[str, object]], note: str | None) -> RebalancesView:
+    """The rows of the coordinator's ``/groups/<g>/rebalances`` records (oldest first there,
+    newest first here); fields missing or of the wrong kind show as unknown."""
+
+    def number(record: Mapping[str, object], name: str) -> int | None:
+        value = record.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    rows = []
+    for record in reversed(records):
+        started = number(record, "started_ms")
+        completed = number(record, "completed_ms")
+        rows.append(
+            RebalanceRow(
+                started=format_timestamp_ms(started),
+                cause=str(record.get("cause") or "-"),
+                description=str(record.get("description") or "-"),
+                from_generation=number(record, "from_generation") or 0,
+                generation_id=number(record, "generation_id"),
+                members=number(record, "members"),
+                duration_ms=(
+                    completed - started if started is not None and completed is not None else None
+                ),
+            )
+        )
+    if not rows and note is None:
+        note = "No rebalance since the coordinator loaded the group."
+    return RebalancesView(tuple(rows), note)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from odradek.broker.group.history import CauseKind, RebalanceCause, RebalanceHistory
 
 from .conftest import Harness
+from .consumer_harness import ConsumerHarness, topic_id
+
+T = topic_id("t")
 
 
 def history(h: Harness, group: str = "g") -> list[tuple[CauseKind, str, int | None]]:
@@ -56,3 +59,51 @@ def test_the_history_keeps_the_last_n_and_counts_all() -> None:
     # A completion with no rebalance running changes nothing.
     history.completed(99, 9, 1)
     assert history.records() == records
+
+
+# --- KIP-848 consumer groups: a rebalance is a group epoch bump -----------------------------
+
+
+def consumer_history(h: ConsumerHarness) -> list[tuple[CauseKind, str, int, int | None]]:
+    return [
+        (r.cause.kind, r.cause.member_id, r.from_generation, r.generation_id)
+        for r in h.group().rebalances.records()
+    ]
+
+
+def test_consumer_group_epoch_bumps_are_recorded_with_their_cause() -> None:
+    h = ConsumerHarness(t=2)
+    h.heartbeat("m1", 0, subscribed_topic_names=["t"])
+    h.heartbeat("m2", 0, subscribed_topic_names=["t"])
+    assert consumer_history(h) == [
+        (CauseKind.MEMBER_JOINED, "m1", 0, 1),
+        (CauseKind.MEMBER_JOINED, "m2", 1, 2),
+    ]
+    h.heartbeat("m2", 2, subscribed_topic_names=["t", "u"])
+    assert consumer_history(h)[-1] == (CauseKind.SUBSCRIPTION_CHANGED, "m2", 2, 3)
+    h.now += 50
+    h.set_topic("t", 5)  # partitions added to a subscribed topic
+    h.heartbeat("m1", 1)
+    record = h.group().rebalances.records()[-1]
+    assert (record.cause.kind, record.from_generation, record.generation_id) == (
+        CauseKind.METADATA_CHANGED,
+        3,
+        4,
+    )
+    assert str(record.cause) == "the subscribed topics changed (t: 2 -> 5 partitions)"
+    assert (record.started_ms, record.completed_ms, record.members) == (50, 50, 2)
+    assert record.to_json()["detail"] == "t: 2 -> 5 partitions"
+    h.heartbeat("m2", -1)  # leaves
+    assert consumer_history(h)[-1] == (CauseKind.MEMBER_LEFT, "m2", 4, 5)
+
+
+def test_a_consumer_member_fenced_at_its_session_timeout_is_recorded() -> None:
+    h = ConsumerHarness(t=2)
+    h.heartbeat("m1", 0, subscribed_topic_names=["t"])
+    h.now = 2_000
+    h.heartbeat("m1", 1, owned={T: frozenset({0, 1})})
+    h.advance(10_001)  # session 10 s
+    record = h.group().rebalances.records()[-1]
+    assert record.cause == RebalanceCause(CauseKind.SESSION_TIMEOUT, "m1", 2_000)
+    assert (record.started_ms, record.generation_id, record.members) == (12_000, 2, 0)
+    assert h.group().rebalances.total == 2

@@ -35,6 +35,7 @@ from odradek.broker.group.consumer_records import (
     CurrentAssignmentValue,
     TargetAssignmentValue,
 )
+from odradek.broker.group.history import RebalanceHistory
 from odradek.broker.group.records import CoordinatorRecord, OffsetCommitValue
 
 #: The member epoch of a member that left (KIP-848).
@@ -169,6 +170,7 @@ class ConsumerGroup:
         "members",
         "offsets",
         "owners",
+        "rebalances",
         "revocation_deadlines",
         "session_deadlines",
         "state_timestamp_ms",
@@ -192,6 +194,8 @@ class ConsumerGroup:
         #: revoking partitions must have revoked them (its rebalance timeout).
         self.session_deadlines: dict[str, int] = {}
         self.revocation_deadlines: dict[str, int] = {}
+        #: Why the group epoch went up lately (soft state too: see ``history``).
+        self.rebalances = RebalanceHistory()
 
     def __repr__(self) -> str:
         return (

@@ -39,6 +39,7 @@ from odradek.broker.group.consumer_results import (
     DescribedConsumerGroup,
     DescribedConsumerMember,
 )
+from odradek.broker.group.history import CauseKind, RebalanceCause
 from odradek.broker.group.rebalance import Effects
 from odradek.broker.group.reconciliation import reconcile
 from odradek.broker.group.records import CoordinatorRecord, GroupMetadataKey
@@ -171,6 +172,7 @@ class ConsumerGroupMembership(CoordinatorShard):
             ),
         )
         bump = joined
+        cause = RebalanceCause(CauseKind.MEMBER_JOINED, member_id) if joined else None
         if old is None or member.metadata_value() != old.metadata_value():
             effects.records.append(group.member_record(member))
             if old is not None and (
@@ -178,8 +180,9 @@ class ConsumerGroupMembership(CoordinatorShard):
                 or member.subscribed_topic_regex != old.subscribed_topic_regex
             ):
                 bump = True
+                cause = cause or RebalanceCause(CauseKind.SUBSCRIPTION_CHANGED, member_id)
         group.update_member(member)
-        self._refresh_target(group, topics, bump, effects)
+        self._refresh_target(group, topics, bump, effects, now_ms, cause)
         target = group.target.get(member_id, {})
         updated = reconcile(member, group.assignment_epoch, target, group.owner_of, owned)
         if updated != member or joined:
@@ -415,7 +418,12 @@ class ConsumerGroupMembership(CoordinatorShard):
             effects.records.append(group.current_assignment_record(left))
         else:
             self._remove_consumer_member(
-                group, member_id, effects, "left the group", now_ms, topics
+                group,
+                member_id,
+                effects,
+                RebalanceCause(CauseKind.MEMBER_LEFT, member_id),
+                now_ms,
+                topics,
             )
         return ConsumerGroupHeartbeatResult(
             ErrorCode.NONE, member_id=member_id, member_epoch=member_epoch
@@ -426,29 +434,36 @@ class ConsumerGroupMembership(CoordinatorShard):
         group: ConsumerGroup,
         member_id: str,
         effects: Effects,
-        reason: str,
+        cause: RebalanceCause,
         now_ms: int,
         topics: Topics | None = None,
     ) -> None:
-        """Removes a member (its records tombstoned), bumps the group epoch and recomputes
-        the target so its partitions go to the others."""
+        """Removes a member (its records tombstoned), bumps the group epoch (for ``cause``)
+        and recomputes the target so its partitions go to the others."""
         effects.records.extend(group.member_tombstones(member_id))
         group.remove_member(member_id)
         if not group.members:
             group.state_timestamp_ms = now_ms  # Empty from now: offsets expire from here
         self._timers.cancel(Timer("consumer-session", group.group_id, member_id))
         self._timers.cancel(Timer("consumer-revoke", group.group_id, member_id))
-        logger.info("group %s: member %s removed: %s", group.group_id, member_id, reason)
-        self._refresh_target(group, topics, True, effects)
+        logger.info("group %s: member %s removed: %s", group.group_id, member_id, cause)
+        self._refresh_target(group, topics, True, effects, now_ms, cause)
 
     # --- the target assignment ------------------------------------------------------------------
 
     def _refresh_target(
-        self, group: ConsumerGroup, topics: Topics | None, bump: bool, effects: Effects
+        self,
+        group: ConsumerGroup,
+        topics: Topics | None,
+        bump: bool,
+        effects: Effects,
+        now_ms: int,
+        cause: RebalanceCause | None = None,
     ) -> None:
         """Bumps the group epoch when asked or when the subscribed topics' metadata changed,
         and computes a new target assignment when the group epoch passed the assignment
-        epoch. ``topics`` None: use the metadata the last target was computed from."""
+        epoch. ``topics`` None: use the metadata the last target was computed from. A bump
+        is a rebalance in the group's history, for ``cause`` (or the metadata change)."""
         metadata = group.subscribed_metadata
         verify = False
         if topics is not None:
@@ -457,7 +472,12 @@ class ConsumerGroupMembership(CoordinatorShard):
                 verify = True  # just loaded: the stored target stands unless it differs
             elif current != metadata:
                 bump = True
+                cause = cause or RebalanceCause(
+                    CauseKind.METADATA_CHANGED, detail=metadata_change(metadata, current)
+                )
             metadata = group.subscribed_metadata = current
+        if bump and cause is not None:
+            group.rebalances.started(now_ms, group.group_epoch, cause)
         if metadata is None:
             if bump:
                 group.group_epoch += 1
@@ -491,6 +511,7 @@ class ConsumerGroupMembership(CoordinatorShard):
             effects.records.append(group.target_record(member_id))
         group.assignment_epoch = group.group_epoch
         effects.records.append(group.assignment_epoch_record())
+        group.rebalances.completed(now_ms, group.group_epoch, len(group.members))
 
     def _subscribed_metadata(self, group: ConsumerGroup, topics: Topics) -> dict[str, TopicImage]:
         names = group.subscribed_topic_names()
@@ -543,12 +564,12 @@ class ConsumerGroupMembership(CoordinatorShard):
         if deadline > now_ms:
             self._timers.schedule(timer, deadline)
             return
-        reason = (
-            "its session expired"
-            if timer.kind == "consumer-session"
-            else "it did not revoke its partitions within its rebalance timeout"
-        )
-        self._remove_consumer_member(group, timer.member_id, effects, reason, now_ms)
+        if timer.kind == "consumer-session":
+            last_heartbeat_ms = deadline - self._config.group_consumer_session_timeout_ms
+            cause = RebalanceCause(CauseKind.SESSION_TIMEOUT, timer.member_id, last_heartbeat_ms)
+        else:
+            cause = RebalanceCause(CauseKind.REVOCATION_TIMEOUT, timer.member_id)
+        self._remove_consumer_member(group, timer.member_id, effects, cause, now_ms)
 
     # --- describe -------------------------------------------------------------------------------
 
@@ -598,6 +619,23 @@ class ConsumerGroupMembership(CoordinatorShard):
                 )
             )
         return Outcome((), ConsumerGroupDescribeResult(tuple(described)))
+
+
+def metadata_change(before: Topics, after: Topics) -> str:
+    """What changed between two images of the subscribed topics, for a person: partitions
+    added, topics created, topics deleted (``orders: 3 -> 6 partitions; new topic audit``)."""
+    parts = []
+    for name in sorted(after):
+        if name not in before:
+            parts.append(f"new topic {name}")
+        elif after[name].topic_id != before[name].topic_id:
+            parts.append(f"topic {name} recreated")
+        elif after[name].partitions != before[name].partitions:
+            parts.append(
+                f"{name}: {before[name].partitions} -> {after[name].partitions} partitions"
+            )
+    parts.extend(f"topic {name} deleted" for name in sorted(before) if name not in after)
+    return "; ".join(parts)
 
 
 def _is_within(owned: Owned, assigned: Assignment) -> bool:

@@ -520,6 +520,10 @@ class GroupCoordinator(GroupMembership, ConsumerGroupMembership):
         """The groups, for inspection (metrics, rebalance history): callers change nothing."""
         return list(self._groups.values())
 
+    def consumer_groups(self) -> list[ConsumerGroup]:
+        """The KIP-848 groups, for inspection (rebalance history): callers change nothing."""
+        return list(self._consumer_groups.values())
+
     def group_state(self, group_id: str) -> GroupState | None:
         group = self._groups.get(group_id)
         return None if group is None else group.state

@@ -1,10 +1,16 @@
-"""Why a group rebalanced: the last rebalances of each classic group, with their cause.
+"""Why a group rebalanced: the last rebalances of each group, with their cause.
 
 Kafka logs a rebalance's reason on the coordinator and forgets it; an operator asking "why did
 my group rebalance at 03:12?" has to grep broker logs. Each ``ClassicGroup`` keeps a
 ``RebalanceHistory`` instead: every ``rebalance.prepare_rebalance`` records a
 ``RebalanceCause`` (what happened, to which member, and for a session timeout that member's
 last heartbeat) and the join phase that ends it records the generation it produced.
+
+A KIP-848 ``ConsumerGroup`` keeps one too: there a rebalance is a bump of the group epoch
+(a member joined, left, was fenced at its session or revocation timeout, changed its
+subscription, or the subscribed topics' metadata changed — partitions added, a topic created or
+deleted), and it completes when the target assignment of the new epoch is computed, in the
+same step; ``generation_id`` is then the new group epoch.
 
 Soft state, like sessions: it is not written to ``__consumer_offsets`` and starts empty when a
 coordinator loads the group (so a coordinator move forgets it). Pure: ``now_ms`` in, no clock.
@@ -33,18 +39,25 @@ class CauseKind(enum.StrEnum):
     MEMBER_LEFT = "member_left"
     SESSION_TIMEOUT = "session_timeout"
     SYNC_TIMEOUT = "sync_timeout"
+    #: A KIP-848 member did not revoke its partitions within its rebalance timeout: fenced.
+    REVOCATION_TIMEOUT = "revocation_timeout"
+    #: The subscribed topics changed under the group: partitions added, a topic created or
+    #: deleted (``detail`` names them).
+    METADATA_CHANGED = "metadata_changed"
 
 
 @dataclass(frozen=True, slots=True)
 class RebalanceCause:
     """Why a rebalance started. ``member_id`` is the member concerned (empty when several);
     ``last_heartbeat_ms`` is set for a session timeout; ``client_reason`` is the reason the
-    client gave in JoinGroup / LeaveGroup (v8+/v5+), when it gave one."""
+    client gave in JoinGroup / LeaveGroup (v8+/v5+), when it gave one; ``detail`` says more
+    where the coordinator knows more (which topics' metadata changed)."""
 
     kind: CauseKind
     member_id: str = ""
     last_heartbeat_ms: int | None = None
     client_reason: str | None = None
+    detail: str | None = None
 
     def __str__(self) -> str:
         text = {
@@ -55,7 +68,11 @@ class RebalanceCause:
             CauseKind.MEMBER_LEFT: "member {} left",
             CauseKind.SESSION_TIMEOUT: "member {} session expired",
             CauseKind.SYNC_TIMEOUT: "members did not sync in time{}",
+            CauseKind.REVOCATION_TIMEOUT: "member {} did not revoke its partitions in time",
+            CauseKind.METADATA_CHANGED: "the subscribed topics changed{}",
         }[self.kind].format(self.member_id)
+        if self.detail:
+            text += f" ({self.detail})"
         if self.last_heartbeat_ms is not None:
             text += f" (last heartbeat at {self.last_heartbeat_ms} ms)"
         if self.client_reason:
@@ -85,6 +102,7 @@ class RebalanceRecord:
             "member_id": self.cause.member_id or None,
             "last_heartbeat_ms": self.cause.last_heartbeat_ms,
             "client_reason": self.cause.client_reason,
+            "detail": self.cause.detail,
             "description": str(self.cause),
             "completed_ms": self.completed_ms,
             "generation_id": self.generation_id,

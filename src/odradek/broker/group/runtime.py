@@ -671,9 +671,13 @@ class GroupCoordinatorRuntime:
         Raises:
             KafkaError: as the group APIs (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...).
         """
-        for group in self._shard_for(group_id).coordinator.groups():
+        coordinator = self._shard_for(group_id).coordinator
+        for group in coordinator.groups():
             if group.group_id == group_id:
                 return group.rebalances.records()
+        for consumer_group in coordinator.consumer_groups():
+            if consumer_group.group_id == group_id:
+                return consumer_group.rebalances.records()
         return None
 
     def statistics(self) -> dict[str, int]:
