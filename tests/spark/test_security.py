@@ -3,8 +3,7 @@ with the security options Spark's Kafka connector passes to Kafka's clients
 (``kafka.security.protocol``, ``kafka.sasl.mechanism``, ``kafka.sasl.jaas.config`` with a
 ``ScramLoginModule``, ``kafka.ssl.truststore.location`` of a PEM CA with
 ``kafka.ssl.truststore.type=PEM``); the driver's admin client, the write tasks' producers and
-the read tasks' consumers all log in as the SCRAM user. The same options with a wrong password
-fail the write with the broker's reason."""
+the read tasks' consumers all log in as the SCRAM user."""
 
 from __future__ import annotations
 
