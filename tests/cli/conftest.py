@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -48,21 +48,31 @@ class Served:
         data_dir: its ``log.dirs``.
         stderr_path: where its log goes (a file, so a chatty broker never blocks on a pipe).
         overrides: more ``-o NAME=VALUE`` settings.
+        args: more arguments of ``odradek serve``.
+        env: variables added to this process's environment for it.
     """
 
     def __init__(
-        self, data_dir: Path, stderr_path: Path, *overrides: str, config_path: Path | None = None
+        self,
+        data_dir: Path,
+        stderr_path: Path,
+        *overrides: str,
+        config_path: Path | None = None,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.stderr_path = stderr_path
-        args = ["serve", "-o", "listeners=PLAINTEXT://127.0.0.1:0", "-o", f"log.dirs={data_dir}"]
+        command = ["serve", "-o", "listeners=PLAINTEXT://127.0.0.1:0", "-o", f"log.dirs={data_dir}"]
         if config_path is not None:
-            args += ["--config", str(config_path)]
+            command += ["--config", str(config_path)]
         for override in overrides:
-            args += ["-o", override]
+            command += ["-o", override]
+        command += args
         self._stderr: IO[bytes] = stderr_path.open("ab")
         self.process = subprocess.Popen(
-            odradek_command(*args),
+            odradek_command(*command),
+            env={**os.environ, **(env or {})},
             stdout=subprocess.PIPE,
             stderr=self._stderr,
             text=True,
@@ -126,7 +136,12 @@ class Served:
 
 class ServeFactory(Protocol):
     def __call__(
-        self, data_dir: Path | None = None, *overrides: str, config_path: Path | None = None
+        self,
+        data_dir: Path | None = None,
+        *overrides: str,
+        config_path: Path | None = None,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
     ) -> Served: ...
 
 
@@ -136,13 +151,19 @@ def serve(tmp_path: Path) -> Iterator[ServeFactory]:
     started: list[Served] = []
 
     def start(
-        data_dir: Path | None = None, *overrides: str, config_path: Path | None = None
+        data_dir: Path | None = None,
+        *overrides: str,
+        config_path: Path | None = None,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
     ) -> Served:
         served = Served(
             data_dir or tmp_path / "data",
             tmp_path / f"serve-{len(started)}.log",
             *overrides,
             config_path=config_path,
+            args=args,
+            env=env,
         )
         started.append(served)
         return served

@@ -14,9 +14,11 @@ import pytest
 from tests._blocking_connection import BlockingConnection
 
 from odradek.cli.main import main
+from odradek.cli.serve import jaas_file_from_kafka_opts
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.client_codec import decode_response, encode_request
+from odradek.protocol.sasl import PlainClient
 
 from .conftest import (
     ServeFactory,
@@ -200,3 +202,72 @@ def test_a_port_in_use_is_one_line_and_status_1(tmp_path: Path) -> None:
     assert "address already in use" in line.lower()
     # The logs were loaded before the bind failed, so they were closed cleanly.
     assert (tmp_path / "data" / ".odradek_cleanshutdown").exists()
+
+
+# --- a static JAAS file ---------------------------------------------------------------------
+
+JAAS_FILE = """KafkaServer {
+    org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";
+};
+sasl_plaintext.KafkaServer {
+    org.apache.kafka.common.security.plain.PlainLoginModule required user_bob="bob-secret";
+};
+"""
+
+
+def login(port: int, user: str, password: str) -> int:
+    """Logs in with PLAIN on a new connection: the SaslAuthenticate error code."""
+    with BlockingConnection(f"127.0.0.1:{port}", timeout_s=5) as connection:
+        handshake = connection.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+        assert handshake["error_code"] == 0
+        token = PlainClient(user, password).first_token()
+        answer = connection.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+        return int(answer["error_code"])
+
+
+@pytest.mark.parametrize(
+    ("kafka_opts", "expected"),
+    [
+        ("", None),
+        ("-Xmx1G -Djava.security.auth.login.config=/etc/kafka/jaas.conf", "/etc/kafka/jaas.conf"),
+        ("-Djava.security.auth.login.config='/a b.conf' -Dx=1", "/a b.conf"),
+        (
+            "-Djava.security.auth.login.config=/one -Djava.security.auth.login.config=/two",
+            "/two",
+        ),
+    ],
+)
+def test_kafka_opts_names_the_jaas_file(kafka_opts: str, expected: str | None) -> None:
+    assert jaas_file_from_kafka_opts({"KAFKA_OPTS": kafka_opts}) == expected
+
+
+@pytest.mark.parametrize("how", ["--jaas-config", "KAFKA_OPTS"])
+def test_an_unreadable_jaas_file_is_a_usage_error(
+    how: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["serve"]
+    if how == "--jaas-config":
+        args += ["--jaas-config", "/nonexistent/jaas.conf"]
+    else:
+        monkeypatch.setenv("KAFKA_OPTS", "-Djava.security.auth.login.config=/nonexistent/jaas.conf")
+    assert main(args) == 2
+    line = assert_one_line(capsys.readouterr().err)
+    assert "cannot read java.security.auth.login.config file /nonexistent/jaas.conf" in line
+
+
+@pytest.mark.parametrize("how", ["--jaas-config", "KAFKA_OPTS"])
+def test_plain_users_from_the_jaas_file_log_in(
+    serve: ServeFactory, tmp_path: Path, how: str
+) -> None:
+    """The listener's own section (``sasl_plaintext.KafkaServer``) is the one read."""
+    path = tmp_path / "kafka_server_jaas.conf"
+    path.write_text(JAAS_FILE)
+    settings = ("listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms=PLAIN")
+    if how == "--jaas-config":
+        served = serve(None, *settings, args=["--jaas-config", str(path)])
+    else:
+        opts = f"-Xms64m -Djava.security.auth.login.config={path}"
+        served = serve(None, *settings, env={"KAFKA_OPTS": opts})
+    assert login(served.port, "bob", "bob-secret") == 0
+    assert login(served.port, "alice", "alice-secret") == ErrorCode.SASL_AUTHENTICATION_FAILED
+    assert served.signal(signal.SIGTERM) == 0

@@ -23,6 +23,8 @@ import pytest
 
 from odradek import Broker
 from odradek.records.batch import CompressionType, iter_batches
+from odradek.testing.certificates import make_certificates
+from odradek.testing.secure_broker import SecureBroker, add_scram_user, broker_settings
 
 INTEROP_DIR = Path(__file__).parent
 REPO_ROOT = INTEROP_DIR.parent.parent
@@ -195,3 +197,13 @@ def node_env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("KAFKAJS_NO_PARTITIONER_WARNING", "1")
     return env
+
+
+@pytest.fixture(scope="module")
+def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
+    """One secured broker per module (``odradek.testing.secure_broker``: six listeners, test
+    certificates, the PLAIN and SCRAM users)."""
+    certificates = make_certificates(tmp_path_factory.mktemp("certificates"))
+    with Broker(config=broker_settings(certificates)) as running:
+        add_scram_user(running)
+        yield SecureBroker(running, certificates)

@@ -1,12 +1,19 @@
 """``odradek serve``: run one broker in the foreground until SIGTERM or SIGINT.
 
-    odradek serve [--config server.properties] [--override NAME=VALUE ...] [--log-level LEVEL]
+    odradek serve [--config server.properties] [--override NAME=VALUE ...]
+                  [--jaas-config FILE] [--log-level LEVEL]
 
 Settings come from the properties file (Kafka's names, ``BrokerConfig.from_properties``), then
-the ``--override``/``-o`` values, later winning. The broker runs on the main thread's event loop
-(uvloop when it is installed) and logs to stderr; once it is up, the objects alive are frozen
-out of the garbage collector's passes (``odradek.broker.gc_freeze``); once it accepts
-connections it prints one line on stdout::
+the ``--override``/``-o`` values, later winning. A static JAAS file (PLAIN's users in a
+``KafkaServer`` or ``<listener>.KafkaServer`` section) is named by ``--jaas-config`` or, as
+Kafka's start script passes it, by ``-Djava.security.auth.login.config=FILE`` in the
+``KAFKA_OPTS`` environment variable; it becomes the setting
+``java.security.auth.login.config``, which ``--jaas-config`` sets over any other source and
+``KAFKA_OPTS`` only when neither the file nor an override sets it.
+
+The broker runs on the main thread's event loop (uvloop when it is installed) and logs to
+stderr; once it is up, the objects alive are frozen out of the garbage collector's passes
+(``odradek.broker.gc_freeze``); once it accepts connections it prints one line on stdout::
 
     odradek: broker 0 serving on 127.0.0.1:9092 (cluster <id>)
 
@@ -38,8 +45,11 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
+import shlex
 import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -48,6 +58,7 @@ from odradek.broker.allocator import retain_freed_memory
 from odradek.broker.app import BrokerApp
 from odradek.broker.config import BrokerConfig
 from odradek.broker.gc_freeze import freeze_start_up, thaw
+from odradek.broker.security.listeners import JAAS_FILE_SETTING
 from odradek.errors import ConfigError, OdradekError
 
 logger = logging.getLogger(__name__)
@@ -84,6 +95,22 @@ def parse_overrides(values: tuple[str, ...], option: str) -> dict[str, str]:
     return settings
 
 
+def jaas_file_from_kafka_opts(environ: Mapping[str, str]) -> str | None:
+    """The JAAS file ``KAFKA_OPTS`` names with ``-Djava.security.auth.login.config=FILE``
+    (the last one wins, as in Java), or None.
+
+    Raises:
+        click.BadParameter: ``KAFKA_OPTS`` cannot be split as a shell would.
+    """
+    try:
+        words = shlex.split(environ.get("KAFKA_OPTS", ""))
+    except ValueError as error:
+        raise click.BadParameter(f"cannot parse KAFKA_OPTS: {error}") from None
+    flag = f"-D{JAAS_FILE_SETTING}="
+    found = [word[len(flag) :] for word in words if word.startswith(flag)]
+    return found[-1] if found else None
+
+
 @click.command("serve")
 @click.option(
     "--config",
@@ -102,17 +129,34 @@ def parse_overrides(values: tuple[str, ...], option: str) -> dict[str, str]:
     help="Set one broker setting, after the file (repeatable).",
 )
 @click.option(
+    "--jaas-config",
+    "jaas_config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="A static JAAS file with a KafkaServer section (PLAIN's users). Default: the "
+    "-Djava.security.auth.login.config in KAFKA_OPTS.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(LOG_LEVELS, case_sensitive=False),
     default="info",
     show_default=True,
     help="Log level of the messages written to stderr.",
 )
-def serve(config_path: Path | None, overrides: tuple[str, ...], log_level: str) -> None:
+def serve(
+    config_path: Path | None, overrides: tuple[str, ...], jaas_config: Path | None, log_level: str
+) -> None:
     """Run a broker until SIGTERM or SIGINT (Ctrl-C), then shut it down cleanly."""
     settings = parse_overrides(overrides, "'--override' / '-o'")
+    if jaas_config is not None:
+        settings[JAAS_FILE_SETTING] = str(jaas_config)
+    from_environment = jaas_file_from_kafka_opts(os.environ)
     try:
         config = BrokerConfig.from_properties(config_path, settings)
+        if from_environment is not None and JAAS_FILE_SETTING not in dict(config.originals):
+            settings[JAAS_FILE_SETTING] = from_environment
+            config = BrokerConfig.from_properties(config_path, settings)
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     logging.basicConfig(stream=sys.stderr, level=log_level.upper(), format=LOG_FORMAT, force=True)

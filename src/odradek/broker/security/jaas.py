@@ -1,9 +1,13 @@
-"""Kafka's inline JAAS configuration (``sasl.jaas.config``), parsed into login-module entries.
+"""Kafka's JAAS configuration, parsed into login-module entries: inline (``sasl.jaas.config``)
+and the static JAAS file a Kafka broker is started with (``-Djava.security.auth.login.config``).
 
-The text is one or more ``<LoginModuleClass> <flag> key=value ... ;`` entries; a value is a
-double-quoted string (``\\"`` and ``\\\\`` escapes) or a bare token. The broker reads PLAIN's
-users (``user_<name>="<password>"``) and the credentials a broker uses to authenticate itself
-(``username`` / ``password``) from it; odradek's client reads ``username`` / ``password``.
+Inline text is one or more ``<LoginModuleClass> <flag> key=value ... ;`` entries; a value is a
+double-quoted string (``\\"`` and ``\\\\`` escapes) or a bare token. A file holds named sections
+of such entries, ``<name> { <entries> };``, with ``//`` and ``/* */`` comments, as Java's
+``ConfigFile`` reads it; a broker reads ``<listener, lower case>.KafkaServer`` and then
+``KafkaServer``. The broker reads PLAIN's users (``user_<name>="<password>"``) and the
+credentials a broker uses to authenticate itself (``username`` / ``password``) from the
+entries; odradek's client reads ``username`` / ``password``.
 """
 
 from __future__ import annotations
@@ -13,10 +17,20 @@ from dataclasses import dataclass
 
 from odradek.errors import ConfigError
 
-__all__ = ["JaasEntry", "parse_jaas_config", "plain_users"]
+__all__ = [
+    "KAFKA_SERVER_SECTION",
+    "JaasEntry",
+    "login_module_of",
+    "parse_jaas_config",
+    "parse_jaas_file",
+    "plain_users",
+]
 
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+#: The section of a JAAS file a Kafka broker reads (after ``<listener>.KafkaServer``).
+KAFKA_SERVER_SECTION = "KafkaServer"
+_SECTION_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 _FLAGS = frozenset({"required", "requisite", "sufficient", "optional"})
 _TOKEN = re.compile(
     r'\s*(?:(?P<semi>;)|(?P<key>[A-Za-z0-9_.\-]+)\s*=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*)"'
@@ -97,3 +111,88 @@ def plain_users(entries: list[JaasEntry]) -> dict[str, str]:
             if key.startswith("user_") and len(key) > len("user_"):
                 users[key[len("user_") :]] = value
     return users
+
+
+def login_module_of(mechanism: str) -> str:
+    """The login module whose entries of a JAAS file section serve ``mechanism``."""
+    return PLAIN_LOGIN_MODULE if mechanism == "PLAIN" else SCRAM_LOGIN_MODULE
+
+
+def parse_jaas_file(text: str, *, source: str) -> dict[str, list[JaasEntry]]:
+    """Parses a static JAAS file: its sections by name (case kept, as Java looks them up).
+
+    Raises:
+        ConfigError: a malformed file (a section without a name, ``{`` or ``}``, a section
+            given twice, an unterminated comment or quote, malformed entries), naming
+            ``source``.
+    """
+    text = _without_comments(text, source)
+    sections: dict[str, list[JaasEntry]] = {}
+    position = 0
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position == len(text):
+            return sections
+        name = _SECTION_NAME.match(text, position)
+        brace = text.find("{", position)
+        if name is None or brace < 0 or text[name.end() : brace].strip():
+            raise ConfigError(
+                f"invalid JAAS file {source}: expected '<name> {{' at {text[position:][:20]!r}"
+            )
+        end = _closing_brace(text, brace + 1, source)
+        if name[0] in sections:
+            raise ConfigError(f"invalid JAAS file {source}: section {name[0]} given twice")
+        sections[name[0]] = parse_jaas_config(
+            text[brace + 1 : end], setting=f"section {name[0]} of JAAS file {source}"
+        )
+        position = end + 1
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position < len(text) and text[position] == ";":
+            position += 1
+
+
+def _without_comments(text: str, source: str) -> str:
+    """``text`` with ``//`` and ``/* */`` comments outside quoted values blanked."""
+    out: list[str] = []
+    position, quoted = 0, False
+    while position < len(text):
+        char = text[position]
+        if quoted:
+            if char == "\\" and position + 1 < len(text):
+                out.append(text[position : position + 2])
+                position += 2
+                continue
+            quoted = char != '"'
+        elif char == '"':
+            quoted = True
+        elif text.startswith("//", position):
+            newline = text.find("\n", position)
+            position = len(text) if newline < 0 else newline
+            continue
+        elif text.startswith("/*", position):
+            close = text.find("*/", position + 2)
+            if close < 0:
+                raise ConfigError(f"invalid JAAS file {source}: unterminated /* comment")
+            out.append(" ")
+            position = close + 2
+            continue
+        out.append(char)
+        position += 1
+    return "".join(out)
+
+
+def _closing_brace(text: str, position: int, source: str) -> int:
+    quoted = False
+    while position < len(text):
+        char = text[position]
+        if quoted and char == "\\":
+            position += 2
+            continue
+        if char == '"':
+            quoted = not quoted
+        elif char == "}" and not quoted:
+            return position
+        position += 1
+    raise ConfigError(f"invalid JAAS file {source}: a section has no closing '}}'")

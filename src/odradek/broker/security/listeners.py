@@ -12,6 +12,12 @@ Settings read here (Kafka's names and defaults):
   PLAIN,SCRAM-SHA-256,SCRAM-SHA-512 on SASL listeners);
 - ``sasl.jaas.config`` and ``listener.name.<l>.<mechanism>.sasl.jaas.config`` (PLAIN's users,
   and the credentials this broker presents to others);
+- ``java.security.auth.login.config``: a static JAAS file, as a Kafka broker takes it from the
+  JVM system property (``odradek serve`` sets it from ``--jaas-config`` or ``KAFKA_OPTS``). A
+  listener with none of the settings above for a mechanism uses the file's
+  ``<listener, lower case>.KafkaServer`` section, else its ``KafkaServer`` section, and of
+  that section the entries of the mechanism's login module (PlainLoginModule for PLAIN,
+  ScramLoginModule for SCRAM), as Kafka does. The file is read once, here;
 - ``sasl.server.max.receive.size`` (524288): the largest frame before authentication;
 - ``connections.max.reauth.ms`` (0: sessions never expire; KIP-368);
 - ``connection.failed.authentication.delay.ms`` (100): how long a connection whose
@@ -19,8 +25,9 @@ Settings read here (Kafka's names and defaults):
 - every ``ssl.*`` setting of ``security.tls``.
 
 Each of those may be given per listener as ``listener.name.<listener, lower case>.<setting>``,
-which wins over the plain name. ``SecurityConfig.from_settings`` is pure: it validates values
-and names the bad setting in a ``ConfigError``; files are read when the server starts.
+which wins over the plain name. ``SecurityConfig.from_settings`` validates values
+and names the bad setting in a ``ConfigError``; files other than the JAAS file are read when
+the server starts.
 """
 
 from __future__ import annotations
@@ -31,12 +38,20 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from odradek.broker.kafka_settings import kafka_setting_base
-from odradek.broker.security.jaas import JaasEntry, parse_jaas_config, plain_users
+from odradek.broker.security.jaas import (
+    KAFKA_SERVER_SECTION,
+    JaasEntry,
+    login_module_of,
+    parse_jaas_config,
+    parse_jaas_file,
+    plain_users,
+)
 from odradek.broker.security.tls import SslSettings
 from odradek.errors import ConfigError
 from odradek.protocol.sasl import PLAIN, ScramMechanism
 
 __all__ = [
+    "JAAS_FILE_SETTING",
     "SECURITY_DEFAULTS",
     "SECURITY_PROTOCOLS",
     "SECURITY_SETTING_NAMES",
@@ -50,6 +65,8 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 DEFAULT_PROTOCOL_MAP = {protocol: protocol for protocol in SECURITY_PROTOCOLS}
 SUPPORTED_MECHANISMS = (PLAIN, *(m.mechanism_name for m in ScramMechanism))
 DEFAULT_MECHANISMS = SUPPORTED_MECHANISMS
+#: The JVM system property naming a Kafka broker's static JAAS file.
+JAAS_FILE_SETTING = "java.security.auth.login.config"
 #: Kafka's ``sasl.server.max.receive.size``.
 DEFAULT_MAX_RECEIVE_SIZE = 524288
 
@@ -105,8 +122,9 @@ def described_default(name: str) -> str | None:
 
 
 def is_security_setting(name: str) -> bool:
-    """Whether ``name`` is a setting this module reads (plain or per-listener)."""
-    if name in _GLOBAL_NAMES or name in _PER_LISTENER_NAMES:
+    """Whether ``name`` is a setting this module reads (plain or per-listener; the JAAS file's
+    system property too, which is no broker setting of Kafka's and so not described)."""
+    if name == JAAS_FILE_SETTING or name in _GLOBAL_NAMES or name in _PER_LISTENER_NAMES:
         return True
     match = _LISTENER_PREFIX.fullmatch(name)
     if match is None:
@@ -162,9 +180,11 @@ class SecurityConfig:
 
         Raises:
             ConfigError: a listener with no protocol in the map, an unknown protocol or
-                mechanism, an SSL listener without a key, malformed JAAS text, an inter-broker
-                listener that is not a listener; the message names the setting.
+                mechanism, an SSL listener without a key, malformed JAAS text or file, a JAAS
+                file that cannot be read, an inter-broker listener that is not a listener;
+                the message names the setting.
         """
+        jaas_file = _read_jaas_file(settings.get(JAAS_FILE_SETTING))
         protocol_map = _protocol_map(settings.get("listener.security.protocol.map"))
         listeners: dict[str, ListenerSecurity] = {}
         for name in listener_names:
@@ -174,7 +194,7 @@ class SecurityConfig:
                     f"listener {name} has no security protocol: add {name}:<protocol> to "
                     "listener.security.protocol.map"
                 )
-            listeners[name] = _listener(settings, name, protocol)
+            listeners[name] = _listener(settings, name, protocol, jaas_file)
         inter_broker = settings.get("inter.broker.listener.name")
         if inter_broker is None:
             protocol = settings.get("security.inter.broker.protocol", "PLAINTEXT").upper()
@@ -211,7 +231,23 @@ def _protocol_map(raw: str | None) -> dict[str, str]:
     return mapping
 
 
-def _listener(settings: Mapping[str, str], name: str, protocol: str) -> ListenerSecurity:
+def _read_jaas_file(path: str | None) -> Mapping[str, list[JaasEntry]]:
+    if not path:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read {JAAS_FILE_SETTING} file {path}: {error}") from None
+    return parse_jaas_file(text, source=path)
+
+
+def _listener(
+    settings: Mapping[str, str],
+    name: str,
+    protocol: str,
+    jaas_file: Mapping[str, list[JaasEntry]],
+) -> ListenerSecurity:
     prefix = f"listener.name.{name.lower()}."
 
     def get(setting: str, default: str | None = None) -> str | None:
@@ -232,7 +268,7 @@ def _listener(settings: Mapping[str, str], name: str, protocol: str) -> Listener
                     f"invalid value {','.join(mechanisms)!r} for sasl.enabled.mechanisms "
                     f"(listener {name}): {mechanism} is not one of {list(SUPPORTED_MECHANISMS)}"
                 )
-            entries = _jaas(settings, prefix, mechanism)
+            entries = _jaas(settings, prefix, mechanism, name, jaas_file)
             if mechanism == PLAIN:
                 users = plain_users(entries)
             for entry in entries:
@@ -256,7 +292,13 @@ def _listener(settings: Mapping[str, str], name: str, protocol: str) -> Listener
     )
 
 
-def _jaas(settings: Mapping[str, str], prefix: str, mechanism: str) -> list[JaasEntry]:
+def _jaas(
+    settings: Mapping[str, str],
+    prefix: str,
+    mechanism: str,
+    listener: str,
+    jaas_file: Mapping[str, list[JaasEntry]],
+) -> list[JaasEntry]:
     for setting in (
         f"{prefix}{mechanism.lower()}.sasl.jaas.config",
         f"{prefix}sasl.jaas.config",
@@ -265,6 +307,11 @@ def _jaas(settings: Mapping[str, str], prefix: str, mechanism: str) -> list[Jaas
         text = settings.get(setting)
         if text is not None:
             return parse_jaas_config(text, setting=setting)
+    for section in (f"{listener.lower()}.{KAFKA_SERVER_SECTION}", KAFKA_SERVER_SECTION):
+        entries = jaas_file.get(section)
+        if entries is not None:
+            module = login_module_of(mechanism)
+            return [entry for entry in entries if entry.login_module == module]
     return []
 
 
