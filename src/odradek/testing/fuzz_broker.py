@@ -8,8 +8,9 @@ not exiting cleanly when it was.
 
 Used by the test suite (a short seeded slice) and by ``scripts/fuzz-broker`` (a long run:
 ``python -m odradek.testing.fuzz_broker --seed 1 --frames 1000000``), which prints the figures
-and exits non-zero when the broker crashed, hung, logged an error, answered out of order or
-lost acknowledged data.
+and exits non-zero when the broker crashed, hung, logged an error, answered out of order,
+lost acknowledged data or grew its resident memory by more than ``--max-rss-growth-mib``
+(20 MiB unless told: ``failures`` is the verdict).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from odradek.testing.protocol_fuzz import (
 )
 from odradek.testing.serve import start_serve, stop_serve
 
-__all__ = ["BrokerFigures", "FuzzRun", "fuzz_broker"]
+__all__ = ["MAX_RSS_GROWTH_BYTES", "BrokerFigures", "FuzzRun", "failures", "fuzz_broker"]
 
 #: APIs a run may leave out (``--exclude-unbounded``): CreateTopics and CreatePartitions are
 #: bounded by the broker's partition limits, which the fuzzed broker sets low (see
@@ -48,6 +49,9 @@ BROKER_OVERRIDES = {
     "max.partitions.per.request": "32",
     "max.broker.partitions": "400",
 }
+
+#: The most a long run may grow the broker's resident memory (start to end) and still pass.
+MAX_RSS_GROWTH_BYTES = 20 << 20
 
 _ERROR_LINE = re.compile(r"^\S+ \S+ (ERROR|CRITICAL) (\S+): (.*)$")
 
@@ -137,6 +141,37 @@ def fuzz_broker(run: FuzzRun) -> tuple[FuzzReport, BrokerFigures]:
     return report, figures
 
 
+def failures(
+    report: FuzzReport, figures: BrokerFigures, max_rss_growth_bytes: int = MAX_RSS_GROWTH_BYTES
+) -> list[str]:
+    """Why the run failed, one short reason each; empty when it passed.
+
+    A run fails when the broker crashed, a probe hung, the broker logged a traceback or an
+    ERROR line, answered out of order, lost an acknowledged record, or its resident memory
+    grew (end against start) by more than ``max_rss_growth_bytes``.
+    """
+    reasons = []
+    if figures.crashed:
+        reasons.append(f"the broker crashed (exit code {figures.exit_code})")
+    if report.hangs:
+        reasons.append(f"{report.hangs} probes hung")
+    if figures.tracebacks:
+        reasons.append(f"{figures.tracebacks} tracebacks")
+    if figures.error_lines:
+        reasons.append(f"{len(figures.error_lines)} ERROR lines")
+    if report.order_violations:
+        reasons.append(f"{len(report.order_violations)} answers out of order")
+    if report.lost_records:
+        reasons.append(f"{len(report.lost_records)} acknowledged records lost")
+    if figures.rss_growth_bytes > max_rss_growth_bytes:
+        mib = 1 << 20
+        reasons.append(
+            f"RSS grew {figures.rss_growth_bytes / mib:.1f} MiB "
+            f"(more than {max_rss_growth_bytes / mib:g} MiB)"
+        )
+    return reasons
+
+
 def _read_log(path: Path, figures: BrokerFigures) -> None:
     with path.open(errors="replace") as log:
         for line in log:
@@ -185,6 +220,12 @@ def main(argv: list[str] | None = None) -> int:
         help="leave CreateTopics and CreatePartitions out (they are fuzzed by default)",
     )
     parser.add_argument("--keep", type=Path, help="run in this directory and keep it")
+    parser.add_argument(
+        "--max-rss-growth-mib",
+        type=float,
+        default=MAX_RSS_GROWTH_BYTES / (1 << 20),
+        help="the broker's resident memory may grow this much from start to end (default 20)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="odradek-fuzz-") as scratch:
         directory = args.keep or Path(scratch)
@@ -198,15 +239,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         report, figures = fuzz_broker(run)
         _print_figures(run, report, figures)
-    failed = (
-        figures.crashed
-        or report.hangs
-        or figures.tracebacks
-        or figures.error_lines
-        or report.order_violations
-        or report.lost_records
-    )
-    return 1 if failed else 0
+    reasons = failures(report, figures, int(args.max_rss_growth_mib * (1 << 20)))
+    if reasons:
+        print("FAILED: " + "; ".join(reasons))
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
