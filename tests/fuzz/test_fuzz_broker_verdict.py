@@ -78,3 +78,18 @@ def test_the_long_run_exits_non_zero_on_rss_growth(
 
     assert fuzz_broker.main(["--frames", "10"]) == status
     assert ("FAILED: RSS grew" in capsys.readouterr().out) is bool(status)
+
+
+def test_what_the_warm_up_finds_counts_as_the_runs() -> None:
+    report, figures = _clean()
+    warmup = FuzzReport(
+        frames=5, probes=2, hangs=1, lost_records=["p0@3"], mutations={"fault": 4}, elapsed_s=1.5
+    )
+    report.mutations = {"fault": 1, "none": 2}
+
+    fuzz_broker._fold(report, warmup)
+
+    assert (report.frames, report.probes, report.hangs) == (15, 5, 1)
+    assert report.lost_records == ["p0@3"]
+    assert report.mutations == {"fault": 5, "none": 2}
+    assert failures(report, figures) == ["1 probes hung", "1 acknowledged records lost"]
