@@ -24,13 +24,23 @@ Cases, each CPU time (``time.process_time``) per produce, the minimum over inter
 The difference (real − null) is what the log costs per request; null/real is the share of the
 null server's rate the broker would reach were the server's CPU the only limit.
 
-    .venv/bin/python bench/request_path_cost.py [--requests 4000] [--rounds 7]
+``--breakdown`` splits the *produce* difference, in the same interleaved rounds: *null + write*
+is the null server whose partitions also write each batch to a file of their own in the log
+directory (the real log's one ``write`` per append, with no log code), and *append alone* is
+``Partition.append_as_leader`` of the real partitions called in a loop outside any request.
+When real − (null + write) is much more than append alone − the null's append, the log's code
+costs more inside a request than on its own: its instructions are not the whole of its cost
+(callgrind counts instructions; CPU time also counts the cache and TLB misses a syscall and a
+larger working set bring).
+
+    .venv/bin/python bench/request_path_cost.py [--requests 4000] [--rounds 7] [--breakdown]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import struct
 import tempfile
 import time
@@ -54,10 +64,23 @@ _PRODUCER_OFFSET = 43
 _IDEMPOTENT_PRODUCER_ID = 4242
 
 
+class WritingNullPartition(NullPartition):
+    """A null partition that also writes each appended batch to a file of its own (the real
+    log's one ``write`` per append, with none of its code)."""
+
+    def __init__(self, path: str, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.segment_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def append_as_leader(self, data: bytes) -> Any:
+        os.write(self.segment_fd, data)
+        return super().append_as_leader(data)
+
+
 class Rig:
     """One broker whose partitions of ``TOPIC`` are real or null, fed frames directly."""
 
-    def __init__(self, app: BrokerApp, value_bytes: int) -> None:
+    def __init__(self, app: BrokerApp, value_bytes: int, data_dir: str) -> None:
         assert app.ctx is not None
         assert app.server is not None
         self.app = app
@@ -67,6 +90,10 @@ class Rig:
         self.real_get = self.replicas.get
         blob = prebuilt(1, value_bytes)
         self.nulls = [NullPartition(*blob, follow=True) for _ in range(PARTITIONS)]
+        self.writing_nulls = [
+            WritingNullPartition(os.path.join(data_dir, f"null-writes-{p}.log"), *blob, follow=True)
+            for p in range(PARTITIONS)
+        ]
         self.produce = [produce_frame(p, 1, value_bytes) for p in range(PARTITIONS)]
         #: Where each produce frame's batch starts, and the next base sequence per partition,
         #: per kind: the null partitions keep no producer state, and a real partition that
@@ -78,8 +105,8 @@ class Rig:
 
     def use(self, kind: str) -> None:
         self.kind = kind
-        if kind == "null":
-            nulls = self.nulls
+        if kind in ("null", "null + write"):
+            nulls = self.nulls if kind == "null" else self.writing_nulls
             self.replicas.get = lambda tp: nulls[tp.partition]  # type: ignore[method-assign]
         else:
             self.replicas.get = self.real_get  # type: ignore[method-assign]
@@ -105,6 +132,22 @@ class Rig:
         started = time.process_time()
         for i in range(requests):
             self._answer(conn, self.produce[i % PARTITIONS])
+        return (time.process_time() - started) / requests
+
+    def append_alone(self, requests: int, kind: str) -> float:
+        """``append_as_leader`` of the real (or null) partitions (the produce frames' batches,
+        round-robin), called in a loop outside any request."""
+        partitions: list[Any] = (
+            [self.real_get(TopicPartition(TOPIC, p)) for p in range(PARTITIONS)]
+            if kind == "real"
+            else self.nulls
+        )
+        batches = [
+            frame[start:] for frame, start in zip(self.produce, self.batch_starts, strict=True)
+        ]
+        started = time.process_time()
+        for i in range(requests):
+            partitions[i % PARTITIONS].append_as_leader(batches[i % PARTITIONS])
         return (time.process_time() - started) / requests
 
     def idempotent_frames(self, requests: int) -> list[bytes]:
@@ -181,7 +224,7 @@ async def run(args: argparse.Namespace) -> None:
         try:
             assert app.topics is not None
             app.topics.create_topic(TOPIC, PARTITIONS)
-            rig = Rig(app, args.value_bytes)
+            rig = Rig(app, args.value_bytes, data_dir)
             cases: dict[str, Callable[[], float]] = {
                 "produce": lambda: rig.produce_only(args.requests),
                 "idempotent produce": lambda: rig.idempotent_produce(args.requests),
@@ -191,14 +234,23 @@ async def run(args: argparse.Namespace) -> None:
                     args.requests, every
                 )
             best: dict[tuple[str, str], float] = {}
+
+            def record(key: tuple[str, str], seconds: float) -> None:
+                best[key] = min(best.get(key, seconds), seconds)
+
             for _ in range(args.rounds):
                 for kind in ("null", "real"):
                     rig.use(kind)
                     for name, case in cases.items():
-                        seconds = case()
-                        key = (name, kind)
-                        best[key] = min(best.get(key, seconds), seconds)
+                        record((name, kind), case())
+                if args.breakdown:
+                    rig.use("null + write")
+                    record(("produce", "null + write"), rig.produce_only(args.requests))
+                    for kind in ("null", "real"):
+                        record((f"{kind} append alone", ""), rig.append_alone(args.requests, kind))
             rig.use("real")
+            for partition in rig.writing_nulls:
+                os.close(partition.segment_fd)
             print(
                 f"CPU µs per produce request, min of {args.rounds} interleaved rounds of "
                 f"{args.requests:,} ({args.value_bytes} B records, {PARTITIONS} partitions)"
@@ -208,6 +260,19 @@ async def run(args: argparse.Namespace) -> None:
                 null, real = best[(name, "null")] * 1e6, best[(name, "real")] * 1e6
                 print(
                     f"{name:<26} {null:>7.2f} {real:>7.2f} {real - null:>9.2f} {null / real:>9.0%}"
+                )
+            if args.breakdown:
+                null, writing, real = (
+                    best[("produce", kind)] * 1e6 for kind in ("null", "null + write", "real")
+                )
+                null_alone, real_alone = (
+                    best[(f"{kind} append alone", "")] * 1e6 for kind in ("null", "real")
+                )
+                print(
+                    f"produce: null {null:.2f}, null + write {writing:.2f}, real {real:.2f}: "
+                    f"the write {writing - null:.2f}, the rest of the log {real - writing:.2f}; "
+                    f"append_as_leader alone, in a loop: null {null_alone:.2f}, "
+                    f"real {real_alone:.2f} (difference {real_alone - null_alone:.2f})"
                 )
         finally:
             await app.stop()
@@ -219,6 +284,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--value-bytes", type=int, default=200)
     parser.add_argument("--data-root", help="where the log directory goes")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="split the produce case (module docstring)"
+    )
     asyncio.run(run(parser.parse_args()))
 
 

@@ -1,20 +1,23 @@
 """One protocol fuzz run against an ``odradek serve`` child process, with the broker's figures.
 
 ``fuzz_broker(FuzzRun(...))`` starts the broker on a fresh data directory with its log in a
-file, runs ``protocol_fuzz.run_fuzz`` against it, samples its resident memory, stops it with
-SIGTERM, and reads the log: every ERROR line and traceback (a handler that raised, a "Fatal
-error on transport") is counted. A crash is the broker exiting before it was asked to, or
-not exiting cleanly when it was.
+file, runs ``protocol_fuzz.run_fuzz`` against it, samples its resident memory (growth counts
+from after ``warmup_frames``: the first thousands of frames load code and tables lazily, some
+20 MiB, which is no leak), stops it with SIGTERM, and reads the log: every ERROR line and
+traceback (a handler that raised, a "Fatal error on transport") is counted. A crash is the
+broker exiting before it was asked to, or not exiting cleanly when it was.
 
 Used by the test suite (a short seeded slice) and by ``scripts/fuzz-broker`` (a long run:
 ``python -m odradek.testing.fuzz_broker --seed 1 --frames 1000000``), which prints the figures
-and exits non-zero when the broker crashed, hung, logged an error, answered out of order or
-lost acknowledged data.
+and exits non-zero when the broker crashed, hung, logged an error, answered out of order,
+lost acknowledged data or grew its resident memory by more than ``--max-rss-growth-mib``
+(20 MiB unless told: ``failures`` is the verdict).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 import tempfile
@@ -33,7 +36,7 @@ from odradek.testing.protocol_fuzz import (
 )
 from odradek.testing.serve import start_serve, stop_serve
 
-__all__ = ["BrokerFigures", "FuzzRun", "fuzz_broker"]
+__all__ = ["MAX_RSS_GROWTH_BYTES", "BrokerFigures", "FuzzRun", "failures", "fuzz_broker"]
 
 #: APIs a run may leave out (``--exclude-unbounded``): CreateTopics and CreatePartitions are
 #: bounded by the broker's partition limits, which the fuzzed broker sets low (see
@@ -49,6 +52,16 @@ BROKER_OVERRIDES = {
     "max.broker.partitions": "400",
 }
 
+#: The most a long run may grow the broker's resident memory (start to end) and still pass.
+MAX_RSS_GROWTH_BYTES = 20 << 20
+
+#: Added to the run's seed for its warm-up (another stream of frames than the run's).
+_WARMUP_SEED = 1_000_003
+#: The warm-up's acknowledged produces go to a topic of their own (each run expects its empty).
+_WARMUP_INTEGRITY_TOPIC = "fuzz-acked-warmup"
+#: ``scripts/fuzz-broker``'s warm-up: enough for every template to be sent several times.
+DEFAULT_WARMUP_FRAMES = 5_000
+
 _ERROR_LINE = re.compile(r"^\S+ \S+ (ERROR|CRITICAL) (\S+): (.*)$")
 
 
@@ -63,6 +76,9 @@ class FuzzRun:
     log_level: str = "info"
     excluded: frozenset[ApiKey] = frozenset()
     rss_sample_interval_s: float = 0.5
+    #: Fuzzed frames sent (another seed's) before the start RSS is read; what they find
+    #: counts as the run's (their frames too).
+    warmup_frames: int = 0
 
 
 @dataclass(slots=True)
@@ -120,9 +136,21 @@ def fuzz_broker(run: FuzzRun) -> tuple[FuzzReport, BrokerFigures]:
             max_pipeline=run.max_pipeline,
             excluded=run.excluded,
         )
+        warmup = None
+        if run.warmup_frames:
+            warmup = run_fuzz(
+                dataclasses.replace(
+                    config,
+                    seed=run.seed + _WARMUP_SEED,
+                    frames=run.warmup_frames,
+                    integrity_topic=_WARMUP_INTEGRITY_TOPIC,
+                )
+            )
         figures.rss_start_bytes = read_rss_bytes(process.pid)
         sampler.start()
         report = run_fuzz(config)
+        if warmup is not None:
+            _fold(report, warmup)
         figures.died_during_run = process.poll() is not None
         if not figures.died_during_run:
             figures.rss_end_bytes = read_rss_bytes(process.pid)
@@ -135,6 +163,54 @@ def fuzz_broker(run: FuzzRun) -> tuple[FuzzReport, BrokerFigures]:
             process.stdout.close()
     _read_log(log_path, figures)
     return report, figures
+
+
+def _fold(report: FuzzReport, warmup: FuzzReport) -> None:
+    """Adds the warm-up's counts and findings to the run's ``report``."""
+    report.frames += warmup.frames
+    report.episodes += warmup.episodes
+    report.closed_by_broker += warmup.closed_by_broker
+    report.episode_timeouts += warmup.episode_timeouts
+    report.order_violations.extend(warmup.order_violations)
+    report.probes += warmup.probes
+    report.hangs += warmup.hangs
+    report.probe_max_latency_s = max(report.probe_max_latency_s, warmup.probe_max_latency_s)
+    report.acked_records += warmup.acked_records
+    report.lost_records.extend(warmup.lost_records)
+    for name, count in warmup.mutations.items():
+        report.mutations[name] = report.mutations.get(name, 0) + count
+    report.elapsed_s += warmup.elapsed_s
+
+
+def failures(
+    report: FuzzReport, figures: BrokerFigures, max_rss_growth_bytes: int = MAX_RSS_GROWTH_BYTES
+) -> list[str]:
+    """Why the run failed, one short reason each; empty when it passed.
+
+    A run fails when the broker crashed, a probe hung, the broker logged a traceback or an
+    ERROR line, answered out of order, lost an acknowledged record, or its resident memory
+    grew (end against start, after the warm-up) by more than ``max_rss_growth_bytes``.
+    """
+    reasons = []
+    if figures.crashed:
+        reasons.append(f"the broker crashed (exit code {figures.exit_code})")
+    if report.hangs:
+        reasons.append(f"{report.hangs} probes hung")
+    if figures.tracebacks:
+        reasons.append(f"{figures.tracebacks} tracebacks")
+    if figures.error_lines:
+        reasons.append(f"{len(figures.error_lines)} ERROR lines")
+    if report.order_violations:
+        reasons.append(f"{len(report.order_violations)} answers out of order")
+    if report.lost_records:
+        reasons.append(f"{len(report.lost_records)} acknowledged records lost")
+    if figures.rss_growth_bytes > max_rss_growth_bytes:
+        mib = 1 << 20
+        reasons.append(
+            f"RSS grew {figures.rss_growth_bytes / mib:.1f} MiB "
+            f"(more than {max_rss_growth_bytes / mib:g} MiB)"
+        )
+    return reasons
 
 
 def _read_log(path: Path, figures: BrokerFigures) -> None:
@@ -160,7 +236,8 @@ def _print_figures(run: FuzzRun, report: FuzzReport, figures: BrokerFigures) -> 
         f"handler tracebacks {figures.tracebacks}, ERROR lines {len(figures.error_lines)}",
         f"answers out of order {len(report.order_violations)}",
         f"acknowledged records {report.acked_records}, lost {len(report.lost_records)}",
-        f"broker RSS {figures.rss_start_bytes / mib:.1f} MiB at start, "
+        f"broker RSS {figures.rss_start_bytes / mib:.1f} MiB at start "
+        f"(after {run.warmup_frames} warm-up frames), "
         f"{figures.rss_end_bytes / mib:.1f} MiB at end, {figures.rss_max_bytes / mib:.1f} MiB "
         f"max: growth {figures.rss_growth_bytes / mib:+.1f} MiB",
         f"connections closed by the broker {report.closed_by_broker}, "
@@ -185,6 +262,18 @@ def main(argv: list[str] | None = None) -> int:
         help="leave CreateTopics and CreatePartitions out (they are fuzzed by default)",
     )
     parser.add_argument("--keep", type=Path, help="run in this directory and keep it")
+    parser.add_argument(
+        "--warmup-frames",
+        type=int,
+        default=DEFAULT_WARMUP_FRAMES,
+        help="frames sent before the broker's start RSS is read (default 5000; counted in)",
+    )
+    parser.add_argument(
+        "--max-rss-growth-mib",
+        type=float,
+        default=MAX_RSS_GROWTH_BYTES / (1 << 20),
+        help="the broker's resident memory may grow this much from start to end (default 20)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="odradek-fuzz-") as scratch:
         directory = args.keep or Path(scratch)
@@ -195,18 +284,15 @@ def main(argv: list[str] | None = None) -> int:
             max_pipeline=args.max_pipeline,
             log_level=args.log_level,
             excluded=UNBOUNDED_APIS if args.exclude_unbounded else frozenset(),
+            warmup_frames=args.warmup_frames,
         )
         report, figures = fuzz_broker(run)
         _print_figures(run, report, figures)
-    failed = (
-        figures.crashed
-        or report.hangs
-        or figures.tracebacks
-        or figures.error_lines
-        or report.order_violations
-        or report.lost_records
-    )
-    return 1 if failed else 0
+    reasons = failures(report, figures, int(args.max_rss_growth_mib * (1 << 20)))
+    if reasons:
+        print("FAILED: " + "; ".join(reasons))
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

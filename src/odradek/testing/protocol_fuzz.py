@@ -74,6 +74,8 @@ class FuzzConfig:
         workers: connections fuzzed at once (threads), each with its own random stream
             (seeded from ``seed`` and its index) and an equal share of ``frames``.
         excluded: APIs to build no templates for.
+        integrity_topic: the topic of the acknowledged produces (created by the run, which
+            expects it empty: a second run on the same broker names another).
     """
 
     host: str
@@ -88,6 +90,7 @@ class FuzzConfig:
     integrity_every: int = 200
     workers: int = 4
     excluded: frozenset[ApiKey] = frozenset()
+    integrity_topic: str = INTEGRITY_TOPIC
 
 
 @dataclass(slots=True)
@@ -291,7 +294,7 @@ class _Probe(threading.Thread):
             4,
             _PROBE_ID,
             _CLIENT_ID,
-            {"topics": [{"name": INTEGRITY_TOPIC}], "allow_auto_topic_creation": False},
+            {"topics": [{"name": config.integrity_topic}], "allow_auto_topic_creation": False},
         )
         conn: _Connection | None = None
         while not self._stop_event.wait(config.probe_interval_s):
@@ -304,7 +307,7 @@ class _Probe(threading.Thread):
                 if answer is None:
                     raise ConnectionError("closed")
                 answered, body = decode_response(ApiKey.METADATA, 4, answer)
-                if answered != _PROBE_ID or body["topics"][0]["name"] != INTEGRITY_TOPIC:
+                if answered != _PROBE_ID or body["topics"][0]["name"] != config.integrity_topic:
                     raise ProtocolError("wrong answer")
             except (OSError, ProtocolError, KeyError, IndexError):
                 self._report.hangs += 1
@@ -337,7 +340,7 @@ class _Integrity:
         """Creates the integrity topic and (again, if a fuzzed DeleteTopics removed them) the
         topics fuzzed requests name: the broker should not auto-create topics."""
         conn = self._connect()
-        topics = [(INTEGRITY_TOPIC, 1)] + [(name, 2) for name in FUZZ_TOPICS[:-1]]
+        topics = [(self._config.integrity_topic, 1)] + [(name, 2) for name in FUZZ_TOPICS[:-1]]
         try:
             fields = {
                 "topics": [
@@ -370,7 +373,10 @@ class _Integrity:
             "acks": -1,
             "timeout": 30_000,
             "topic_data": [
-                {"name": INTEGRITY_TOPIC, "partition_data": [{"index": 0, "records": batch}]}
+                {
+                    "name": self._config.integrity_topic,
+                    "partition_data": [{"index": 0, "records": batch}],
+                }
             ],
         }
         conn = self._connect()
@@ -398,7 +404,7 @@ class _Integrity:
                     "min_bytes": 0,
                     "topics": [
                         {
-                            "topic": INTEGRITY_TOPIC,
+                            "topic": self._config.integrity_topic,
                             "partitions": [
                                 {
                                     "partition": 0,
