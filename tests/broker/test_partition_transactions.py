@@ -208,3 +208,25 @@ def test_the_scan_reads_batches_across_chunk_ends(
     assert reopened.aborted_transactions(0, 1 << 40) == expected
     assert reopened.last_stable_offset == 45  # producer 8's transaction is open
     reopened.log.close()
+
+
+def test_a_marker_between_verification_and_append_voids_the_guard(tmp_path: Path) -> None:
+    """KIP-890 part 1: a producer with no open transaction gets a guard; a marker for it (its
+    transaction aborted while the coordinator was asked) voids it, so the verified batch is
+    refused; once a transaction is open no verification is needed."""
+    partition = leader(open_log(tmp_path))
+    guard = partition.verification_guard(7)
+    assert guard is not None
+    assert partition.verification_guard(7) is guard  # one guard per producer at a time
+    assert partition.verification_holds(7, guard)
+    partition.append_marker(7, 0, False, 0)
+    assert not partition.verification_holds(7, guard)
+
+    fresh = partition.verification_guard(7)
+    assert fresh is not None
+    assert fresh is not guard
+    partition.append_as_leader(txn_batch(7, 0))
+    assert partition.verification_guard(7) is None  # its transaction is open here
+    assert partition.verification_holds(7, fresh)
+    partition.append_marker(7, 0, True, 0)
+    assert not partition.verification_holds(7, fresh)

@@ -116,7 +116,9 @@ from odradek.broker.server import BrokerServer
 from odradek.broker.server_listener import ServerListener
 from odradek.broker.topic_manager import TopicManager
 from odradek.broker.txn.markers import MarkerWriter
+from odradek.broker.txn.records import TRANSACTION_STATE_TOPIC
 from odradek.broker.txn.runtime import TransactionCoordinatorRuntime
+from odradek.broker.txn.verification import TransactionVerifier
 from odradek.controller.admission import PartitionLimits
 from odradek.controller.brokers import LiveBrokers
 from odradek.controller.cluster import ClusterController, ControllerSettings
@@ -211,6 +213,7 @@ class BrokerApp:
         self.topics: TopicManager | None = None
         self.groups: GroupCoordinatorRuntime | None = None
         self.transactions: TransactionCoordinatorRuntime | None = None
+        self.txn_verifier: TransactionVerifier | None = None
         self.cluster: ClusterMember | None = None
         self.live_brokers: LiveBrokers | None = None
         self.isr_changes: IsrChangeManager | None = None
@@ -338,6 +341,13 @@ class BrokerApp:
             else None,
         )
         self.transactions.start()
+        if config.transaction_partition_verification_enable:
+            self.txn_verifier = TransactionVerifier(
+                config.broker_id,
+                self._transaction_coordinator,
+                self.transactions,
+                security=self.inter_broker,
+            )
         router = Router.from_modules(HANDLER_MODULES)
         security = config.security
         inter_broker = security.inter_broker_listener_name
@@ -357,6 +367,7 @@ class BrokerApp:
             groups=self.groups,
             producer_ids=producer_ids,
             transactions=self.transactions,
+            txn_verifier=self.txn_verifier,
             fetch_sessions=FetchSessionCache(config.max_incremental_fetch_session_cache_slots),
             scram_credentials=ScramCredentialStore(self.store),
         )
@@ -507,6 +518,13 @@ class BrokerApp:
         leader = self.cluster.cache.leader(tp)
         return None if leader is None else (leader.broker_id, leader.host, leader.port)
 
+    def _transaction_coordinator(self, transactional_id: str) -> tuple[int, str, int] | None:
+        """Where a transactional id's coordinator is (its ``__transaction_state``
+        partition's leader), for the produce path's verification."""
+        assert self.transactions is not None
+        index = self.transactions.partition_for(transactional_id)
+        return self._partition_leader(TopicPartition(TRANSACTION_STATE_TOPIC, index))
+
     def _start_metrics(self, replicas: ReplicaManager) -> None:
         """The Prometheus endpoint (``broker.metrics``), when the settings turn it on."""
         config = self.config
@@ -597,6 +615,8 @@ class BrokerApp:
             await self.isr_changes.stop()
         if self.controller is not None:
             await asyncio.to_thread(self.controller.stop)
+        if self.txn_verifier is not None:
+            await self.txn_verifier.stop()
         if self.transactions is not None:
             await self.transactions.stop()
         if self.groups is not None:

@@ -177,6 +177,9 @@ class BrokerConfig:
     offsets_commit_required_acks: int = -1
     offsets_commit_timeout_ms: int = 5_000
     transaction_config: TransactionConfig = field(default_factory=TransactionConfig)
+    #: Whether a partition leader asks the coordinator before a producer's first
+    #: transactional batch there (KIP-890 part 1).
+    transaction_partition_verification_enable: bool = True
     #: The Kafka settings given that odradek does not implement (accepted, no effect), by
     #: name, as given.
     unimplemented: tuple[tuple[str, str], ...] = ()
@@ -316,6 +319,9 @@ class BrokerConfig:
             offsets_commit_required_acks=get("offsets.commit.required.acks"),
             offsets_commit_timeout_ms=get("offsets.commit.timeout.ms"),
             transaction_config=TransactionConfig.from_settings(get),
+            transaction_partition_verification_enable=get(
+                "transaction.partition.verification.enable"
+            ),
             unimplemented=tuple(sorted(unimplemented.items())),
             metrics_port=get("metrics.port"),
             metrics_host=get("metrics.host"),
@@ -584,6 +590,7 @@ _SETTINGS: dict[str, _Setting] = {
     "replica.lag.time.max.ms": _int_setting(30_000, 1, _MAX_LONG),
     "replica.high.watermark.checkpoint.interval.ms": _int_setting(5_000, 1, _MAX_LONG),
     "producer.id.expiration.ms": _int_setting(86_400_000, 1, _MAX_INT),
+    "transaction.partition.verification.enable": _Setting(_boolean, _render_bool, "true"),
     "max.incremental.fetch.session.cache.slots": _int_setting(1000, 0, _MAX_INT),
     # Kafka's 3, capped by the brokers alive when the topic is created (1 on a lone broker).
     "offsets.topic.replication.factor": _int_setting(3, 1, _MAX_SHORT),

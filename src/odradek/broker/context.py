@@ -18,6 +18,7 @@ from odradek.broker.ports import (
     ReplicasPort,
     TopicsPort,
     TransactionsPort,
+    TxnVerifierPort,
 )
 from odradek.broker.security.credentials import ScramCredentialStore
 
@@ -53,6 +54,9 @@ class BrokerContext:
     producer_ids: ProducerIdsPort | None = None
     #: The transaction coordinator (None: this broker runs none).
     transactions: TransactionsPort | None = None
+    #: Asks coordinators before a producer's first transactional batch on a partition
+    #: (KIP-890 part 1; None: ``transaction.partition.verification.enable`` is false).
+    txn_verifier: TxnVerifierPort | None = None
     #: Incremental fetch sessions (KIP-227) served by this broker's Fetch handler.
     fetch_sessions: FetchSessionCache = field(default_factory=FetchSessionCache)
     #: Users' SCRAM credentials (None: none kept, e.g. in handler tests).

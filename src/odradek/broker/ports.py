@@ -192,6 +192,16 @@ class PartitionPort(Protocol):
         offset or -1) of each producer the partition knows."""
         ...
 
+    def verification_guard(self, producer_id: int) -> object | None:
+        """KIP-890 part 1: None when the producer has a transaction open here, else the
+        guard a batch verified by its coordinator is appended under."""
+        ...
+
+    def verification_holds(self, producer_id: int, guard: object) -> bool:
+        """Whether the guard still stands (no marker for the producer since), or the
+        producer has a transaction open here now."""
+        ...
+
     def update_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> None:
         """Records a follower's fetch at its log end offset (ISR, high watermark).
 
@@ -492,6 +502,21 @@ class TransactionsPort(Protocol):
 
     def transactions(self) -> tuple[ErrorCode, list[TransactionMetadata]]: ...
     def describe(self, transactional_id: str) -> TransactionMetadata: ...
+
+
+class TxnVerifierPort(Protocol):
+    """KIP-890 part 1 on the produce path (``odradek.broker.txn.verification``)."""
+
+    async def verify(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Each partition's Produce error: NONE when it is in the producer's ongoing
+        transaction (INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH, NOT_ENOUGH_REPLICAS)."""
+        ...
 
 
 # ----------------------------------------------------------------- cluster

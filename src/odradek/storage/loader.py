@@ -38,6 +38,7 @@ from odradek.storage.naming import (
     segment_path,
 )
 from odradek.storage.open_files import OpenFiles
+from odradek.storage.producer_snapshots import delete_snapshots_after
 from odradek.storage.segment import LogSegment
 
 logger = logging.getLogger(__name__)
@@ -148,6 +149,10 @@ class LogLoader:
                 removed,
                 log_end_offset,
             )
+        # A producer-state snapshot past the recovered end describes records that are gone:
+        # deleted now, not when the state is first loaded — by then appends may have taken
+        # the log past it again and it would be read as the state of records it never saw.
+        delete_snapshots_after(self.directory, log_end_offset)
         return LoadedLog(
             segments, log_start_offset, log_end_offset, recovery_point, truncated, removed
         )

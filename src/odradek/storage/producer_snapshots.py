@@ -21,12 +21,15 @@ import contextlib
 import logging
 import os
 import re
+from typing import TYPE_CHECKING
 
 from odradek.errors import CorruptRecordError
 from odradek.records.batch import BatchHeader
 from odradek.storage.checkpoints import atomic_write
-from odradek.storage.log import Log
 from odradek.storage.producer_state import ProducerState, decode_snapshot, encode_snapshot
+
+if TYPE_CHECKING:
+    from odradek.storage.log import Log
 
 __all__ = [
     "SNAPSHOT_SUFFIX",

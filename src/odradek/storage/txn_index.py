@@ -94,6 +94,10 @@ class TransactionIndex:
         """Producer id → first offset of its open transaction (a copy)."""
         return dict(self._open)
 
+    def is_open(self, producer_id: int) -> bool:
+        """Whether ``producer_id`` has a transaction open here."""
+        return producer_id in self._open
+
     @property
     def aborted(self) -> list[AbortedTxn]:
         return list(self._aborted)

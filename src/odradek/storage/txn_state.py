@@ -6,6 +6,14 @@ transactional batch by its header and assigned offset; a follower's batches and 
 they come), its ``.txnindex`` entries (each abort appended to the file of the active
 segment), and forgetting it when the log is truncated (it is rebuilt from what is left).
 
+It also keeps the leader's transaction-verification guards (KIP-890 part 1, Kafka's
+``VerificationStateEntry``): a producer with no open transaction here gets a guard before its
+coordinator is asked whether this partition is in its transaction; the answer lets the batch in
+only while the guard is still the registered one (or a transaction of the producer opened in
+the meantime). A marker for the producer drops its guard, so a batch verified just before its
+transaction was aborted is refused instead of opening a new one; the appended transactional
+batch drops it too (the transaction is open from then on).
+
 Not thread-safe: its partition calls it on the broker's event loop.
 """
 
@@ -37,11 +45,26 @@ class PartitionTransactions:
         log: the partition's log.
     """
 
-    __slots__ = ("_index", "_log")
+    __slots__ = ("_guards", "_index", "_log")
 
     def __init__(self, log: Log) -> None:
         self._log = log
         self._index: TransactionIndex | None = None
+        self._guards: dict[int, object] = {}
+
+    def verification_guard(self, producer_id: int, high_watermark: int) -> object | None:
+        """None when ``producer_id`` has a transaction open here (no verification needed);
+        otherwise its guard (the one registered already, or a new one)."""
+        if self.index(high_watermark).is_open(producer_id):
+            return None
+        return self._guards.setdefault(producer_id, object())
+
+    def verification_holds(self, producer_id: int, guard: object, high_watermark: int) -> bool:
+        """Whether a batch verified under ``guard`` may be appended now: the guard is still
+        the producer's, or the producer has a transaction open here."""
+        return self._guards.get(producer_id) is guard or self.index(high_watermark).is_open(
+            producer_id
+        )
 
     def index(self, high_watermark: int) -> TransactionIndex:
         """The index, loaded from the log on first use."""
@@ -57,6 +80,7 @@ class PartitionTransactions:
     def reset(self) -> None:
         """The log was truncated: the index is rebuilt from it at next use."""
         self._index = None
+        self._guards.clear()
 
     def last_stable_offset(self, high_watermark: int) -> int:
         return self.index(high_watermark).last_stable_offset(high_watermark)
@@ -66,6 +90,7 @@ class PartitionTransactions:
 
     def on_leader_batch(self, header: BatchHeader, base_offset: int, high_watermark: int) -> None:
         """A leader appended a transactional data batch at ``base_offset``."""
+        self._guards.pop(header.producer_id, None)
         self.index(high_watermark).on_data(header.producer_id, base_offset)
 
     def on_marker(
@@ -77,6 +102,7 @@ class PartitionTransactions:
         coordinator_epoch: int = -1,
     ) -> AbortedTxn | None:
         """A marker was appended at ``marker_offset`` (leader or follower)."""
+        self._guards.pop(producer_id, None)
         index = self.index(high_watermark)
         entry = index.on_marker(producer_id, marker_offset, commit, coordinator_epoch)
         if entry is not None:

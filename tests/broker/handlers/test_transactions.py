@@ -6,6 +6,8 @@ ListTransactions, DescribeProducers, WriteTxnMarkers, and the abort of a transac
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import struct
 from collections.abc import Iterator
 from typing import Any
@@ -15,11 +17,18 @@ from tests.broker._wire import Wire, wait_for
 
 from odradek import Broker
 from odradek._types import TopicPartition
+from odradek.broker.txn.verification import TransactionVerifier
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
 from odradek.records.codec import SimpleRecord, build_batch
 
 TOPIC = "txn-wire"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +94,7 @@ def add_partitions(wire: Wire, tid: str, pid: int, epoch: int) -> int:
     )
 
 
-def produce_txn(wire: Wire, pid: int, epoch: int, sequence: int) -> int:
+def produce_txn(wire: Wire, tid: str | None, pid: int, epoch: int, sequence: int) -> int:
     batch = build_batch(
         [SimpleRecord(1, None, b"v")],
         producer_id=pid,
@@ -97,7 +106,7 @@ def produce_txn(wire: Wire, pid: int, epoch: int, sequence: int) -> int:
         ApiKey.PRODUCE,
         7,
         {
-            "transactional_id": None,
+            "transactional_id": tid,
             "acks": -1,
             "timeout": 10_000,
             "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}],
@@ -151,7 +160,7 @@ def test_a_transaction_on_the_wire_and_its_descriptions(wire: Wire) -> None:
     assert add_partitions(wire, "wire-1", pid, epoch - 1) == ErrorCode.PRODUCER_FENCED
     assert add_partitions(wire, "wire-1", pid, epoch) == ErrorCode.NONE
     start = last_stable_offset(wire)
-    assert produce_txn(wire, pid, epoch, 0) == ErrorCode.NONE
+    assert produce_txn(wire, "wire-1", pid, epoch, 0) == ErrorCode.NONE
     assert last_stable_offset(wire) == start  # held back: the transaction is open
 
     state = describe(wire, "wire-1")
@@ -217,7 +226,7 @@ def test_an_expired_transaction_is_aborted_by_the_coordinator(broker: Broker, wi
     pid, epoch = result["producer_id"], result["producer_epoch"]
     assert add_partitions(wire, "expiring", pid, epoch) == ErrorCode.NONE
     start = last_stable_offset(wire)
-    assert produce_txn(wire, pid, epoch, 0) == ErrorCode.NONE
+    assert produce_txn(wire, "expiring", pid, epoch, 0) == ErrorCode.NONE
     assert last_stable_offset(wire) == start
     wait_for(lambda: last_stable_offset(wire) > start + 1, "the abort of the expired transaction")
     state = describe(wire, "expiring")
@@ -253,3 +262,117 @@ def test_write_txn_markers_of_a_partition_not_here(wire: Wire) -> None:
         3,
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     )
+
+
+def high_watermark(wire: Wire) -> int:
+    reply = wire.request(
+        ApiKey.LIST_OFFSETS,
+        2,
+        {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+        },
+    )
+    return int(reply["topics"][0]["partitions"][0]["offset"])
+
+
+def open_transaction_of(wire: Wire, pid: int) -> int | None:
+    """The first offset of ``pid``'s open transaction on the partition (None: not known)."""
+    producers = wire.request(
+        ApiKey.DESCRIBE_PRODUCERS, 0, {"topics": [{"name": TOPIC, "partition_indexes": [0]}]}
+    )
+    for active in producers["topics"][0]["partitions"][0]["active_producers"]:
+        if active["producer_id"] == pid:
+            return int(active["current_txn_start_offset"])
+    return None
+
+
+def test_a_transactional_produce_without_add_partitions_is_refused(wire: Wire) -> None:
+    """KIP-890 part 1: the leader asks the coordinator, which has no such partition in the
+    transaction; nothing is appended and no transaction opens."""
+    init(wire, "never-added")
+    result = init(wire, "never-added")
+    pid, epoch = result["producer_id"], result["producer_epoch"]
+    assert epoch >= 1
+    end = high_watermark(wire)
+    assert produce_txn(wire, "never-added", pid, epoch, 0) == ErrorCode.INVALID_TXN_STATE
+    # Without a transactional id nothing can vouch for the batch either.
+    assert produce_txn(wire, None, pid, epoch, 0) == ErrorCode.INVALID_TXN_STATE
+    # An older epoch is told it is fenced (the coordinator's PRODUCER_FENCED, as Produce
+    # carries it).
+    assert produce_txn(wire, "never-added", pid, epoch - 1, 0) == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert (high_watermark(wire), last_stable_offset(wire)) == (end, end)
+    assert open_transaction_of(wire, pid) is None
+
+
+def test_a_late_batch_after_its_abort_opens_no_hanging_transaction(wire: Wire) -> None:
+    result = init(wire, "late")
+    pid, epoch = result["producer_id"], result["producer_epoch"]
+    assert add_partitions(wire, "late", pid, epoch) == ErrorCode.NONE
+    start = last_stable_offset(wire)
+    assert produce_txn(wire, "late", pid, epoch, 0) == ErrorCode.NONE
+    assert open_transaction_of(wire, pid) == start
+    ended = wire.request(
+        ApiKey.END_TXN,
+        3,
+        {
+            "transactional_id": "late",
+            "producer_id": pid,
+            "producer_epoch": epoch,
+            "committed": False,
+        },
+    )
+    assert ended["error_code"] == ErrorCode.NONE
+    wait_for(lambda: describe(wire, "late")["transaction_state"] == "CompleteAbort", "the abort")
+    end = high_watermark(wire)
+    assert last_stable_offset(wire) == end
+    # The batch a slow network delivered after the abort: before KIP-890 it opened a
+    # transaction no coordinator knew, holding read_committed readers at ``end`` forever.
+    assert produce_txn(wire, "late", pid, epoch, 1) == ErrorCode.INVALID_TXN_STATE
+    assert (high_watermark(wire), last_stable_offset(wire)) == (end, end)
+    assert open_transaction_of(wire, pid) == -1
+    # The next transaction of the same producer goes through again.
+    assert add_partitions(wire, "late", pid, epoch) == ErrorCode.NONE
+    assert produce_txn(wire, "late", pid, epoch, 1) == ErrorCode.NONE
+    assert open_transaction_of(wire, pid) == end
+
+
+def test_the_verifier_asks_a_remote_coordinator_in_one_batched_request(
+    broker: Broker, wire: Wire
+) -> None:
+    """The path a leader takes when another broker coordinates the id: AddPartitionsToTxn v4
+    ``verify_only`` over an inter-broker connection, the questions that arrive together in
+    one request; an unreachable coordinator is a retriable answer."""
+    result = init(wire, "remote")
+    pid, epoch = result["producer_id"], result["producer_epoch"]
+    assert add_partitions(wire, "remote", pid, epoch) == ErrorCode.NONE
+    tp = TopicPartition(TOPIC, 0)
+
+    async def ask() -> tuple[
+        list[dict[TopicPartition, ErrorCode]], int, dict[TopicPartition, ErrorCode]
+    ]:
+        verifier = TransactionVerifier(99, lambda _: (0, "127.0.0.1", broker.port), None)
+        closed = TransactionVerifier(99, lambda _: (0, "127.0.0.1", free_port()), None)
+        try:
+            answers = await asyncio.gather(
+                verifier.verify("remote", pid, epoch, [tp]),
+                verifier.verify("remote", pid, epoch, [tp]),
+                verifier.verify("remote", pid, epoch + 1, [tp]),
+                verifier.verify("nobody", pid, 0, [tp]),
+            )
+            unreachable = await closed.verify("remote", pid, epoch, [tp])
+            return list(answers), verifier.requests_sent, unreachable
+        finally:
+            await verifier.stop()
+            await closed.stop()
+
+    answers, requests, unreachable = asyncio.run(ask())
+    assert answers == [
+        {tp: ErrorCode.NONE},
+        {tp: ErrorCode.NONE},
+        {tp: ErrorCode.NOT_ENOUGH_REPLICAS},  # another epoch in the same request: retry
+        {tp: ErrorCode.INVALID_TXN_STATE},
+    ]
+    assert requests == 1
+    assert unreachable == {tp: ErrorCode.NOT_ENOUGH_REPLICAS}

@@ -19,11 +19,22 @@ INVALID_RECORD with those records named in ``record_errors`` (v8+, KIP-467) and 
 ``error_message``, so the producer fails only them. From v10 (KIP-951) a partition answered
 NOT_LEADER_OR_FOLLOWER names its current leader and the response carries that broker's
 endpoint (``_leader_discovery``).
+
+Transaction verification (KIP-890 part 1, ``transaction.partition.verification.enable``): a
+transactional batch to a partition where its producer has no transaction open is appended only
+once the transactional id's coordinator confirmed the partition is in the producer's ongoing
+transaction (``txn.verification``; the request waits, the connection's other requests do
+not). Otherwise the partition answers INVALID_TXN_STATE (not in the transaction, or no
+transactional id in the request), INVALID_PRODUCER_EPOCH (fenced) or NOT_ENOUGH_REPLICAS
+(the coordinator could not answer: retry), and nothing is appended — so the late batch of an
+aborted transaction cannot open a transaction no coordinator will ever end.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import struct
 from collections.abc import Awaitable
 
 from odradek._types import TopicPartition
@@ -54,7 +65,13 @@ from odradek.protocol.requests import (
     duration_ms,
     produce_body,
 )
-from odradek.records.batch import read_prefix
+from odradek.records.batch import (
+    ATTRIBUTES_OFFSET,
+    HEADER_SIZE,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    read_prefix,
+)
 from odradek.records.legacy import is_legacy_message_set, upconvert_message_set
 
 logger = logging.getLogger(__name__)
@@ -71,6 +88,12 @@ _Waiting = tuple[PartitionPort, int, list[PartitionProduceResponse], int]
 _NONE = ErrorCode.NONE
 #: A partition answer that names no other leader (KIP-951 fields unset).
 _NO_LEADER = (-1, -1)
+#: Where a v2 batch keeps its attributes' low byte and its producer id and epoch.
+_ATTRIBUTES_LOW = ATTRIBUTES_OFFSET + 1
+_PRODUCER_ID_OFFSET = 43
+_PRODUCER = struct.Struct(">qh")
+_TRANSACTIONAL = 0x10
+_TXN_OR_CONTROL = 0x30
 
 
 def _upconverted(records: bytes) -> bytes | CorruptRecordError:
@@ -80,13 +103,30 @@ def _upconverted(records: bytes) -> bytes | CorruptRecordError:
         return error
 
 
-def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | None:
+def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes | None] | None:
     body = produce_body(request)
     throttle_ms = produce_throttle_ms(ctx, request)  # producer_byte_rate (KIP-219)
     try:
         acks = parse_acks(int(body.acks))
     except KafkaError as error:
         return _refuse_all(request, body, error.error_code)
+    if ctx.txn_verifier is not None:
+        unverified = _to_verify(ctx, body)
+        if unverified:
+            return _verified_produce(ctx, request, body, acks, throttle_ms, unverified)
+    return _produce(ctx, request, body, acks, throttle_ms)
+
+
+def _produce(
+    ctx: BrokerContext,
+    request: Request,
+    body: ProduceRequestBody,
+    acks: Acks,
+    throttle_ms: int,
+    refusals: dict[TopicPartition, ErrorCode] | None = None,
+) -> bytes | Awaitable[bytes] | None:
+    """Appends each partition's batch and answers (``refusals``: partitions answered with
+    the error given, nothing appended — those transaction verification refused)."""
     legacy = request.api_version < _FIRST_V2_ONLY_VERSION
     waits = acks.waits_for_replication
     responses = []
@@ -107,9 +147,12 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
             records: bytes | CorruptRecordError | None = raw
             if legacy and raw and is_legacy_message_set(raw):
                 records = _upconverted(raw)
-            result, partition = _append(
-                ctx, name, int(partition_data.index), records, acks, internal
-            )
+            index = int(partition_data.index)
+            refused = refusals.get(TopicPartition(name, index)) if refusals else None
+            if refused is not None:
+                result, partition = PartitionProduceResponse(index, refused), None
+            else:
+                result, partition = _append(ctx, name, index, records, acks, internal)
             if result.error_code:
                 if failed is None:
                     failed = result
@@ -136,6 +179,84 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
     return encode_produce_response(
         request.api_version, request.correlation_id, responses, throttle_time_ms=throttle_ms
     )
+
+
+#: A transactional batch whose producer has no transaction open on its partition: the
+#: partition, its producer id and epoch, and the guard it is verified under.
+_Unverified = tuple[TopicPartition, PartitionPort, int, int, object]
+
+
+def _to_verify(ctx: BrokerContext, body: ProduceRequestBody) -> list[_Unverified]:
+    """The partitions whose batch needs its coordinator's word first (KIP-890 part 1): a
+    transactional data batch (magic 2) to a partition led here whose producer has no
+    transaction open there. Anything else the append path answers."""
+    found: list[_Unverified] = []
+    for topic_data in body.topic_data:
+        name = str(topic_data.name)
+        for partition_data in topic_data.partition_data:
+            raw = partition_data.records
+            if (
+                not raw
+                or len(raw) < HEADER_SIZE
+                or raw[MAGIC_OFFSET] != MAGIC_V2
+                or raw[_ATTRIBUTES_LOW] & _TXN_OR_CONTROL != _TRANSACTIONAL
+            ):
+                continue
+            tp = TopicPartition(name, int(partition_data.index))
+            partition = ctx.replicas.get(tp)
+            if partition is None or not partition.is_leader:
+                continue
+            if ctx.authorizer is not None and not topic_allowed(ctx, Op.WRITE, name):
+                continue
+            producer_id, epoch = _PRODUCER.unpack_from(raw, _PRODUCER_ID_OFFSET)
+            guard = partition.verification_guard(producer_id)
+            if guard is not None:
+                found.append((tp, partition, producer_id, epoch, guard))
+    return found
+
+
+async def _verified_produce(
+    ctx: BrokerContext,
+    request: Request,
+    body: ProduceRequestBody,
+    acks: Acks,
+    throttle_ms: int,
+    unverified: list[_Unverified],
+) -> bytes | None:
+    """The produce once the coordinators answered for ``unverified``: the partitions they
+    did not confirm (or whose guard a marker voided meanwhile) are refused."""
+    verifier = ctx.txn_verifier
+    assert verifier is not None
+    transactional_id = body.transactional_id
+    answers: dict[TopicPartition, ErrorCode] = {}
+    if transactional_id is None:
+        # No id to ask about: nothing can vouch for the batch.
+        answers = {tp: ErrorCode.INVALID_TXN_STATE for tp, *_ in unverified}
+    else:
+        by_producer: dict[tuple[int, int], list[TopicPartition]] = {}
+        for tp, _, producer_id, epoch, _ in unverified:
+            by_producer.setdefault((producer_id, epoch), []).append(tp)
+        for found in await asyncio.gather(
+            *(
+                verifier.verify(str(transactional_id), producer_id, epoch, tps)
+                for (producer_id, epoch), tps in by_producer.items()
+            )
+        ):
+            answers.update(found)
+    refusals: dict[TopicPartition, ErrorCode] = {}
+    for tp, partition, producer_id, _, guard in unverified:
+        code = answers.get(tp, ErrorCode.INVALID_TXN_STATE)
+        if code is _NONE and not partition.verification_holds(producer_id, guard):
+            code = ErrorCode.INVALID_TXN_STATE  # its transaction ended while we asked
+        if code is not _NONE:
+            logger.debug(
+                "%s: transactional batch of producer %d refused: %s", tp, producer_id, code.name
+            )
+            refusals[tp] = code
+    result = _produce(ctx, request, body, acks, throttle_ms, refusals)
+    if result is None or isinstance(result, bytes):
+        return result
+    return await result
 
 
 def _encode_with_leaders(

@@ -412,6 +412,13 @@ class Partition:
         self._advance_after_append(info.last_offset + 1)
         return info
 
+    def verification_guard(self, producer_id: int) -> object | None:
+        """KIP-890 part 1: see ``PartitionTransactions.verification_guard``."""
+        return self.transactions.verification_guard(producer_id, self.high_watermark)
+
+    def verification_holds(self, producer_id: int, guard: object) -> bool:
+        return self.transactions.verification_holds(producer_id, guard, self.high_watermark)
+
     def active_producers(self) -> list[tuple[int, int, int, int, int]]:
         """DescribeProducers (KIP-664): (producer id, epoch, last sequence, last timestamp,
         first offset of its open transaction or -1) of each producer known here."""

@@ -9,7 +9,8 @@ One run (``run_once(seed, directory)``), everything drawn from ``random.Random(s
    operations: appends of batches (several records, gzip or not, timestamps that sometimes go
    back) in a leader epoch that sometimes moves on, flushes (``flush.messages`` or by hand),
    rolls, recovery-point checkpoints, replication truncations and DeleteRecords with
-   retention. A model keeps the bytes of every batch the log holds.
+   retention; in half the runs also idempotent and transactional batches and their markers
+   (``storage_crash_txn``). A model keeps the bytes of every batch the log holds.
 2. **Crash.** ``unclean``: the process dies (files let go as they are, indexes preallocated,
    no marker); ``clean``: ``shutdown()`` (flushed, trimmed, marker written);
    ``clean-no-marker``: a clean shutdown whose marker is then lost.
@@ -17,8 +18,9 @@ One run (``run_once(seed, directory)``), everything drawn from ``random.Random(s
    bytes the batch CRC32C covers (after the recovery point, or before it: *at rest*), a garbage
    or zero-filled tail, index and time-index files deleted / cut / scribbled / preallocated
    again (an untrimmed index), the recovery-point, log-start and leader-epoch checkpoints
-   deleted / emptied / cut / replaced by garbage, and a crash during a roll (a new empty
-   segment at the log end offset, with or without its index files, preallocated or not).
+   deleted / emptied / cut / replaced by garbage, a crash during a roll (a new empty
+   segment at the log end offset, with or without its index files, preallocated or not), and
+   a producer snapshot or ``.txnindex`` deleted / cut / garbled.
 4. **Reopen and check** (``check_reopened``). Positions are compared in *log order*: segment
    base offset, then byte position. A batch is **intact** when it ends at or before the first
    damaged byte of the run (any later byte may be garbage, so nothing after it is owed).
@@ -34,7 +36,9 @@ One run (``run_once(seed, directory)``), everything drawn from ``random.Random(s
      with a scan of the records served; the leader-epoch cache names the epoch of every batch
      served;
    - appends continue at the log end offset and, with everything before them, survive
-     another crash (unclean, after a flush) or clean shutdown and reopen.
+     another crash (unclean, after a flush) or clean shutdown and reopen;
+   - with producers: the producer state and transactions rebuilt (at once, or after those
+     appends and reopen) are what the surviving batches imply (``check_producers``).
 
    One relaxation, Kafka's own: data below the recovery point was fsynced and is trusted
    without its CRC (checking it would read the whole log at every start), so a bit flipped
@@ -87,6 +91,7 @@ from odradek.storage.naming import (
     segment_path,
 )
 from odradek.storage.scheduler import ManualScheduler
+from odradek.testing.faults import storage_crash_txn as txn
 
 TP = TopicPartition("crash", 0)
 CRASH_MODES = ("unclean", "clean", "clean-no-marker")
@@ -102,6 +107,7 @@ DAMAGE_KINDS = (
     "start-checkpoint",
     "epoch-checkpoint",
     "roll-crash",
+    *txn.PRODUCER_DAMAGE_KINDS,
 )
 #: Where a batch lies in log order: (segment base offset, byte position).
 LogPosition = tuple[int, int]
@@ -112,6 +118,8 @@ class Model:
     """What the writer knows: the stored bytes of every batch by base offset."""
 
     batches: dict[int, bytes] = field(default_factory=dict)
+    #: The idempotent and transactional producers (None: plain batches only).
+    producers: txn.Producers | None = None
 
     def truncate(self, offset: int) -> None:
         for base in [base for base in self.batches if base >= offset]:
@@ -222,10 +230,15 @@ def _write(
 ) -> Model:
     model = Model()
     epoch = rng.randint(0, 3)
+    if rng.random() < 0.5:
+        model.producers = producers = txn.Producers.over(log, clock, epoch)
     for _ in range(rng.randint(3, 60)):
         clock.advance(rng.randint(0, 40))
         draw = rng.random()
-        if draw < 0.70:
+        if draw < 0.70 and model.producers is not None and rng.random() < 0.6:
+            offset, stored = producers.append(rng, clock, epoch)
+            model.batches[offset] = stored
+        elif draw < 0.70:
             data = _batch(rng, clock)
             info = log.append(data, leader_epoch=epoch)
             model.batches[info.first_offset] = bytes(data)
@@ -243,7 +256,10 @@ def _write(
             bases = sorted(b for b in model.batches if b > log.log_start_offset)
             if bases:
                 offset = rng.choice(bases)
-                log.truncate_to(offset)
+                if model.producers is not None:
+                    model.producers.truncate_to(offset)
+                else:
+                    log.truncate_to(offset)
                 model.truncate(offset)
         else:
             target = rng.randint(log.log_start_offset, log.log_end_offset)
@@ -373,6 +389,9 @@ def _damage(
                 "epoch-checkpoint": os.path.join(directory, CHECKPOINT_FILE_NAME),
             }[kind]
             _damage_file(rng, name)
+        elif kind in txn.PRODUCER_DAMAGE_KINDS:
+            if not txn.damage_producer_files(rng, directory, kind):
+                continue
         elif kind == "roll-crash":
             new_base = crash.log_end_offset
             if new_base in bases:
@@ -448,7 +467,9 @@ def _check_slice(data: bytes, offset: int, model: Model, served: _Served) -> int
     return next_offset
 
 
-def _check_lookups(rng: random.Random, log: Log, served: _Served, crash_start: int) -> None:
+def _check_lookups(
+    rng: random.Random, log: Log, served: _Served, crash_start: int, at_rest_from: int
+) -> None:
     """Reads by offset and by timestamp, and the leader-epoch cache, against the batches."""
     start = log.log_start_offset
     if served.batches:
@@ -464,6 +485,7 @@ def _check_lookups(rng: random.Random, log: Log, served: _Served, crash_start: i
     records = [
         record
         for batch in served.batches
+        if not parse_header(batch).is_control  # markers are no answer to a time lookup
         for record in decode_batch_records(batch)
         if record.offset >= start
     ]
@@ -485,8 +507,10 @@ def _check_lookups(rng: random.Random, log: Log, served: _Served, crash_start: i
     for batch in served.batches:
         header = parse_header(batch)
         # Batches below the log start offset of the crash may come back (the log-start
-        # checkpoint is periodic, as Kafka's): the epoch cache was trimmed past them.
-        if header.partition_leader_epoch < 0 or header.last_offset < max(start, crash_start):
+        # checkpoint is periodic, as Kafka's): the epoch cache was trimmed past them. Those
+        # after an at-rest flip (even one never served) are only owed what the disk holds.
+        low = max(start, crash_start)
+        if header.partition_leader_epoch < 0 or not low <= header.last_offset < at_rest_from:
             continue
         slot = bisect.bisect_right(starts, max(header.base_offset, start, crash_start)) - 1
         epoch = entries[slot][0] if slot >= 0 else None
@@ -529,7 +553,8 @@ def check_reopened(
     )
     if not served.stopped_at_rest:
         try:
-            _check_lookups(rng, log, served, crash.log_start_offset)
+            at_rest_from = min(damage.at_rest, default=1 << 62)
+            _check_lookups(rng, log, served, crash.log_start_offset, at_rest_from)
         except KafkaError:
             # An at-rest flip below the log start offset is never read by offset, but a
             # time lookup scans across it: an error there is the same allowed blind spot.
@@ -547,6 +572,7 @@ def _append_and_reopen(
     reopen: Callable[[], LogManager],
     *,
     at_rest: bool,
+    check: Callable[[Log], None] | None = None,
 ) -> None:
     """Appends after recovery, crashes or shuts down again, and checks what the next open
     holds: everything served before plus the appends."""
@@ -589,6 +615,8 @@ def _append_and_reopen(
                 f"after appends and another reopen the log holds batches {bases}, "
                 f"expected {sorted(model.batches)}"
             )
+        if check is not None:
+            check(log)
     finally:
         again.shutdown()
 
@@ -626,6 +654,8 @@ def run_once(seed: int, workdir: str) -> RunResult:
         if mode == "unclean":
             _crash(manager, log)
         else:
+            if model.producers is not None:
+                model.producers.before_clean_shutdown()
             manager.shutdown()
             if mode == "clean-no-marker":
                 os.remove(os.path.join(root, CLEAN_SHUTDOWN_FILE))
@@ -638,6 +668,9 @@ def run_once(seed: int, workdir: str) -> RunResult:
         try:
             log = _the_log(reopened)
             served = check_reopened(rng, log, model, crash, damage)
+            check = None
+            if model.producers is not None and not damage.at_rest:
+                check = txn.check_now_or_later(rng, log, clock, log_start_offset)
             _append_and_reopen(
                 rng,
                 reopened,
@@ -645,10 +678,11 @@ def run_once(seed: int, workdir: str) -> RunResult:
                 served,
                 lambda: _started(_manager(root, config, clock)),
                 at_rest=bool(damage.at_rest),
+                check=check,
             )
         finally:
             reopened.shutdown()
-    except ContractViolationError as violation:
+    except (ContractViolationError, txn.ProducerCheckError) as violation:
         violations.append(str(violation))
     except Exception as error:  # any crash of the storage engine is a finding
         frames = traceback.extract_tb(error.__traceback__)
