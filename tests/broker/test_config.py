@@ -497,3 +497,15 @@ def test_leader_rebalance_settings_have_kafkas_defaults_and_bounds() -> None:
     ):
         with pytest.raises(ConfigError, match=name):
             BrokerConfig.from_mapping({name: value})
+
+
+def test_replica_selector_class_takes_kafkas_two_selectors_by_name() -> None:
+    base = {"broker.id": "1", "log.dirs": "/x"}
+    assert BrokerConfig.from_mapping(base).replica_selector_class == (
+        "org.apache.kafka.common.replica.LeaderSelector"
+    )
+    rack_aware = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+    config = BrokerConfig.from_mapping({**base, "replica.selector.class": rack_aware})
+    assert config.replica_selector_class == rack_aware
+    with pytest.raises(ConfigError, match=r"replica\.selector\.class"):
+        BrokerConfig.from_mapping({**base, "replica.selector.class": "com.example.Nearest"})

@@ -125,6 +125,15 @@ class AbortedTxnLike(Protocol):
     def first_offset(self) -> int: ...
 
 
+class FollowerStateLike(Protocol):
+    """A leader's view of one follower (``broker.replication.isr.FollowerState``)."""
+
+    @property
+    def log_end_offset(self) -> int: ...
+    @property
+    def last_caught_up_ms(self) -> int: ...
+
+
 class PartitionPort(Protocol):
     """A partition this broker leads (``odradek.broker.replication.partition.Partition``)."""
 
@@ -146,6 +155,23 @@ class PartitionPort(Protocol):
     @property
     def isr(self) -> Sequence[int]:
         """The in-sync replicas' broker ids."""
+        ...
+
+    @property
+    def replicas(self) -> Sequence[int]:
+        """Every replica's broker id (the assignment)."""
+        ...
+
+    @property
+    def leader_id(self) -> int:
+        """The leader's broker id (-1: none)."""
+        ...
+
+    #: Consumer fetches served here as a follower (KIP-392); the Fetch handler counts them.
+    follower_reads: int
+
+    def follower_state(self, replica_id: int) -> FollowerStateLike | None:
+        """What this leader knows of a follower (None: not a follower here)."""
         ...
 
     @property
