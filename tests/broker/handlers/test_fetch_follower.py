@@ -8,7 +8,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tests.broker.fakes import FakePartition, context
+from kio.serial import entity_reader
+from tests.broker.fakes import FakePartition, context, request
 from tests.broker.handlers.test_fetch import TP, batch, decoded, fetch_request, filled
 
 from odradek.broker.config import BrokerConfig
@@ -17,6 +18,7 @@ from odradek.broker.handlers import fetch
 from odradek.broker.metadata_cache import LiveBroker, MetadataCache, PartitionMetadata
 from odradek.broker.replica_selector import RACK_AWARE_SELECTOR
 from odradek.errors import ErrorCode
+from odradek.protocol import RecordsSlot, response_class
 
 #: Broker 1 (this one) in rack a, 2 in rack b, 3 in rack c.
 RACKS = {1: "a", 2: "b", 3: "c"}
@@ -132,3 +134,32 @@ def test_a_follower_that_lags_the_fetch_offset_is_not_preferred() -> None:
 
     assert answer.preferred_read_replica == -1
     assert answer.records == batch(2)
+
+
+def test_an_incremental_session_fetch_keeps_the_preferred_read_replica() -> None:
+    # A session's incremental answer drops partitions with no news; a redirect is news.
+    partition = _leader()
+    ctx = cluster_context(partition)
+
+    def session_fetch(session_id: int, epoch: int) -> Any:
+        body = fetch_request({TP: 1}, rack_id="c").body
+        return request(dataclasses.replace(body, session_id=session_id, session_epoch=epoch))
+
+    first = fetch.handle(ctx, session_fetch(0, 0))
+    session_id = _session_id(first)
+    assert session_id != 0
+    assert decoded(first)[TP].preferred_read_replica == 3
+
+    again = decoded(fetch.handle(ctx, session_fetch(session_id, 1)))
+
+    assert again[TP].preferred_read_replica == 3
+
+
+def _session_id(frame: Any) -> int:
+    wire = b"".join(
+        part.records.read() if isinstance(part, RecordsSlot) else part for part in frame.parts
+    )
+    response_type: Any = response_class(1, 11)
+    _, header_size = entity_reader(response_type.__header_schema__)(wire[4:], 0)
+    response, _ = entity_reader(response_type)(wire[4:], header_size)
+    return int(response.session_id)

@@ -254,7 +254,9 @@ def _session_answer(
             if not incremental:
                 cached.remember(data.high_watermark, data.log_start_offset)
                 kept.append(data)
-            elif data.diverging_epoch[0] >= 0 or cached.has_news(
+            elif (
+                data.diverging_epoch[0] >= 0 or data.preferred_read_replica >= 0
+            ) or cached.has_news(
                 data.error_code, data.high_watermark, data.log_start_offset, data.records_size
             ):
                 kept.append(data)
