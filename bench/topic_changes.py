@@ -4,6 +4,12 @@ client's probes (one Produce of one record, then a Metadata of every topic) mean
 ratios to the same probes on the idle broker measured first in the same run.
 
     python bench/topic_changes.py --partitions 2000
+    python bench/topic_changes.py --partitions 2000 --leader-and-isr
+
+``--leader-and-isr`` measures instead the LeaderAndIsr a controller sends a broker for
+``--partitions`` new partitions (a broker of a one-broker cluster on a ZooKeeper started here,
+sent the request as from its controller, at its controller epoch), probing with a Metadata
+request of every topic only.
 
 A broker whose event loop were held by the change would answer about one probe during it, with
 a latency as long as the change; the goal is probe latencies of the same order as idle ones.
@@ -19,14 +25,20 @@ import threading
 import time
 from typing import Any
 
+from odradek.controller.topics import ClusterMetadata
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.client_codec import decode_response, encode_request
+from odradek.protocol.inter_broker import LEADER_AND_ISR, LEADER_AND_ISR_VERSION
 from odradek.records.codec import build_batch
 from odradek.records.record import SimpleRecord
+from odradek.testing.cluster import Cluster
 from odradek.testing.serve import start_serve, stop_serve
+from odradek.testing.zookeeper import ZooKeeperEnsemble
 
 PROBE_TOPIC = "probe"
 LARGE_TOPIC = "large"
+#: A broker id no broker has (``--leader-and-isr``).
+PHANTOM_BROKER = 99
 
 
 class Connection:
@@ -76,6 +88,77 @@ def create_request(topic: str, partitions: int) -> dict[str, Any]:
     }
 
 
+def metadata_probe(connection: Connection, _number: int) -> float:
+    """One Metadata request of every topic; returns its seconds."""
+    started = time.perf_counter()
+    connection.request(ApiKey.METADATA, 4, {"topics": None, "allow_auto_topic_creation": False})
+    return time.perf_counter() - started
+
+
+def leader_and_isr_request(
+    controller_id: int, controller_epoch: int, broker_id: int, partitions: int
+) -> dict[str, Any]:
+    """A LeaderAndIsr making ``broker_id`` the leader of ``partitions`` new partitions."""
+    states = [
+        {
+            "topic_name": LARGE_TOPIC,
+            "partition_index": index,
+            "controller_epoch": controller_epoch,
+            "leader": broker_id,
+            "leader_epoch": 0,
+            "isr": [broker_id],
+            "zk_version": 0,
+            "replicas": [broker_id],
+            "is_new": True,
+        }
+        for index in range(partitions)
+    ]
+    return {
+        "controller_id": controller_id,
+        "controller_epoch": controller_epoch,
+        "ungrouped_partition_states": states,
+        "live_leaders": [],
+    }
+
+
+def leader_and_isr_run(partitions: int, idle_probes: int) -> None:
+    with (
+        tempfile.TemporaryDirectory(prefix="odradek-bench-") as base,
+        ZooKeeperEnsemble(f"{base}/zookeeper", 1) as ensemble,
+        Cluster(1, f"{ensemble.connect_string}/bench-lai", f"{base}/cluster") as cluster,
+    ):
+        cluster.wait_until(lambda: cluster.controller_epoch() is not None)
+        epoch = cluster.controller_epoch()
+        controller = cluster.controller_id()
+        assert epoch is not None
+        assert controller is not None
+        admin = Connection(cluster.bootstrap_servers, timeout_s=3600)
+        prober = Connection(cluster.bootstrap_servers, timeout_s=60)
+        admin.request(ApiKey.CREATE_TOPICS, 3, create_request(PROBE_TOPIC, 1))
+        idle = [metadata_probe(prober, n) for n in range(idle_probes)]
+        print(
+            f"{partitions} partitions; idle Metadata p50 "
+            f"{percentile(idle, 0.5) * 1e3:.2f} ms, p99 {percentile(idle, 0.99) * 1e3:.2f} ms"
+        )
+        # The topic as the controller would have stored it before its LeaderAndIsr (the
+        # broker reads its configs), on a broker that never registers: the controller itself
+        # tells broker 0 nothing of it.
+        ClusterMetadata(cluster.store).create_topic(
+            LARGE_TOPIC, {index: [PHANTOM_BROKER] for index in range(partitions)}
+        )
+        time.sleep(1)  # the controller's own handling of the new topic passes
+        request = leader_and_isr_request(controller, epoch, 0, partitions)
+        try:
+            seconds, latencies, response = during(
+                admin, LEADER_AND_ISR, LEADER_AND_ISR_VERSION, request, prober, metadata_probe
+            )
+        except (IndexError, ConnectionError):
+            log = cluster.brokers[0].stderr_path.read_text().splitlines()
+            raise SystemExit("\n".join(["no answer; the broker's log:", *log[-15:]])) from None
+        errors = {p["error_code"] for p in response["partition_errors"]}
+        report(f"LAI {sorted(errors)}", seconds, latencies, idle)
+
+
 def probe(connection: Connection, number: int) -> float:
     """One probe round; returns its seconds."""
     batch = build_batch([SimpleRecord(1_700_000_000_000 + number, None, b"probe")])
@@ -101,7 +184,12 @@ def probe(connection: Connection, number: int) -> float:
 
 
 def during(
-    admin: Connection, api_key: int, version: int, fields: dict[str, Any], prober: Connection
+    admin: Connection,
+    api_key: int,
+    version: int,
+    fields: dict[str, Any],
+    prober: Connection,
+    probing: Any = None,
 ) -> tuple[float, list[float], dict[str, Any]]:
     """Sends an admin request and probes until its response; returns its seconds, the probe
     latencies and the response."""
@@ -119,8 +207,9 @@ def during(
     thread = threading.Thread(target=wait, daemon=True)
     thread.start()
     latencies: list[float] = []
+    probing = probing or probe
     while not answered.is_set():
-        latencies.append(probe(prober, len(latencies)))
+        latencies.append(probing(prober, len(latencies)))
     thread.join()
     return time.perf_counter() - started, latencies, response[0]
 
@@ -145,7 +234,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=2000)
     parser.add_argument("--idle-probes", type=int, default=200)
+    parser.add_argument("--leader-and-isr", action="store_true")
     args = parser.parse_args()
+    if args.leader_and_isr:
+        leader_and_isr_run(args.partitions, args.idle_probes)
+        return
     with tempfile.TemporaryDirectory(prefix="odradek-bench-") as data_dir:
         overrides = {"max.partitions.per.request": str(max(10_000, args.partitions))}
         process, bootstrap = start_serve(data_dir, overrides)

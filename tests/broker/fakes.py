@@ -72,6 +72,14 @@ class Found:
 
 
 @dataclass
+class FakeFollowerState:
+    """A leader's view of a follower (``FollowerStateLike``)."""
+
+    log_end_offset: int
+    last_caught_up_ms: int
+
+
+@dataclass
 class FakePartition:
     """A leader partition whose log is a list of (base offset, batch bytes).
 
@@ -97,6 +105,20 @@ class FakePartition:
     #: The brokers that may fetch as followers; their fetches are recorded.
     followers: tuple[int, ...] = (2, 3)
     follower_fetches: list[tuple[int, int]] = field(default_factory=list)
+    #: Every replica (this broker is 1); the leader when ``is_leader`` is False.
+    replicas: list[int] = field(default_factory=lambda: [1, 2, 3])
+    other_leader: int = 2
+    follower_reads: int = 0
+    #: What the leader knows of each follower: broker → (log end offset, last caught up ms).
+    follower_positions: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def leader_id(self) -> int:
+        return 1 if self.is_leader else self.other_leader
+
+    def follower_state(self, replica_id: int) -> FakeFollowerState | None:
+        position = self.follower_positions.get(replica_id)
+        return None if position is None else FakeFollowerState(*position)
 
     @property
     def log_end_offset(self) -> int:

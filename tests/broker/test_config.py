@@ -516,3 +516,15 @@ def test_kafka_4_settings_are_known_with_their_types_and_defaults() -> None:
     assert described["log.message.timestamp.after.max.ms"].value == "3600000"
     with pytest.raises(ConfigError, match=r"group\.streams\.session\.timeout\.ms"):
         BrokerConfig.from_mapping({"group.streams.session.timeout.ms": "soon"})
+
+
+def test_replica_selector_class_takes_kafkas_two_selectors_by_name() -> None:
+    base = {"broker.id": "1", "log.dirs": "/x"}
+    assert BrokerConfig.from_mapping(base).replica_selector_class == (
+        "org.apache.kafka.common.replica.LeaderSelector"
+    )
+    rack_aware = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+    config = BrokerConfig.from_mapping({**base, "replica.selector.class": rack_aware})
+    assert config.replica_selector_class == rack_aware
+    with pytest.raises(ConfigError, match=r"replica\.selector\.class"):
+        BrokerConfig.from_mapping({**base, "replica.selector.class": "com.example.Nearest"})

@@ -8,8 +8,9 @@ Applying (Kafka's ``ReplicaManager.becomeLeaderOrFollower`` / ``stopReplicas`` a
 - Every request carries the controller epoch; an older one than the newest seen is refused
   whole with STALE_CONTROLLER_EPOCH (a deposed controller).
 - LeaderAndIsr: each partition whose leader epoch is newer than the one this broker has (or
-  that it does not have yet) becomes led here or followed (its log is created either way;
-  followers do not fetch yet: replication is the next step). An epoch not newer answers
+  that it does not have yet) becomes led here or followed (its log is created either way, off
+  the event loop on the admin worker; a log that cannot be made answers KAFKA_STORAGE_ERROR
+  for its partition). An epoch not newer answers
   STALE_CONTROLLER_EPOCH for that partition, as Kafka 2.x does. Leading a
   ``__consumer_offsets`` partition loads its group coordinator shard; following it unloads it.
 - UpdateMetadata: the live brokers and partition states replace the cache's.
@@ -28,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -64,6 +66,8 @@ _FORWARD_TIMEOUT_S = 30.0
 _CREATE_TOPICS_VERSION = 3
 _SHUTDOWN_ATTEMPTS = 3
 _SHUTDOWN_BACKOFF_S = 0.5
+#: Partition states a LeaderAndIsr applies per turn of the event loop.
+_APPLY_SLICE = 100
 
 
 class ClusterMember:
@@ -106,11 +110,22 @@ class ClusterMember:
         #: Topics whose creation this broker asked for and that the controller has not
         #: answered yet (a client retrying Metadata or FindCoordinator asks once).
         self._requested: set[str] = set()
+        #: LeaderAndIsr and StopReplica apply one at a time, in arrival order (FIFO lock).
+        self._state_changes = asyncio.Lock()
 
     # --- controller requests ---------------------------------------------------------------
 
-    def leader_and_isr(self, body: Any) -> dict[str, Any]:
-        """Applies a LeaderAndIsr request; returns the response's fields."""
+    async def leader_and_isr(self, body: Any) -> dict[str, Any]:
+        """Applies a LeaderAndIsr request; returns the response's fields.
+
+        The logs of partitions new here are made first, on the admin worker thread (a request
+        for 2,000 new partitions held the event loop 12 s); a partition is served only once
+        its log exists. LeaderAndIsr and StopReplica requests apply one at a time, in arrival
+        order: a later one waits for an earlier one's logs."""
+        async with self._state_changes:
+            return await self._leader_and_isr(body)
+
+    async def _leader_and_isr(self, body: Any) -> dict[str, Any]:
         if not self.cache.accept_controller(int(body.controller_id), int(body.controller_epoch)):
             return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": []}
         errors = []
@@ -126,9 +141,12 @@ class ClusterMember:
             assignments[topic][int(state.partition_index)] = replicas
         for topic, assignment in assignments.items():
             self.topics.note_topic(topic, assignment)
-        for state in body.ungrouped_partition_states:
+        failed = await self._create_logs(body.ungrouped_partition_states)
+        for count, state in enumerate(body.ungrouped_partition_states, 1):
             tp = TopicPartition(str(state.topic_name), int(state.partition_index))
-            code = self._become(tp, state)
+            code = ErrorCode.KAFKA_STORAGE_ERROR if tp in failed else self._become(tp, state)
+            if count % _APPLY_SLICE == 0:
+                await asyncio.sleep(0)  # other clients in between slices
             errors.append(
                 {"topic_name": tp.topic, "partition_index": tp.partition, "error_code": code}
             )
@@ -137,6 +155,29 @@ class ClusterMember:
         # The partitions' new leaders are visible before UpdateMetadata follows.
         self._update_cache(states)
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+
+    async def _create_logs(self, states: Sequence[Any]) -> dict[TopicPartition, str]:
+        """Makes the missing logs of the partitions ``states`` make this broker a replica of
+        (a stale leader epoch changes nothing: no log), on the admin worker; returns the
+        partitions whose log could not be made."""
+        replicas = self.replicas
+        wanted = []
+        for state in states:
+            tp = TopicPartition(str(state.topic_name), int(state.partition_index))
+            current = replicas.get(tp)
+            if current is None or int(state.leader_epoch) >= current.leader_epoch:
+                wanted.append(tp)
+        missing = replicas.logs_to_create(wanted)
+        if not missing:
+            return {}
+        started = time.perf_counter()
+        failed = await self.topics.run_on_worker(replicas.create_logs, missing)
+        logger.info(
+            "created %d logs for LeaderAndIsr in %.0f ms on the admin worker",
+            len(missing) - len(failed),
+            (time.perf_counter() - started) * 1e3,
+        )
+        return failed
 
     def _become(self, tp: TopicPartition, state: Any) -> ErrorCode:
         leader_epoch = int(state.leader_epoch)
@@ -198,8 +239,13 @@ class ClusterMember:
         )
         return {"error_code": ErrorCode.NONE}
 
-    def stop_replica(self, body: Any) -> dict[str, Any]:
-        """Applies a StopReplica request; returns the response's fields."""
+    async def stop_replica(self, body: Any) -> dict[str, Any]:
+        """Applies a StopReplica request (after the LeaderAndIsr requests before it); returns
+        the response's fields."""
+        async with self._state_changes:
+            return self._stop_replica(body)
+
+    def _stop_replica(self, body: Any) -> dict[str, Any]:
         if not self.cache.accept_controller(int(body.controller_id), int(body.controller_epoch)):
             return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": []}
         delete = bool(body.delete_partitions)

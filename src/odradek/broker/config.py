@@ -48,6 +48,7 @@ from odradek.broker.kraft_settings import (
 from odradek.broker.limits import BrokerLimits, parse_overrides, render_overrides
 from odradek.broker.metrics.settings import parse_reporters
 from odradek.broker.properties import parse_properties
+from odradek.broker.replica_selector import LEADER_SELECTOR, REPLICA_SELECTORS
 from odradek.broker.security.listeners import SecurityConfig, described_default, is_security_setting
 from odradek.broker.txn.config import TXN_SETTINGS, TransactionConfig
 from odradek.errors import ConfigError
@@ -160,6 +161,8 @@ class BrokerConfig:
     #: ``None``: the session timeout (Kafka's default).
     zookeeper_connection_timeout_ms: int | None = None
     broker_rack: str | None = None
+    #: KIP-392: which replica a consumer reads from (``broker.replica_selector``).
+    replica_selector_class: str = LEADER_SELECTOR
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_seconds: int = 300
     leader_imbalance_per_broker_percentage: int = 10
@@ -297,6 +300,7 @@ class BrokerConfig:
             zookeeper_session_timeout_ms=get("zookeeper.session.timeout.ms"),
             zookeeper_connection_timeout_ms=get("zookeeper.connection.timeout.ms"),
             broker_rack=get("broker.rack"),
+            replica_selector_class=get("replica.selector.class"),
             auto_leader_rebalance_enable=get("auto.leader.rebalance.enable"),
             leader_imbalance_check_interval_seconds=get("leader.imbalance.check.interval.seconds"),
             leader_imbalance_per_broker_percentage=get("leader.imbalance.per.broker.percentage"),
@@ -486,6 +490,12 @@ def _optional_string(name: str, raw: str) -> str | None:
     return raw or None
 
 
+def _replica_selector(name: str, raw: str) -> str:
+    if raw not in REPLICA_SELECTORS:
+        raise _invalid(name, raw, f"one of {', '.join(REPLICA_SELECTORS)}")
+    return raw
+
+
 def _names(name: str, raw: str) -> tuple[str, ...]:
     return tuple(part.strip().lower() for part in raw.split(",") if part.strip())
 
@@ -583,6 +593,7 @@ _SETTINGS: dict[str, _Setting] = {
     "zookeeper.session.timeout.ms": _int_setting(18_000, 1),
     "zookeeper.connection.timeout.ms": _int_setting(None, 1),
     "broker.rack": _Setting(_optional_string, _text, None),
+    "replica.selector.class": _Setting(_replica_selector, _text, LEADER_SELECTOR),
     "auto.leader.rebalance.enable": _Setting(_boolean, _render_bool, "true"),
     "leader.imbalance.check.interval.seconds": _int_setting(300, 1, _MAX_INT),
     "leader.imbalance.per.broker.percentage": _int_setting(10, 0, 100),

@@ -125,6 +125,15 @@ class AbortedTxnLike(Protocol):
     def first_offset(self) -> int: ...
 
 
+class FollowerStateLike(Protocol):
+    """A leader's view of one follower (``broker.replication.isr.FollowerState``)."""
+
+    @property
+    def log_end_offset(self) -> int: ...
+    @property
+    def last_caught_up_ms(self) -> int: ...
+
+
 class PartitionPort(Protocol):
     """A partition this broker leads (``odradek.broker.replication.partition.Partition``)."""
 
@@ -146,6 +155,23 @@ class PartitionPort(Protocol):
     @property
     def isr(self) -> Sequence[int]:
         """The in-sync replicas' broker ids."""
+        ...
+
+    @property
+    def replicas(self) -> Sequence[int]:
+        """Every replica's broker id (the assignment)."""
+        ...
+
+    @property
+    def leader_id(self) -> int:
+        """The leader's broker id (-1: none)."""
+        ...
+
+    #: Consumer fetches served here as a follower (KIP-392); the Fetch handler counts them.
+    follower_reads: int
+
+    def follower_state(self, replica_id: int) -> FollowerStateLike | None:
+        """What this leader knows of a follower (None: not a follower here)."""
         ...
 
     @property
@@ -534,9 +560,14 @@ class ClusterPort(Protocol):
     @property
     def controller(self) -> ClusterController: ...
 
-    def leader_and_isr(self, body: Any) -> dict[str, Any]: ...
+    async def leader_and_isr(self, body: Any) -> dict[str, Any]:
+        """Applies a LeaderAndIsr (new partitions' logs made off the event loop first)."""
+        ...
+
     def update_metadata(self, body: Any) -> dict[str, Any]: ...
-    def stop_replica(self, body: Any) -> dict[str, Any]: ...
+    async def stop_replica(self, body: Any) -> dict[str, Any]:
+        """Applies a StopReplica, after the LeaderAndIsr requests that came before it."""
+        ...
 
     async def run_on_controller(self, start: Callable[[], concurrent.futures.Future[R]]) -> R:
         """Runs work on this broker's controller thread and waits for its result."""

@@ -286,6 +286,40 @@ class ReplicaManager:
                 with contextlib.suppress(KafkaError):  # logged
                     self._check_topic_id(partition, topic_id)
 
+    def logs_to_create(
+        self, topic_partitions: Iterable[TopicPartition]
+    ) -> list[tuple[TopicPartition, LogConfig]]:
+        """The partitions of ``topic_partitions`` with no log yet, each with its topic's log
+        configuration: what ``create_logs`` is to make. Call on the event loop (a topic's
+        configuration is read there)."""
+        get_log = self.log_manager.get_log
+        return [
+            (tp, self._log_config_for(tp.topic))
+            for tp in topic_partitions
+            if tp not in self._partitions and get_log(tp) is None
+        ]
+
+    def create_logs(
+        self, wanted: Sequence[tuple[TopicPartition, LogConfig]]
+    ) -> dict[TopicPartition, str]:
+        """Makes the logs ``logs_to_create`` listed, one batch per topic (one directory fsync
+        per log dir, not one per log); returns the partitions whose log could not be made,
+        with the reason. Thread-safe (the log manager's lock): runs on the admin worker, off
+        the event loop, for a LeaderAndIsr of many new partitions."""
+        by_topic: dict[str, tuple[LogConfig, list[TopicPartition]]] = {}
+        for tp, config in wanted:
+            by_topic.setdefault(tp.topic, (config, []))[1].append(tp)
+        failed: dict[TopicPartition, str] = {}
+        for topic, (config, partitions) in by_topic.items():
+            try:
+                self.log_manager.get_or_create_logs(partitions, config)
+            except Exception as error:  # a full disk, a stopped manager: these partitions fail
+                logger.error("cannot create the logs of topic %s: %s", topic, error)
+                failed.update(
+                    (tp, str(error)) for tp in partitions if self.log_manager.get_log(tp) is None
+                )
+        return failed
+
     def _isr_changed(self, change: IsrChange) -> None:
         sender = self.on_isr_change
         if sender is not None:

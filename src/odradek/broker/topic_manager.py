@@ -36,9 +36,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from odradek._types import TopicPartition
 from odradek.broker.config import BrokerConfig
@@ -58,6 +59,7 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 CONTROLLER_EPOCH = 1
 #: Partitions made servable per turn of the event loop when a creation is published.
 PUBLISH_SLICE = 500
+T = TypeVar("T")
 #: Partitions auto-created inline per turn of the event loop (see ``maybe_auto_create``).
 AUTO_CREATE_INLINE_PARTITIONS = 20
 #: Passes over the logs to delete when a creation is undone.
@@ -631,6 +633,15 @@ class TopicManager:
             logger.info("created topic %s with %d partitions", plan.topic, len(plan.assignment))
         else:
             logger.info("topic %s now has %d partitions", plan.topic, len(published))
+
+    async def run_on_worker(self, work: Callable[..., T], *args: Any) -> T:
+        """Runs ``work(*args)`` on the admin worker thread, after the topic changes already
+        queued there (one thread: storage work in the order it was asked for); on the event
+        loop itself once the broker stops (the worker is gone)."""
+        if self._stopping.is_set():
+            return work(*args)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker(), work, *args)
 
     def _worker(self) -> ThreadPoolExecutor:
         if self._executor is None:

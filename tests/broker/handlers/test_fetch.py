@@ -53,8 +53,10 @@ def fetch_request(
     max_bytes: int = 1 << 20,
     partition_max_bytes: int = 1 << 20,
     replica_id: int = -1,
+    version: int = VERSION,
+    rack_id: str = "",
 ) -> Any:
-    m = importlib.import_module(f"kio.schema.fetch.v{VERSION}.request")
+    m = importlib.import_module(f"kio.schema.fetch.v{version}.request")
     topics: dict[str, list[Any]] = {}
     for tp, offset in offsets.items():
         topics.setdefault(tp.topic, []).append(
@@ -74,18 +76,19 @@ def fetch_request(
                 m.FetchTopic(topic=name, partitions=tuple(parts)) for name, parts in topics.items()
             ),
             forgotten_topics_data=(),
+            **({"rack_id": rack_id} if version >= VERSION else {}),
         )
     )
 
 
-def decoded(frame: Any) -> dict[TopicPartition, Any]:
+def decoded(frame: Any, version: int = VERSION) -> dict[TopicPartition, Any]:
     """The response as a client reads it: framing with each slot's records spliced in."""
     assert isinstance(frame, FetchResponseFrame)
     wire = b"".join(
         part.records.read() if isinstance(part, RecordsSlot) else part for part in frame.parts
     )
     assert len(wire) == frame.size
-    response_type: Any = response_class(1, VERSION)
+    response_type: Any = response_class(1, version)
     _, header_size = entity_reader(response_type.__header_schema__)(wire[4:], 0)
     response, _ = entity_reader(response_type)(wire[4:], header_size)
     return {
@@ -209,14 +212,14 @@ def test_each_wait_gets_what_is_left_of_max_wait() -> None:
     assert answer.records == batch(1)  # the second wait timed out: what there is
 
 
-def test_a_follower_answers_not_leader_or_follower_at_once() -> None:
+def test_a_follower_answers_a_consumer_before_v11_not_leader_or_follower_at_once() -> None:
     follower = filled(TP, 2, log_start_offset=0)
     follower.is_leader = False  # in a cluster, another broker leads it
     ctx = context(follower)
 
-    result = fetch.handle(ctx, fetch_request({TP: 0}, min_bytes=1 << 20))
+    result = fetch.handle(ctx, fetch_request({TP: 0}, min_bytes=1 << 20, version=10))
 
-    assert decoded(result)[TP].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert decoded(result, 10)[TP].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert follower.reads == []
 
 

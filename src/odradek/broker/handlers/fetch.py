@@ -32,10 +32,19 @@ topics by id (KIP-516): an id no topic has answers UNKNOWN_TOPIC_ID for its part
 topic is carried under a name no topic can have, so sessions keep it apart). v15+ carry the
 replica id inside ``replica_state``. v16+ (KIP-951) name the current leader of a partition
 answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, and that broker's endpoint.
+
+Follower fetching (KIP-392, v11+): a consumer's fetch at the leader carrying a ``rack_id`` is
+answered, when ``replica.selector.class`` prefers another in-sync replica
+(``broker.replica_selector``), with that ``preferred_read_replica`` and no records; a follower
+serves consumers up to its own high watermark (learnt from its fetches from the leader), a
+fetch offset past it answers OFFSET_NOT_AVAILABLE (the client retries), and a partition the
+cluster has but this broker holds no replica of answers NOT_LEADER_OR_FOLLOWER (the client
+goes back to the leader).
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Awaitable, Sequence
 from typing import Any
@@ -53,6 +62,7 @@ from odradek.broker.handlers._leader_discovery import LeaderDiscovery
 from odradek.broker.handlers._leader_epochs import check_leader_epoch, current_leader_epoch
 from odradek.broker.handlers._topic_metadata import find_topic, topic_id_of
 from odradek.broker.ports import PartitionPort
+from odradek.broker.replica_selector import LEADER_SELECTOR, ReplicaView, select_read_replica
 from odradek.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from odradek.net.sendfile import FileRegion
 from odradek.protocol import (
@@ -66,9 +76,12 @@ from odradek.protocol import (
 )
 from odradek.protocol.requests import duration_ms, fetch_body, fetch_replica_id
 
+logger = logging.getLogger(__name__)
 API_KEY = ApiKey.FETCH
 READ_COMMITTED = 1
 #: The first version with ``last_fetched_epoch`` (diverging epochs); by topic id; KIP-951.
+#: The first version with the client's ``rack_id`` and ``preferred_read_replica`` (KIP-392).
+_FIRST_RACK_ID_VERSION = 11
 _FIRST_FLEXIBLE_VERSION = 12
 _FIRST_TOPIC_ID_VERSION = 13
 _FIRST_LEADER_DISCOVERY_VERSION = 16
@@ -241,7 +254,9 @@ def _session_answer(
             if not incremental:
                 cached.remember(data.high_watermark, data.log_start_offset)
                 kept.append(data)
-            elif data.diverging_epoch[0] >= 0 or cached.has_news(
+            elif (
+                data.diverging_epoch[0] >= 0 or data.preferred_read_replica >= 0
+            ) or cached.has_news(
                 data.error_code, data.high_watermark, data.log_start_offset, data.records_size
             ):
                 kept.append(data)
@@ -251,9 +266,12 @@ def _session_answer(
 
 
 def _has_errors(responses: list[FetchableTopicResponse[FileRegion]]) -> bool:
-    """Whether some partition must be answered now: an error, or a diverging epoch."""
+    """Whether some partition must be answered now: an error, a diverging epoch, or a
+    preferred read replica (the client moves to it at once, as Kafka answers)."""
     return any(
-        p.error_code or p.diverging_epoch[0] >= 0 for topic in responses for p in topic.partitions
+        p.error_code or p.diverging_epoch[0] >= 0 or p.preferred_read_replica >= 0
+        for topic in responses
+        for p in topic.partitions
     )
 
 
@@ -275,6 +293,9 @@ def _read(
     total = 0
     responses: list[FetchableTopicResponse[FileRegion]] = []
     denied = None if ctx.authorizer is None else fetch_denied(ctx, from_replica, context.topics)
+    # KIP-392 (v11+): a consumer may read from a follower, and the leader may send it to one.
+    follower_fetching = not from_replica and request.api_version >= _FIRST_RACK_ID_VERSION
+    client_rack = str(getattr(body, "rack_id", None) or "")
     for name, requests in context.topics:
         partitions: list[FetchPartitionData[FileRegion]] = []
         if denied and name in denied:
@@ -283,17 +304,27 @@ def _read(
             continue
         for fetch_partition in requests:
             index = fetch_partition.partition
-            partition = replicas.get(TopicPartition(name, index))
+            topic_partition = TopicPartition(name, index)
+            partition = replicas.get(topic_partition)
             if partition is None:
-                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                code = _not_here(ctx, topic_partition)
             else:
                 code = check_leader_epoch(partition, current_leader_epoch(fetch_partition))
-                if code is ErrorCode.NONE and not partition.is_leader:
+                if (
+                    code is ErrorCode.NONE
+                    and not partition.is_leader
+                    and not (follower_fetching and _follows(ctx, partition))
+                ):
                     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
             if partition is None or code is not ErrorCode.NONE:
                 partitions.append(FetchPartitionData(index, code))
                 continue
             fetch_offset = fetch_partition.fetch_offset
+            if follower_fetching:
+                redirect = _closest_replica(ctx, partition, client_rack, fetch_offset, aborted)
+                if redirect is not None:
+                    partitions.append(redirect)
+                    continue
             if from_replica:
                 code = _follower_fetched(partition, replica_id, fetch_offset, now_ms)
                 if code is not ErrorCode.NONE:
@@ -318,6 +349,15 @@ def _read(
                 if diverged is not None:
                     partitions.append(diverged)
                     continue
+            if (
+                not from_replica
+                and fetch_offset > partition.high_watermark
+                and not partition.is_leader
+            ):
+                # Past this follower's high watermark (it lags the leader's): the client
+                # backs off and retries, as Kafka answers a follower fetch (KIP-392).
+                partitions.append(_offset_not_available(partition, index, aborted))
+                continue
             if not from_replica and fetch_offset == partition.high_watermark:
                 # A consumer caught up: nothing to read below the high watermark (nor the last
                 # stable offset, which is never above it). Tailing consumers ask for such
@@ -350,6 +390,8 @@ def _read(
                 continue
             records = info.records
             size = 0 if records is None else records.length
+            if size and not from_replica and not partition.is_leader:
+                _count_follower_read(ctx, partition)
             total += size
             remaining -= size
             stable = partition.high_watermark
@@ -447,3 +489,96 @@ def _follower_fetched(
     except KafkaError as error:
         return error.error_code
     return ErrorCode.NONE
+
+
+def _not_here(ctx: BrokerContext, topic_partition: TopicPartition) -> ErrorCode:
+    """A partition with no replica here: NOT_LEADER_OR_FOLLOWER when the cluster has it (a
+    client sent here by an older leader, or to a replica since removed: it goes back to the
+    leader, KIP-392), UNKNOWN_TOPIC_OR_PARTITION when it does not exist."""
+    cluster = ctx.cluster
+    if cluster is not None and cluster.cache.partition(topic_partition) is not None:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def _follows(ctx: BrokerContext, partition: PartitionPort) -> bool:
+    """Whether this broker is a follower of ``partition`` with a live leader: it serves
+    consumers up to its own high watermark (KIP-392)."""
+    return partition.leader_id >= 0 and ctx.broker_id in partition.replicas
+
+
+def _closest_replica(
+    ctx: BrokerContext,
+    partition: PartitionPort,
+    client_rack: str,
+    fetch_offset: int,
+    aborted: tuple[AbortedTransaction, ...] | None,
+) -> FetchPartitionData[FileRegion] | None:
+    """On the leader: the answer naming the replica ``replica.selector.class`` prefers for a
+    consumer in ``client_rack`` (no records, as Kafka's ``findPreferredReadReplica``), or
+    ``None`` to read here."""
+    selector = ctx.config.replica_selector_class
+    cluster = ctx.cluster
+    if selector == LEADER_SELECTOR or not client_rack or cluster is None:
+        return None
+    if not partition.is_leader:
+        return None
+    leader_id = ctx.broker_id
+    views = []
+    for replica in partition.replicas:
+        broker = cluster.cache.broker(replica)
+        rack = ctx.config.broker_rack if replica == leader_id else None
+        if replica != leader_id:
+            state = partition.follower_state(replica)
+            if broker is None or state is None:
+                continue
+            rack = broker.rack
+            views.append(
+                ReplicaView(replica, rack, state.log_end_offset, -1, state.last_caught_up_ms)
+            )
+        else:
+            views.append(ReplicaView(replica, rack, partition.log_end_offset))
+    chosen = select_read_replica(
+        selector,
+        client_rack=client_rack,
+        leader_id=leader_id,
+        replicas=views,
+        isr=partition.isr,
+        fetch_offset=fetch_offset,
+    )
+    if chosen == leader_id:
+        return None
+    high_watermark = partition.high_watermark
+    return FetchPartitionData(
+        partition.topic_partition.partition,
+        ErrorCode.NONE,
+        high_watermark,
+        high_watermark,
+        partition.log_start_offset,
+        aborted,
+        chosen,
+    )
+
+
+def _offset_not_available(
+    partition: PartitionPort, index: int, aborted: tuple[AbortedTransaction, ...] | None
+) -> FetchPartitionData[FileRegion]:
+    high_watermark = partition.high_watermark
+    return FetchPartitionData(
+        index,
+        ErrorCode.OFFSET_NOT_AVAILABLE,
+        high_watermark,
+        high_watermark,
+        partition.log_start_offset,
+        aborted,
+    )
+
+
+def _count_follower_read(ctx: BrokerContext, partition: PartitionPort) -> None:
+    partition.follower_reads += 1
+    if partition.follower_reads == 1:
+        logger.info(
+            "broker %d serves consumer fetches of %s as a follower (KIP-392)",
+            ctx.broker_id,
+            partition.topic_partition,
+        )

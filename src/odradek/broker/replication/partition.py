@@ -149,6 +149,8 @@ class Partition:
         self.bytes_in = 0
         self.messages_in = 0
         self.bytes_out = 0
+        #: Consumer fetches this broker served as a follower (KIP-392 follower fetching).
+        self.follower_reads = 0
         if len(self.replicas) > 1:
             restored = min(log.high_watermark or 0, log.log_end_offset)
             self.high_watermark = max(restored, log.log_start_offset)
