@@ -60,6 +60,7 @@ from odradek.client.producer.interceptors import ProducerInterceptors, resolve_i
 from odradek.client.producer.partitioners import DefaultPartitioner, resolve_partitioner
 from odradek.client.producer.record import Header, ProducerRecord, RecordMetadata
 from odradek.client.producer.sender import Sender
+from odradek.client.producer.sequences import ProducerSequences
 from odradek.client.producer.serializers import (
     BytesSerializer,
     Int32Serializer,
@@ -215,10 +216,17 @@ class Producer(Closeable):
         )
         self._sender = Sender(network, self._metadata, self._accumulator, settings, clock)
         self._transactions: TransactionManager | None = None
+        sequences: ProducerSequences | None = None
         if settings.transactional:
             self._transactions = self._sender.transactions = TransactionManager(
                 client_config, clock
             )
+            sequences = self._transactions.sequences
+        elif settings.idempotent:
+            sequences = ProducerSequences()
+        if sequences is not None:
+            self._sender.sequences = sequences
+            self._accumulator.drain_gate = sequences.may_drain
         self._view = _ClusterView(self._metadata.cluster)
         self._tps: dict[str, list[TopicPartition]] = {}
         self._closed = False
