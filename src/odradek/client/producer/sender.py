@@ -260,6 +260,9 @@ class Sender:
             timeout = 0
         elif self._has_pending():
             timeout = min(timeout, _MAX_IDLE_POLL_MS)
+            if sequences is not None and sequences.needs_producer_id:
+                # Waiting for a producer id: look again when its retry is due.
+                timeout = min(timeout, self._settings.retry_backoff_ms)
         timeout = max(0, timeout)
         self._poll_deadline_ms = now + timeout
         self._blocked = True

@@ -129,16 +129,13 @@ class ProducerSequences:
             self._stamps += 1
             state.incomplete.append(batch)
             order = self._stamps
+            producer_id, epoch = self.producer_id, self.epoch
         batch.stamp(
             stamp_batch(
-                batch.records,
-                self.producer_id,
-                self.epoch,
-                sequence,
-                transactional=self.transactional,
+                batch.records, producer_id, epoch, sequence, transactional=self.transactional
             ),
-            self.producer_id,
-            self.epoch,
+            producer_id,
+            epoch,
             sequence,
             order,
         )
