@@ -25,6 +25,10 @@ the records it sent (all their futures are done then). Failures after ``send`` (
 ``delivery.timeout.ms``) reach futures, callbacks and interceptors the same way, from the sender
 thread.
 
+Idempotent by default, as Kafka's producer since 3.0 (``enable.idempotence=true``,
+``acks=all``): retries never duplicate nor reorder a partition's records (``producer.config``
+has the rules of the settings, ``producer.sequences`` and ``producer.sender`` the rest).
+
 ``producer.type=sync`` makes ``send`` send at once (no lingering: the records' batches are
 flushed) and wait for the acknowledgements.
 """
