@@ -78,14 +78,15 @@ def _parse_acks(value: Any) -> int:
     raise ConfigError(f"acks: invalid value {value!r}, expected one of 0, 1, all, -1")
 
 
-def _idempotence(config: ClientConfig, acks: int) -> bool:
-    """``enable.idempotence`` after the rules of the module docstring.
+def _idempotence(config: ClientConfig, acks: int) -> tuple[bool, str | None]:
+    """``enable.idempotence`` after the rules of the module docstring, and the settings that
+    switched it off (None when it is on, or off as given).
 
     Raises:
         ConfigError: idempotence was asked for explicitly and a setting conflicts with it.
     """
     if not config.get_bool("enable.idempotence"):
-        return False
+        return False, None
     explicit = "enable.idempotence" in config.given
     conflicts: list[tuple[str, str]] = []
     if acks != ACKS_ALL:
@@ -102,7 +103,7 @@ def _idempotence(config: ClientConfig, acks: int) -> bool:
             )
         )
     if not conflicts:
-        return True
+        return True, None
     key, setting = conflicts[0]
     if explicit:
         raise ConfigError(
@@ -110,11 +111,9 @@ def _idempotence(config: ClientConfig, acks: int) -> bool:
             f"max.in.flight.requests.per.connection <= {MAX_IN_FLIGHT_FOR_IDEMPOTENCE}; "
             f"got {setting}"
         )
-    logger.info(
-        "idempotence is switched off because %s (enable.idempotence was not set)",
-        ", ".join(setting for _, setting in conflicts),
-    )
-    return False
+    settings = ", ".join(setting for _, setting in conflicts)
+    logger.info("idempotence is switched off because %s (enable.idempotence was not set)", settings)
+    return False, settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,11 +146,12 @@ class ProducerSettings:
     def from_config(cls, config: ClientConfig) -> ProducerSettings:
         """Raises: ConfigError: a cross-key rule is broken (see the module docstring)."""
         acks = _parse_acks(config["acks"])
-        idempotent = _idempotence(config, acks)
+        idempotent, conflict = _idempotence(config, acks)
         if config["transactional.id"] and not idempotent:
             raise ConfigError(
-                "transactional.id needs enable.idempotence (acks=all, retries > 0, "
-                f"max.in.flight.requests.per.connection <= {MAX_IN_FLIGHT_FOR_IDEMPOTENCE})"
+                "transactional.id needs acks=all, retries > 0, "
+                f"max.in.flight.requests.per.connection <= {MAX_IN_FLIGHT_FOR_IDEMPOTENCE} and "
+                f"enable.idempotence=true; got {conflict or 'enable.idempotence=false'}"
             )
         settings = cls(
             acks=acks,
