@@ -11,6 +11,10 @@ the clock runs from the first timed ``send`` until every record is acknowledged 
 Records/s and MB/s (values only), then odradek's ratio to each other client. The machine's
 other load shows in the figures: ``--repeat N`` keeps each client's best of N runs.
 
+Two more clients on request (``--clients``): ``odradek-idempotent`` and
+``kafka-python-idempotent``, each with ``acks=all`` and idempotence (odradek's defaults):
+what a producer id and per-batch sequences cost next to the ``acks=1`` runs.
+
     .venv/bin/python bench/client_perf.py [--scale 1.0] [--repeat 1]
         [--clients odradek,kafka-python,aiokafka,confluent-kafka]
 """
@@ -43,8 +47,15 @@ WARMUP_TIMEOUT_S = 30.0
 # ---------------------------------------------------------------------- one client (child side)
 
 
-def run_odradek(bootstrap: str, topic: str, records: int, value: bytes) -> float:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1})
+def run_odradek(
+    bootstrap: str, topic: str, records: int, value: bytes, *, idempotent: bool = False
+) -> float:
+    # acks=1 switches idempotence off (it was not asked for); the defaults are acks=all with it.
+    producer = Producer(
+        {"bootstrap.servers": bootstrap}
+        if idempotent
+        else {"bootstrap.servers": bootstrap, "acks": 1}
+    )
     try:
         producer.send(topic, value).result(WARMUP_TIMEOUT_S)
         send = producer.send
@@ -57,8 +68,14 @@ def run_odradek(bootstrap: str, topic: str, records: int, value: bytes) -> float
         producer.close()
 
 
-def run_kafka_python(bootstrap: str, topic: str, records: int, value: bytes) -> float:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, enable_idempotence=False)
+def run_kafka_python(
+    bootstrap: str, topic: str, records: int, value: bytes, *, idempotent: bool = False
+) -> float:
+    producer = (
+        KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True)
+        if idempotent
+        else KafkaProducer(bootstrap_servers=bootstrap, acks=1, enable_idempotence=False)
+    )
     try:
         producer.send(topic, value).get(WARMUP_TIMEOUT_S)
         send = producer.send
@@ -112,6 +129,8 @@ RUNNERS: dict[str, Callable[[str, str, int, bytes], float]] = {
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
     "confluent-kafka": run_confluent_kafka,
+    "odradek-idempotent": lambda *args: run_odradek(*args, idempotent=True),
+    "kafka-python-idempotent": lambda *args: run_kafka_python(*args, idempotent=True),
 }
 
 

@@ -7,7 +7,11 @@ sequence. The broker must answer the retry with the original offsets and keep ex
 Raw frames check the same on the wire without a client's retry logic: the same batch twice
 gets the same base offset, a gap gets OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch
 INVALID_PRODUCER_EPOCH. Without enable.idempotence the same lost responses do duplicate (the
-control that shows the proxy really makes the client resend).
+control that shows the proxy really makes the client resend). odradek's own producer goes
+through the same proxy (idempotent by default), and through the epoch-bump path: after the
+broker expired its producer state, the batch refused with UNKNOWN_PRODUCER_ID fails to the
+application, InitProducerId naming the old id and epoch (v3+, KIP-360) gets a new id, and the
+next records are stored.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from tests.broker._wire import Wire
 
 from odradek import Broker
+from odradek import Producer as OdradekProducer
+from odradek.errors import ErrorCode
+from odradek.errors import KafkaError as OdradekKafkaError
 from odradek.protocol.api_keys import ApiKey
 from odradek.records.codec import SimpleRecord, build_batch
 
@@ -224,6 +231,124 @@ def test_without_idempotence_the_same_losses_duplicate(
     values = values_in(broker, "plain", 13)
     assert len(values) == 13, "each lost response made the client append its batch again"
     assert sorted(set(values)) == sorted(b"%d" % v for v in range(10))
+
+
+def produce_with_odradek(
+    proxy: ResponseDroppingProxy, topic: str, count: int, idempotent: bool | None
+) -> int:
+    """``produce_through`` with odradek's producer (``idempotent`` None: its default)."""
+    config: dict[str, Any] = {
+        "bootstrap.servers": f"127.0.0.1:{proxy.port}",
+        "linger.ms": 0,
+        "retry.backoff.ms": 20,
+        "reconnect.backoff.ms": 20,
+    }
+    if idempotent is not None:
+        config["enable.idempotence"] = idempotent
+    with OdradekProducer(config) as producer:
+        futures = []
+        for value in range(count):
+            futures.append(producer.send(topic, b"%d" % value, partition=0))
+            producer.flush(TIMEOUT_S)
+        return sum(1 for future in futures if future.exception(TIMEOUT_S) is None)
+
+
+def test_odradek_producer_lost_responses_leave_exactly_one_copy(
+    proxied: tuple[Broker, ResponseDroppingProxy],
+) -> None:
+    broker, proxy = proxied
+    assert produce_with_odradek(proxy, "odradek-idempotent", 10, idempotent=None) == 10
+    assert proxy.dropped == 3, "the proxy lost three responses, so the producer resent"
+    assert values_in(broker, "odradek-idempotent", 10) == [b"%d" % v for v in range(10)]
+
+
+def test_odradek_producer_without_idempotence_duplicates(
+    proxied: tuple[Broker, ResponseDroppingProxy],
+) -> None:
+    broker, proxy = proxied
+    assert produce_with_odradek(proxy, "odradek-plain", 10, idempotent=False) == 10
+    assert proxy.dropped == 3
+    values = values_in(broker, "odradek-plain", 13)
+    assert len(values) == 13, "each lost response made the producer append its batch again"
+    assert sorted(set(values)) == sorted(b"%d" % v for v in range(10))
+
+
+def active_producers(wire: Wire, topic: str) -> list[int]:
+    described = wire.request(
+        ApiKey.DESCRIBE_PRODUCERS, 0, {"topics": [{"name": topic, "partition_indexes": [0]}]}
+    )
+    [partition] = described["topics"][0]["partitions"]
+    assert partition["error_code"] == 0
+    return [int(p["producer_id"]) for p in partition["active_producers"]]
+
+
+def test_odradek_producer_gets_a_new_id_after_unknown_producer_id(tmp_path: Path) -> None:
+    config = {"num.partitions": 1, "producer.id.expiration.ms": 200}
+    with Broker(str(tmp_path), config=config) as broker:
+        wire = Wire(broker.port)
+        settings = {"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0}
+        try:
+            with OdradekProducer(settings) as idle, OdradekProducer(settings) as busy:
+                assert idle.send("expiring", b"a0", partition=0).result(TIMEOUT_S).offset == 0
+                first_id = idle.statistics()["sender"]["producer_id"]
+                assert first_id in active_producers(wire, "expiring")
+
+                def idle_one_forgotten() -> bool:
+                    # Another producer's appends run the broker's expiry check.
+                    busy.send("expiring", b"b", partition=0).result(TIMEOUT_S)
+                    return first_id not in active_producers(wire, "expiring")
+
+                wait_until(idle_one_forgotten, what="the idle producer's state to expire")
+                refused = idle.send("expiring", b"a1", partition=0).exception(TIMEOUT_S)
+                assert isinstance(refused, OdradekKafkaError)
+                assert refused.error_code == ErrorCode.UNKNOWN_PRODUCER_ID
+                stored = idle.send("expiring", b"a2", partition=0).result(TIMEOUT_S)
+                stats = idle.statistics()["sender"]
+                # Without a transactional id the broker answers an epoch bump with a new id.
+                assert (stats["producer_id_changes"], stats["producer_epoch"]) == (1, 0)
+                assert stats["producer_id"] not in (first_id, -1)
+                assert stats["producer_id"] in active_producers(wire, "expiring")
+            values = values_in(broker, "expiring", stored.offset + 1)
+            assert values.count(b"a1") == 0
+            assert (values[0], values[-1]) == (b"a0", b"a2")
+        finally:
+            wire.close()
+
+
+def test_init_producer_id_naming_the_current_id_and_epoch(tmp_path: Path) -> None:
+    """The broker's side of the bump (v3+): without a transactional id it hands out a new id
+    at epoch 0, as Kafka does; naming only one of the two is INVALID_REQUEST."""
+    with Broker(str(tmp_path), config={"num.partitions": 1}) as broker:
+        wire = Wire(broker.port)
+        try:
+
+            def init(producer_id: int, epoch: int) -> dict[str, Any]:
+                return wire.request(
+                    ApiKey.INIT_PRODUCER_ID,
+                    4,
+                    {
+                        "transactional_id": None,
+                        "transaction_timeout": 2**31 - 1,
+                        "producer_id": producer_id,
+                        "producer_epoch": epoch,
+                    },
+                )
+
+            first = init(-1, -1)
+            assert (first["error_code"], first["producer_epoch"]) == (0, 0)
+            bumped = init(first["producer_id"], 0)
+            assert bumped["error_code"] == 0
+            assert bumped["producer_id"] not in (first["producer_id"], -1)
+            assert bumped["producer_epoch"] == 0
+            assert init(first["producer_id"], -1)["error_code"] == ErrorCode.INVALID_REQUEST
+            assert wire.create_topics({"raw": 1}) == {"raw": 0}
+            wait_until(lambda: wire.partitions_of("raw") == [0], what="topic raw")
+            assert produce(wire, idempotent_batch(first["producer_id"], 0, 0))["error_code"] == 0
+            # The new id starts its own sequences at 0 beside the old one's.
+            assert produce(wire, idempotent_batch(bumped["producer_id"], 0, 0))["base_offset"] == 2
+            assert produce(wire, idempotent_batch(first["producer_id"], 0, 2))["base_offset"] == 4
+        finally:
+            wire.close()
 
 
 # --- raw frames ----------------------------------------------------------------------------

@@ -1,8 +1,10 @@
-"""``producer.config``: the producer's Kafka keys with Java's defaults, acks spellings, and the
-cross-key rules."""
+"""``producer.config``: the producer's Kafka keys with Java's defaults, acks spellings, the
+cross-key rules, and idempotence's rules (on by default; off, logged, when a conflicting
+setting is given without ``enable.idempotence``; a ConfigError when it is given as true)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -28,6 +30,7 @@ def test_defaults_are_kafkas() -> None:
     assert (s.retries, s.retry_backoff_ms, s.max_in_flight) == (2**31 - 1, 100, 5)
     assert s.compression is CompressionType.NONE
     assert not s.sync
+    assert s.idempotent, "idempotent by default, as Java's producer since Kafka 3.0"
 
 
 @pytest.mark.parametrize(
@@ -60,7 +63,15 @@ def test_names_from_a_mapping_and_keywords() -> None:
         ({"compression.type": "brotli"}, "compression.type"),
         ({"delivery.timeout.ms": 1000}, "delivery.timeout.ms"),
         ({"max.request.size": 10, "buffer.memory": 5, "batch.size": 1}, "max.request.size"),
-        ({"enable.idempotence": True}, "enable.idempotence"),
+        ({"enable.idempotence": True, "acks": 1}, "acks"),
+        ({"enable.idempotence": "true", "retries": 0}, "retries"),
+        (
+            {"enable.idempotence": True, "max.in.flight.requests.per.connection": 6},
+            "max.in.flight.requests.per.connection",
+        ),
+        ({"transactional.id": "t", "acks": 1}, "transactional.id needs acks=all"),
+        ({"transactional.id": "t", "acks": 1}, "got acks=1"),
+        ({"transactional.id": "t", "enable.idempotence": False}, "got enable.idempotence=false"),
         ({"lingerms": 5}, "linger.ms"),
         ({"producer.type": "fast"}, "producer.type"),
     ],
@@ -70,3 +81,41 @@ def test_bad_settings_name_the_key(kwargs: dict[str, Any], message: str) -> None
         ProducerSettings.from_config(
             ClientConfig({"bootstrap.servers": "h:1", **kwargs}, client_type=PRODUCER)
         )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"acks": 1}, "acks=1"),
+        ({"acks": "0"}, "acks=0"),
+        ({"retries": 0}, "retries=0"),
+        ({"max_in_flight_requests_per_connection": 6}, "max.in.flight.requests.per.connection=6"),
+    ],
+)
+def test_a_conflicting_setting_switches_idempotence_off_when_not_asked_for(
+    kwargs: dict[str, Any], named: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="odradek.client.producer.config"):
+        s = settings(**kwargs)
+    assert not s.idempotent
+    assert [r.levelno for r in caplog.records] == [logging.INFO]
+    assert named in caplog.records[0].getMessage()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"enable_idempotence": True},
+        {"acks": "-1", "max_in_flight_requests_per_connection": 5, "retries": 1},
+        {"transactional_id": "t"},
+    ],
+)
+def test_idempotent_settings(kwargs: dict[str, Any]) -> None:
+    assert settings(**kwargs).idempotent
+
+
+def test_idempotence_switched_off_explicitly_allows_anything() -> None:
+    s = settings(enable_idempotence=False, acks=1, max_in_flight_requests_per_connection=10)
+    assert not s.idempotent
+    assert (s.acks, s.max_in_flight) == (1, 10)

@@ -39,6 +39,8 @@ class FakeNetwork:
 
     def __init__(self) -> None:
         self.sent: list[tuple[int, dict[str, Any], bool, RequestFuture]] = []
+        #: InitProducerId requests (an idempotent producer's): (node, fields, future).
+        self.init_requests: list[tuple[int, dict[str, Any], RequestFuture]] = []
         self.busy: set[int] = set()
         self.polls: list[int] = []
         self.closed = False
@@ -56,13 +58,19 @@ class FakeNetwork:
         fields: Any,
         *,
         versions: Any,
-        expect_response: bool,
+        expect_response: bool = True,
         timeout_ms: int,
     ) -> RequestFuture:
-        assert api_key == ApiKey.PRODUCE
         future = RequestFuture(node, api_key)
+        if api_key == ApiKey.INIT_PRODUCER_ID:
+            self.init_requests.append((node, fields, future))
+            return future
+        assert api_key == ApiKey.PRODUCE
         self.sent.append((node, fields, expect_response, future))
         return future
+
+    def least_loaded_node(self) -> int | None:
+        return 1
 
     def poll(self, timeout_ms: int) -> int:
         self.polls.append(timeout_ms)

@@ -15,7 +15,10 @@ never while it backs off before a retry (``retry.backoff.ms``, doubling per atte
 sender mutes a partition with a batch in flight when ``max.in.flight.requests.per.connection``
 is 1, which keeps per-partition order across retries). A node is ready when one of the
 partitions it leads is sendable; ``drain`` then takes the first batch of *every* sendable-or-
-lingering partition it leads (the request goes anyway), up to ``max.request.size``.
+lingering partition it leads (the request goes anyway), up to ``max.request.size``. An
+idempotent producer's ``drain_gate`` (``ProducerSequences.may_drain``) may hold a partition's
+first batch back (a retry waits for its turn, a new batch for a producer id); a retried batch
+that carries a sequence goes back into its deque in stamping order, not merely to the front.
 
 Size: ``batch.size`` bounds a batch's *uncompressed* size, so a compressed batch goes out
 smaller than ``batch.size`` (Java's producer estimates the compression ratio to fill batches
@@ -140,6 +143,9 @@ class RecordAccumulator:
         # Which partition of a node ``drain`` starts with, so every partition gets its turn
         # when max.request.size cuts a drain short.
         self._drain_index: dict[int, int] = {}
+        #: Whether a partition's first batch may be drained now (None: always). Called under
+        #: the lock; must not call back into the accumulator.
+        self.drain_gate: Callable[[ProducerBatch], bool] | None = None
 
     # -- appending (any thread)
 
@@ -312,6 +318,7 @@ class RecordAccumulator:
         """
         by_node: dict[int, list[TopicPartition]] = {node: [] for node in nodes}
         drained: dict[int, list[ProducerBatch]] = {}
+        gate = self.drain_gate
         with self._lock:
             for tp, dq in self._batches.items():
                 if dq and tp not in self._muted:
@@ -332,6 +339,8 @@ class RecordAccumulator:
                         now_ms - batch.last_attempt_ms < self._backoff_ms(batch.attempts)
                     ):
                         continue
+                    if gate is not None and not gate(batch):
+                        continue
                     batch_size = batch.estimated_size
                     if batches and size + batch_size > max_request_size:
                         break
@@ -347,7 +356,8 @@ class RecordAccumulator:
 
     def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
         """Puts a batch that failed with a retriable error back at the front of its deque
-        (so it goes before the partition's later batches) and starts its backoff."""
+        (so it goes before the partition's later batches; a stamped batch after the stamped
+        ones stamped before it) and starts its backoff."""
         batch.attempts += 1
         batch.last_attempt_ms = now_ms
         batch.retrying = True
@@ -355,7 +365,44 @@ class RecordAccumulator:
             dq = self._batches.get(batch.tp)
             if dq is None:
                 dq = self._batches[batch.tp] = deque()
-            dq.appendleft(batch)
+            if not batch.stamped:
+                dq.appendleft(batch)
+                return
+            position = 0
+            for queued in dq:
+                if not queued.stamped or queued.stamp_order > batch.stamp_order:
+                    break
+                position += 1
+            dq.insert(position, batch)
+
+    def take_queued(
+        self, tp: TopicPartition, which: Callable[[ProducerBatch], bool]
+    ) -> list[ProducerBatch]:
+        """Takes the queued batches of ``tp`` that ``which`` picks out of its deque (the
+        caller fails them)."""
+        with self._lock:
+            dq = self._batches.get(tp)
+            if not dq:
+                return []
+            taken = [batch for batch in dq if which(batch)]
+            if taken:
+                kept = [batch for batch in dq if not which(batch)]
+                dq.clear()
+                dq.extend(kept)
+            return taken
+
+    def take_all_unstamped(self) -> list[ProducerBatch]:
+        """Takes every queued batch without a sequence out (the caller fails them: an
+        idempotent producer could get no producer id)."""
+        with self._lock:
+            taken: list[ProducerBatch] = []
+            for dq in self._batches.values():
+                kept = [batch for batch in dq if batch.stamped]
+                if len(kept) != len(dq):
+                    taken.extend(batch for batch in dq if not batch.stamped)
+                    dq.clear()
+                    dq.extend(kept)
+            return taken
 
     def mute(self, tp: TopicPartition) -> None:
         with self._lock:

@@ -48,13 +48,17 @@ class ProducerBatch:
         "_records",
         "_thunks",
         "attempts",
+        "base_sequence",
         "batch_size",
         "buffer_bytes",
         "created_ms",
         "full",
         "last_attempt_ms",
+        "producer_epoch",
+        "producer_id",
         "result",
         "retrying",
+        "stamp_order",
         "stamped",
         "tp",
     )
@@ -74,8 +78,13 @@ class ProducerBatch:
         self.full = False
         self.buffer_bytes = buffer_bytes
         self.batch_size = 0
-        #: Whether a transactional producer's id, epoch and sequence are in the bytes.
+        #: Whether an idempotent producer's id, epoch and sequence are in the bytes (then
+        #: the fields below hold them, and ``stamp_order`` the producer's stamping order).
         self.stamped = False
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+        self.stamp_order = -1
 
     # -- open
 
@@ -148,11 +157,19 @@ class ProducerBatch:
             self._builder = None
         return self._records
 
-    def stamp(self, records: bytes) -> None:
-        """Replaces the built bytes with the transactional producer's (``stamped``: once,
-        so a retry resends the same sequence)."""
+    def stamp(
+        self, records: bytes, producer_id: int, epoch: int, base_sequence: int, order: int
+    ) -> None:
+        """Replaces the built bytes with the idempotent producer's, which carry
+        ``producer_id``, ``epoch`` and ``base_sequence`` (``stamped``: once, so a retry
+        resends the same sequence). ``order`` ranks the batch among the producer's stamped
+        batches (a retry goes back into its queue by it)."""
         assert self._records is not None, "the batch is still open"
         self._records = records
+        self.producer_id = producer_id
+        self.producer_epoch = epoch
+        self.base_sequence = base_sequence
+        self.stamp_order = order
         self.stamped = True
 
     @property

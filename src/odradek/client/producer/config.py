@@ -17,6 +17,7 @@ Cross-key rules, checked when the settings are built (``ConfigError`` naming the
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -24,12 +25,17 @@ from odradek.client.config import PRODUCER, ClientConfig, ConfigKey, register_ke
 from odradek.errors import ConfigError
 from odradek.records.batch import CompressionType
 
-__all__ = ["ACKS_ALL", "PRODUCER_KEYS", "ProducerSettings"]
+__all__ = ["ACKS_ALL", "MAX_IN_FLIGHT_FOR_IDEMPOTENCE", "PRODUCER_KEYS", "ProducerSettings"]
+
+logger = logging.getLogger(__name__)
 
 _MAX_INT32: Final = 2**31 - 1
 #: ``acks`` as the wire carries it for ``all``.
 ACKS_ALL: Final = -1
 COMPRESSION_TYPES: Final = ("none", "gzip", "snappy", "lz4", "zstd")
+#: The most requests in flight per connection an idempotent producer may have (the broker
+#: keeps the last 5 batches of each producer to recognise retries).
+MAX_IN_FLIGHT_FOR_IDEMPOTENCE: Final = 5
 
 PRODUCER_KEYS: Final[tuple[ConfigKey, ...]] = (
     ConfigKey("acks", object, "all", "acknowledgements the leader waits for: 0, 1 or all (-1)"),
@@ -54,7 +60,9 @@ PRODUCER_KEYS: Final[tuple[ConfigKey, ...]] = (
     ConfigKey("partitioner.class", object, None, "default, round_robin, a class or an object"),
     ConfigKey("interceptor.classes", object, (), "objects with on_send/on_acknowledgement/close"),
     ConfigKey("producer.type", str, "async", "sync: send() waits", choices=("sync", "async")),
-    ConfigKey("enable.idempotence", bool, False, "not supported yet: must be false"),
+    ConfigKey(
+        "enable.idempotence", bool, True, "producer id and sequences: retries never duplicate"
+    ),
     ConfigKey("transactional.id", object, None, "makes the producer transactional (KIP-98)"),
     ConfigKey("transaction.timeout.ms", int, 60_000, "the coordinator aborts after this", 1),
 )
@@ -68,6 +76,44 @@ def _parse_acks(value: Any) -> int:
     if text in ("-1", "0", "1"):
         return int(text)
     raise ConfigError(f"acks: invalid value {value!r}, expected one of 0, 1, all, -1")
+
+
+def _idempotence(config: ClientConfig, acks: int) -> tuple[bool, str | None]:
+    """``enable.idempotence`` after the rules of the module docstring, and the settings that
+    switched it off (None when it is on, or off as given).
+
+    Raises:
+        ConfigError: idempotence was asked for explicitly and a setting conflicts with it.
+    """
+    if not config.get_bool("enable.idempotence"):
+        return False, None
+    explicit = "enable.idempotence" in config.given
+    conflicts: list[tuple[str, str]] = []
+    if acks != ACKS_ALL:
+        conflicts.append(("acks", f"acks={config['acks']}, not all"))
+    if config.get_int("retries") == 0:
+        conflicts.append(("retries", "retries=0"))
+    in_flight = config.get_int("max.in.flight.requests.per.connection")
+    if in_flight > MAX_IN_FLIGHT_FOR_IDEMPOTENCE:
+        conflicts.append(
+            (
+                "max.in.flight.requests.per.connection",
+                f"max.in.flight.requests.per.connection={in_flight}, more than "
+                f"{MAX_IN_FLIGHT_FOR_IDEMPOTENCE}",
+            )
+        )
+    if not conflicts:
+        return True, None
+    key, setting = conflicts[0]
+    if explicit:
+        raise ConfigError(
+            f"{key}: enable.idempotence=true needs acks=all, retries > 0 and "
+            f"max.in.flight.requests.per.connection <= {MAX_IN_FLIGHT_FOR_IDEMPOTENCE}; "
+            f"got {setting}"
+        )
+    settings = ", ".join(setting for _, setting in conflicts)
+    logger.info("idempotence is switched off because %s (enable.idempotence was not set)", settings)
+    return False, settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,18 +139,22 @@ class ProducerSettings:
     sync: bool
     client_id: str
     transactional: bool = False
+    #: Batches carry a producer id, epoch and sequences (``enable.idempotence``).
+    idempotent: bool = False
 
     @classmethod
     def from_config(cls, config: ClientConfig) -> ProducerSettings:
-        """Raises: ConfigError: a cross-key rule is broken or idempotence was asked for."""
-        if config.get_bool("enable.idempotence"):
+        """Raises: ConfigError: a cross-key rule is broken (see the module docstring)."""
+        acks = _parse_acks(config["acks"])
+        idempotent, conflict = _idempotence(config, acks)
+        if config["transactional.id"] and not idempotent:
             raise ConfigError(
-                "enable.idempotence: true is not supported yet (no producer ids or sequence "
-                "numbers); set it to false, and max.in.flight.requests.per.connection=1 to keep "
-                "per-partition order across retries"
+                "transactional.id needs acks=all, retries > 0, "
+                f"max.in.flight.requests.per.connection <= {MAX_IN_FLIGHT_FOR_IDEMPOTENCE} and "
+                f"enable.idempotence=true; got {conflict or 'enable.idempotence=false'}"
             )
         settings = cls(
-            acks=_parse_acks(config["acks"]),
+            acks=acks,
             batch_size=config.get_int("batch.size"),
             linger_ms=config.get_int("linger.ms"),
             buffer_memory=config.get_int("buffer.memory"),
@@ -124,13 +174,12 @@ class ProducerSettings:
             sync=config.get_str("producer.type") == "sync",
             client_id=config.get_str("client.id"),
             transactional=bool(config["transactional.id"]),
+            idempotent=idempotent,
         )
         settings._check()
         return settings
 
     def _check(self) -> None:
-        if self.transactional and self.acks != ACKS_ALL:
-            raise ConfigError("transactional.id needs acks=all")
         if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
             raise ConfigError(
                 f"delivery.timeout.ms ({self.delivery_timeout_ms}) must be at least linger.ms "

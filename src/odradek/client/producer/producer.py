@@ -25,6 +25,10 @@ the records it sent (all their futures are done then). Failures after ``send`` (
 ``delivery.timeout.ms``) reach futures, callbacks and interceptors the same way, from the sender
 thread.
 
+Idempotent by default, as Kafka's producer since 3.0 (``enable.idempotence=true``,
+``acks=all``): retries never duplicate nor reorder a partition's records (``producer.config``
+has the rules of the settings, ``producer.sequences`` and ``producer.sender`` the rest).
+
 ``producer.type=sync`` makes ``send`` send at once (no lingering: the records' batches are
 flushed) and wait for the acknowledgements.
 """
@@ -60,6 +64,7 @@ from odradek.client.producer.interceptors import ProducerInterceptors, resolve_i
 from odradek.client.producer.partitioners import DefaultPartitioner, resolve_partitioner
 from odradek.client.producer.record import Header, ProducerRecord, RecordMetadata
 from odradek.client.producer.sender import Sender
+from odradek.client.producer.sequences import ProducerSequences
 from odradek.client.producer.serializers import (
     BytesSerializer,
     Int32Serializer,
@@ -215,10 +220,17 @@ class Producer(Closeable):
         )
         self._sender = Sender(network, self._metadata, self._accumulator, settings, clock)
         self._transactions: TransactionManager | None = None
+        sequences: ProducerSequences | None = None
         if settings.transactional:
             self._transactions = self._sender.transactions = TransactionManager(
                 client_config, clock
             )
+            sequences = self._transactions.sequences
+        elif settings.idempotent:
+            sequences = ProducerSequences()
+        if sequences is not None:
+            self._sender.sequences = sequences
+            self._accumulator.drain_gate = sequences.may_drain
         self._view = _ClusterView(self._metadata.cluster)
         self._tps: dict[str, list[TopicPartition]] = {}
         self._closed = False

@@ -30,6 +30,17 @@ can land after a later one of the same partition, and a batch whose request time
 broker appended it is appended again on retry (duplicate) — Kafka's behaviour without
 idempotence; ``max.in.flight.requests.per.connection=1`` removes the reordering.
 
+**Idempotence** (``sequences`` set: KIP-98, KIP-360): before the first batch the loop asks the
+least loaded broker for a producer id (InitProducerId without a transactional id, retried after
+``retry.backoff.ms``); batches are stamped with it when first drained and keep their sequence
+across retries, and ``ProducerSequences`` holds back what would reach the broker out of order,
+so up to 5 requests per connection keep each partition's order. DUPLICATE_SEQUENCE_NUMBER is a
+success (the broker has the batch; its offset is then -1). OUT_OF_ORDER_SEQUENCE_NUMBER for a
+batch behind an unacknowledged one is retried; for the partition's oldest incomplete batch, and
+UNKNOWN_PRODUCER_ID, fail the batch, and so does any other failure of a stamped batch: then
+the partition's other batches of that producer id and epoch fail too (never resent out of
+order) and the loop asks for a new epoch (InitProducerId naming the current id and epoch).
+
 Closing: ``initiate_close`` stops taking new work but keeps sending until nothing is queued
 or in flight; ``force_close`` fails everything still incomplete with the given error. Either
 way the thread then closes the network client and ends. An exception escaping an iteration
@@ -53,6 +64,7 @@ from odradek.client.producer.accumulator import ReadyResult, RecordAccumulator
 from odradek.client.producer.batch import ProducerBatch
 from odradek.client.producer.config import ProducerSettings
 from odradek.client.producer.produce_codec import PRODUCE_CODEC_VERSIONS
+from odradek.client.producer.sequences import ProducerSequences
 from odradek.client.producer.transactions import TransactionManager
 from odradek.errors import (
     ErrorCode,
@@ -61,7 +73,7 @@ from odradek.errors import (
     OdradekError,
     error_for_code,
 )
-from odradek.protocol.api_keys import ApiKey
+from odradek.protocol.api_keys import ApiKey, VersionRange
 
 __all__ = ["Sender"]
 
@@ -72,6 +84,13 @@ _NEVER: Final = 2**62
 _MAX_IDLE_POLL_MS: Final = 1_000
 #: Send rounds per loop iteration before the network is polled (see ``run_once``).
 _MAX_SEND_ROUNDS: Final = 8
+_INIT_PRODUCER_ID: Final = VersionRange(0, 4)
+_MAX_EPOCH: Final = 2**15 - 1
+#: Kafka's producers ask with this timeout when they have no transactional id.
+_NO_TRANSACTION_TIMEOUT_MS: Final = 2**31 - 1
+_SEQUENCE_ERRORS: Final = frozenset(
+    {ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID}
+)
 
 
 class Sender:
@@ -100,8 +119,12 @@ class Sender:
         self._settings = settings
         self._clock = clock
         self._guarantee_order = settings.max_in_flight == 1
-        #: A transactional producer's manager: stamps batches, hears of failed ones.
+        #: A transactional producer's manager: hears of failed batches.
         self.transactions: TransactionManager | None = None
+        #: An idempotent producer's id and sequences: stamps batches (see the docstring).
+        self.sequences: ProducerSequences | None = None
+        self._producer_id_pending = False
+        self._producer_id_retry_ms = -_NEVER
         self._in_flight: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._last_metadata_request_ms = -_NEVER
         self._wake_requested = False
@@ -120,6 +143,7 @@ class Sender:
             "batches_failed": 0,
             "batches_expired": 0,
             "loop_errors": 0,
+            "duplicates": 0,
         }
 
     # -- control (any thread)
@@ -162,6 +186,8 @@ class Sender:
     def statistics(self) -> dict[str, int]:
         with self._stats_lock:
             stats = dict(self._stats)
+        if self.sequences is not None:
+            stats.update(self.sequences.statistics())
         # list() copies the values in one step: the sender thread may change the dict.
         stats["in_flight_batches"] = sum(len(q) for q in list(self._in_flight.values()))
         return stats
@@ -214,6 +240,9 @@ class Sender:
         self._wake_requested = False
         now = self._clock.monotonic_ms()
         self._fail_expired(now)
+        sequences = self.sequences
+        if sequences is not None and sequences.needs_producer_id:
+            self._request_producer_id(sequences, now)
         # Send rounds back to back while they find work (a partition's next batch only
         # becomes drainable once its first one is taken): each network poll costs a GIL
         # hand-off to the sending threads, so poll once per burst, not once per batch.
@@ -231,6 +260,9 @@ class Sender:
             timeout = 0
         elif self._has_pending():
             timeout = min(timeout, _MAX_IDLE_POLL_MS)
+            if sequences is not None and sequences.needs_producer_id:
+                # Waiting for a producer id: look again when its retry is due.
+                timeout = min(timeout, self._settings.retry_backoff_ms)
         timeout = max(0, timeout)
         self._poll_deadline_ms = now + timeout
         self._blocked = True
@@ -290,11 +322,12 @@ class Sender:
         topics: dict[str, list[dict[str, Any]]] = {}
         records = 0
         transactions = self.transactions
+        sequences = self.sequences
         for batch in batches:
             tp = batch.tp
             by_tp[tp] = batch
-            if transactions is not None and not batch.stamped:
-                batch.stamp(transactions.stamp(tp, batch.records, batch.batch_size))
+            if sequences is not None and not batch.stamped:
+                sequences.stamp(batch)
             topics.setdefault(tp.topic, []).append(
                 {"index": tp.partition, "records": batch.records}
             )
@@ -383,6 +416,11 @@ class Sender:
                     continue
                 batch = answered
                 code = partition["error_code"]
+                if code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER and batch.stamped:
+                    # The broker has this batch already, but no longer its offset.
+                    with self._stats_lock:
+                        self._stats["duplicates"] += 1
+                    code = ErrorCode.NONE
                 if code == ErrorCode.NONE:
                     log_append_time = partition.get("log_append_time")
                     self._finish(
@@ -413,8 +451,18 @@ class Sender:
 
     def _fail_or_retry(self, batch: ProducerBatch, error: KafkaError, now: int) -> None:
         settings = self._settings
+        retriable = error.retriable
+        sequences = self.sequences
+        if sequences is not None and batch.stamped and not sequences.transactional:
+            if sequences.is_broken(batch):
+                retriable = False  # an earlier batch of its run failed: never out of order
+            elif error.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER:
+                # Behind a batch not yet written (its request lost or retried): wait for it.
+                retriable = not sequences.is_first_incomplete(batch)
+            elif error.error_code in _SEQUENCE_ERRORS:
+                retriable = False
         if (
-            error.retriable
+            retriable
             and not batch.completed
             and self._forced_error is None
             and batch.attempts < settings.retries
@@ -452,6 +500,108 @@ class Sender:
             if self.transactions is not None:
                 self.transactions.record_failure(error)
         self._accumulator.deallocate(batch)
+        self._sequence_done(batch, error)
+
+    def _sequence_done(self, batch: ProducerBatch, error: BaseException | None) -> None:
+        """Tells ``sequences`` a stamped batch completed; a failure breaks its run, and the
+        run's queued batches fail with it (see the module docstring)."""
+        sequences = self.sequences
+        if sequences is None or not batch.stamped:
+            return
+        sequences.completed(batch)
+        if error is None or sequences.transactional or not sequences.break_run(batch):
+            return
+        logger.warning(
+            "a batch of %d records to %s with producer id %d, epoch %d, sequence %d failed "
+            "(%s); the partition's later batches of that epoch fail too, and the producer "
+            "asks for a new epoch",
+            batch.record_count,
+            batch.tp,
+            batch.producer_id,
+            batch.producer_epoch,
+            batch.base_sequence,
+            error,
+        )
+        run = (batch.producer_id, batch.producer_epoch)
+        for queued in self._accumulator.take_queued(
+            batch.tp, lambda b: b.stamped and (b.producer_id, b.producer_epoch) == run
+        ):
+            self._finish(
+                queued,
+                -1,
+                -1,
+                KafkaError(
+                    f"not resent: an earlier batch to {batch.tp} failed ({error}), so this "
+                    "one could only be written out of order",
+                    code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                ),
+            )
+
+    # -- the producer id (idempotence without transactions)
+
+    def _request_producer_id(self, sequences: ProducerSequences, now: int) -> None:
+        """Sends InitProducerId when none is pending and the backoff has passed; the answer
+        sets the id (or, on failure, the next attempt's time)."""
+        if self._producer_id_pending or now < self._producer_id_retry_ms:
+            return
+        network = self._network
+        node = network.least_loaded_node()
+        try:
+            if node is None or not network.ready(node):  # ready() starts connecting
+                return
+        except KafkaError as error:  # a node without an address: stale metadata
+            logger.debug("broker %s not usable for InitProducerId: %s", node, error)
+            self._request_metadata_update(now)
+            return
+        current = (sequences.producer_id, sequences.epoch)
+        if current[0] < 0 or current[1] >= _MAX_EPOCH:
+            current = (-1, -1)
+        fields = {
+            "transactional_id": None,
+            "transaction_timeout": _NO_TRANSACTION_TIMEOUT_MS,
+            # Read from v3 (KIP-360): an epoch bump of this id; older versions get a new id.
+            "producer_id": current[0],
+            "producer_epoch": current[1],
+        }
+        self._producer_id_pending = True
+        future = network.send(
+            node,
+            ApiKey.INIT_PRODUCER_ID,
+            fields,
+            versions=_INIT_PRODUCER_ID,
+            timeout_ms=self._settings.request_timeout_ms,
+        )
+        future.add_done_callback(lambda done: self._on_producer_id(done, sequences, node))
+
+    def _on_producer_id(
+        self, future: Future[dict[str, Any]], sequences: ProducerSequences, node: int
+    ) -> None:
+        self._producer_id_pending = False
+        failure = future.exception()
+        code = ErrorCode.NETWORK_EXCEPTION if failure is not None else ErrorCode.NONE
+        if failure is None:
+            body = future.result()
+            code = ErrorCode(int(body["error_code"]))
+            if code is ErrorCode.NONE:
+                producer_id, epoch = int(body["producer_id"]), int(body["producer_epoch"])
+                logger.info(
+                    "producer %s has producer id %d, epoch %d",
+                    self._settings.client_id,
+                    producer_id,
+                    epoch,
+                )
+                sequences.set_producer(producer_id, epoch)
+                self.wakeup()
+                return
+        self._producer_id_retry_ms = self._clock.monotonic_ms() + self._settings.retry_backoff_ms
+        error = failure if failure is not None else error_for_code(code, "InitProducerId")
+        if isinstance(error, KafkaError) and not error.retriable:
+            # Authorization and the like: the queued records cannot be sent; say why now.
+            logger.error("InitProducerId refused by broker %d: %s", node, error)
+            for batch in self._accumulator.take_all_unstamped():
+                self._finish(batch, -1, -1, error)
+        else:
+            logger.info("InitProducerId to broker %d failed (%s); retrying", node, error)
 
     def _untrack(self, batch: ProducerBatch) -> None:
         queue = self._in_flight.get(batch.tp)
@@ -482,6 +632,7 @@ class Sender:
                 with self._stats_lock:
                     self._stats["batches_expired"] += 1
             self._accumulator.deallocate(batch)
+            self._sequence_done(batch, error)
 
     def _next_in_flight_expiry_ms(self, now: int) -> int:
         timeout_ms = self._settings.delivery_timeout_ms

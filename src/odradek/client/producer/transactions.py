@@ -10,11 +10,11 @@ Life cycle (the facade's ``init_transactions`` → ``begin_transaction`` → sen
   previous producer with the same id is fenced, and its open transaction aborted, by that;
 - ``add_partition`` registers a partition with the transaction before the first record is
   appended to it (AddPartitionsToTxn, one request per new partition);
-- ``stamp`` gives each batch, once, when the sender first drains it, the producer id, epoch
-  and the partition's next sequence, and sets the transactional attribute (the CRC is
-  recomputed); a retried batch keeps its sequence. The producer sends one request per
-  partition at a time (``max.in.flight.requests.per.connection`` is 1 for a transactional
-  producer), so sequences reach the broker in order;
+- the sender stamps each batch, once, when it first drains it, with the producer id, epoch
+  and the partition's next sequence, and the transactional attribute (``sequences``, the
+  ``ProducerSequences`` an idempotent producer uses too); a retried batch keeps its
+  sequence. The producer sends one request per partition at a time
+  (``max.in.flight.requests.per.connection`` is 1 for a transactional producer);
 - ``send_offsets`` adds the group's offsets partition (AddOffsetsToTxn) and commits the
   offsets at the group coordinator inside the transaction (TxnOffsetCommit);
 - ``end`` (after the facade flushed every record) commits or aborts (EndTxn).
@@ -26,12 +26,11 @@ as its ``KafkaError`` (PRODUCER_FENCED: another producer took the id over — th
 closed).
 
 Thread safety: the requests run on the calling thread under one lock (the manager's own
-``NetworkClient``); ``stamp`` is called from the sender thread and takes the same lock.
+``NetworkClient``); the sender thread stamps through ``sequences``, which has its own lock.
 """
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -41,11 +40,11 @@ from odradek._types import TopicPartition
 from odradek.client.cluster import Metadata, MetadataUpdater
 from odradek.client.config import ClientConfig
 from odradek.client.network import NetworkClient
+from odradek.client.producer.sequences import ProducerSequences
 from odradek.errors import ErrorCode, KafkaError, KafkaTimeoutError, error_for_code
 from odradek.protocol.api_keys import ApiKey, VersionRange
-from odradek.records.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, compute_crc
 
-__all__ = ["TransactionManager", "stamp_batch"]
+__all__ = ["TransactionManager"]
 
 _FIND_COORDINATOR: Final = VersionRange(1, 3)
 _INIT_PRODUCER_ID: Final = VersionRange(0, 4)
@@ -62,21 +61,6 @@ _RETRIABLE: Final = frozenset(
     }
 )
 _MOVED: Final = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
-_TRANSACTIONAL_BIT: Final = 0x10
-_HEAD: Final = struct.Struct(">qhi")  # producer id, epoch, base sequence
-_HEAD_OFFSET: Final = 43
-_ATTRIBUTES: Final = struct.Struct(">h")
-
-
-def stamp_batch(data: bytes, producer_id: int, epoch: int, base_sequence: int) -> bytes:
-    """A built batch as a transactional producer's: producer id, epoch, base sequence and
-    the transactional attribute set, CRC recomputed."""
-    patched = bytearray(data)
-    _HEAD.pack_into(patched, _HEAD_OFFSET, producer_id, epoch, base_sequence)
-    (attributes,) = _ATTRIBUTES.unpack_from(patched, ATTRIBUTES_OFFSET)
-    _ATTRIBUTES.pack_into(patched, ATTRIBUTES_OFFSET, attributes | _TRANSACTIONAL_BIT)
-    struct.pack_into(">I", patched, CRC_OFFSET, compute_crc(patched, 0, len(patched)))
-    return bytes(patched)
 
 
 class TransactionManager:
@@ -102,7 +86,8 @@ class TransactionManager:
         self._lock = threading.RLock()
         self.producer_id = -1
         self.epoch = -1
-        self._sequences: dict[TopicPartition, int] = {}
+        #: The producer id, epoch and sequences the sender stamps batches with.
+        self.sequences = ProducerSequences(transactional=True)
         self._partitions: set[TopicPartition] = set()
         self._coordinator: int | None = None
         self.in_transaction = False
@@ -126,7 +111,7 @@ class TransactionManager:
             )
             self.producer_id = int(body["producer_id"])
             self.epoch = int(body["producer_epoch"])
-            self._sequences.clear()
+            self.sequences.set_producer(self.producer_id, self.epoch)
             self._partitions.clear()
             self.in_transaction = False
 
@@ -234,13 +219,6 @@ class TransactionManager:
                 )
             self.in_transaction = False
             self._partitions.clear()
-
-    def stamp(self, tp: TopicPartition, data: bytes, records: int) -> bytes:
-        """The batch as this producer's next one on ``tp`` (sender thread; once per batch)."""
-        with self._lock:
-            sequence = self._sequences.get(tp, 0)
-            self._sequences[tp] = (sequence + records) % (2**31)
-            return stamp_batch(data, self.producer_id, self.epoch, sequence)
 
     def record_failure(self, error: BaseException) -> None:
         """A batch failed (sender thread): the open transaction cannot commit."""
