@@ -39,6 +39,9 @@ class GatedTopics:
     def forget_topic(self, topic: str) -> None:
         pass
 
+    def topic_id(self, topic: str) -> str | None:
+        return None  # not read yet: no partition.metadata check
+
     async def run_on_worker(self, work: Callable[..., T], *args: Any) -> T:
         self.calls += 1
         if self.calls == 1:

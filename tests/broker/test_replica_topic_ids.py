@@ -5,8 +5,11 @@ topic id read late is written then."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any, TypeVar
 
 import pytest
 
@@ -85,6 +88,9 @@ def test_a_removed_replica_is_checked_afresh(tmp_path: Path) -> None:
     replicas.log_manager.shutdown()
 
 
+_T = TypeVar("_T")
+
+
 class _Topics:
     """The part of the topic manager ``ClusterMember.leader_and_isr`` uses."""
 
@@ -99,6 +105,9 @@ class _Topics:
 
     def topic_id(self, topic: str) -> str | None:
         return self.ids.get(topic)
+
+    async def run_on_worker(self, work: Callable[..., _T], *args: Any) -> _T:
+        return work(*args)  # the logs are made inline: this test is about their ids
 
 
 def _leader_and_isr(*partitions: tuple[str, int]) -> SimpleNamespace:
@@ -130,7 +139,7 @@ def test_leader_and_isr_answers_inconsistent_topic_id_for_that_partition(tmp_pat
     replicas = _start(tmp_path, clock)
     topics = _Topics({"orders": NEW_ID, "other": OLD_ID})
     member = ClusterMember(1, replicas, topics, object(), "cluster")  # type: ignore[arg-type]
-    answer = member.leader_and_isr(_leader_and_isr(("orders", 0), ("other", 0)))
+    answer = asyncio.run(member.leader_and_isr(_leader_and_isr(("orders", 0), ("other", 0))))
     assert answer["error_code"] is ErrorCode.NONE
     codes = {e["topic_name"]: e["error_code"] for e in answer["partition_errors"]}
     assert codes == {"orders": ErrorCode.INCONSISTENT_TOPIC_ID, "other": ErrorCode.NONE}

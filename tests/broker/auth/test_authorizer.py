@@ -72,6 +72,30 @@ def test_deny_wins_over_allow() -> None:
     assert auth.authorize(ALICE, "h", Op.READ, TOPIC, "t")
 
 
+def test_authorize_any_finds_one_allowed_resource_of_the_type() -> None:
+    auth = authorizer()
+    assert not auth.authorize_any(ALICE, "h", Op.WRITE, TOPIC)  # no ACL, no allow-everyone
+    assert authorizer(**{"allow.everyone.if.no.acl.found": "true"}).authorize_any(
+        ALICE, "h", Op.WRITE, TOPIC
+    )
+    auth.set_acls(topic("a-", PatternType.PREFIXED), [entry("User:alice", Op.WRITE)])
+    assert auth.authorize_any(ALICE, "h", Op.WRITE, TOPIC)
+    assert auth.authorize_any(ALICE, "h", Op.DESCRIBE, TOPIC)  # implied by WRITE
+    assert not auth.authorize_any(BOB, "h", Op.WRITE, TOPIC)
+    assert not auth.authorize_any(ALICE, "h", Op.READ, TOPIC)
+    assert not auth.authorize_any(ALICE, "h", Op.WRITE, ResourceType.GROUP)
+    # A DENY on a shorter prefix takes the allow back; one on another name does not.
+    auth.set_acls(topic("b"), [entry("User:alice", Op.WRITE, DENY)])
+    assert auth.authorize_any(ALICE, "h", Op.WRITE, TOPIC)
+    auth.set_acls(topic("a", PatternType.PREFIXED), [entry("User:*", Op.ALL, DENY)])
+    assert not auth.authorize_any(ALICE, "h", Op.WRITE, TOPIC)
+    auth.set_acls(topic("a", PatternType.PREFIXED), [])
+    auth.set_acls(topic("c"), [entry("User:alice", Op.WRITE)])
+    auth.set_acls(topic("*"), [entry("User:alice", Op.WRITE, DENY)])  # the wildcard: all
+    assert not auth.authorize_any(ALICE, "h", Op.WRITE, TOPIC)
+    assert authorizer(**{"super.users": "User:alice"}).authorize_any(ALICE, "h", Op.WRITE, TOPIC)
+
+
 def test_deny_from_a_prefixed_pattern_beats_a_literal_allow() -> None:
     auth = authorizer()
     auth.set_acls(topic("pay-orders"), [entry("User:alice", Op.READ)])

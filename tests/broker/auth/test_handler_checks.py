@@ -182,6 +182,26 @@ def test_idempotent_producers_need_idempotent_write_on_the_cluster() -> None:
     assert denied.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
+@pytest.mark.parametrize(
+    ("grant", "allowed"),
+    [
+        ((ResourceType.TOPIC, "orders", Op.WRITE), True),  # KIP-679: WRITE on some topic
+        ((ResourceType.TOPIC, "orders-", Op.WRITE), True),  # a prefixed one too
+        ((ResourceType.TOPIC, "orders", Op.READ), False),
+        ((ResourceType.GROUP, "orders", Op.WRITE), False),
+    ],
+)
+def test_idempotent_producers_may_instead_have_write_on_some_topic(
+    grant: tuple[ResourceType, str, AclOperation], allowed: bool
+) -> None:
+    m = importlib.import_module("kio.schema.init_producer_id.v0.request")
+    body = m.InitProducerIdRequest(transactional_id=None, transaction_timeout=_ms(1000))
+    ctx = secured(context(), grant)
+    response = as_principal(ALICE, lambda: init_producer_id.handle(ctx, request(body)))
+    expected = ErrorCode.NONE if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert response.error_code == expected
+
+
 def test_inter_broker_apis_need_cluster_action() -> None:
     body = LeaderAndIsrRequest(
         controller_id=0, controller_epoch=1, ungrouped_partition_states=(), live_leaders=()

@@ -20,6 +20,12 @@ The decision for (principal, host, operation, resource), as Kafka's AclAuthorize
    (DESCRIBE is implied by READ, WRITE, DELETE and ALTER; DESCRIBE_CONFIGS by ALTER_CONFIGS)
    allows; nothing else does.
 
+``authorize_any`` answers whether the principal may do an operation on at least one resource of
+a type, as Kafka's ``authorizeByResourceType`` (KIP-679: an idempotent producer needs WRITE on
+some topic or IDEMPOTENT_WRITE on the cluster): a super user may; a DENY on the wildcard name
+denies; an ALLOW on some name or prefix that no DENY on the same name or on a prefix of it takes
+back allows; with no ACL of that type at all, ``allow.everyone.if.no.acl.found`` decides.
+
 Decisions are cached by (principal, host, operation, resource type, name) until the ACLs
 change (the cache is bounded: full, it starts over). Thread safety: ``set_acls`` may run on
 any thread (the metadata store's watch thread) while ``authorize`` runs on the event loop: a
@@ -247,6 +253,54 @@ class AclAuthorizer:
             entry.permission_type is AclPermissionType.ALLOW and entry.operation in granting
             for entry in applicable
         )
+
+    def authorize_any(
+        self,
+        principal: KafkaPrincipal,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+    ) -> bool:
+        """Whether ``principal`` from ``host`` may do ``operation`` on at least one resource of
+        ``resource_type`` (see the module docstring). Not cached: an admin-path call."""
+        who = str(principal)
+        if who in self._super_users:
+            return True
+        host = host.removeprefix("/")
+        granting = _IMPLIED_BY.get(operation, frozenset()) | {operation, AclOperation.ALL}
+        allows: list[ResourcePattern] = []
+        denied_literal: set[str] = set()
+        denied_prefixes: list[str] = []
+        any_acl = False
+        for pattern, entries in self._acls.items():
+            if pattern.resource_type is not resource_type:
+                continue
+            any_acl = True
+            for entry in entries:
+                if entry.principal not in (who, WILDCARD_PRINCIPAL):
+                    continue
+                if entry.host not in (host, WILDCARD):
+                    continue
+                if entry.permission_type is AclPermissionType.DENY:
+                    if entry.operation is operation or entry.operation is AclOperation.ALL:
+                        if pattern.pattern_type is PatternType.PREFIXED:
+                            denied_prefixes.append(pattern.name)
+                        else:
+                            denied_literal.add(pattern.name)
+                elif entry.operation in granting:
+                    allows.append(pattern)
+        if not any_acl:
+            return self._allow_if_none
+        if WILDCARD in denied_literal:
+            return False
+        for pattern in allows:
+            name = pattern.name
+            if any(name.startswith(prefix) for prefix in denied_prefixes):
+                continue
+            if pattern.pattern_type is not PatternType.PREFIXED and name in denied_literal:
+                continue
+            return True
+        return False
 
     def statistics(self) -> dict[str, int]:
         return {

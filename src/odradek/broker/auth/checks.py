@@ -37,6 +37,7 @@ __all__ = [
     "denied_topics",
     "fetch_denied",
     "group_allowed",
+    "idempotent_write_allowed",
     "require_config_access",
     "require_group",
     "require_transactional_id",
@@ -73,6 +74,17 @@ def group_allowed(ctx: BrokerContext, operation: AclOperation, group: str) -> bo
 
 def cluster_allowed(ctx: BrokerContext, operation: AclOperation) -> bool:
     return ctx.authorizer is None or allowed(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def idempotent_write_allowed(ctx: BrokerContext) -> bool:
+    """An idempotent producer's InitProducerId (KIP-679, Kafka 3.0+): IDEMPOTENT_WRITE on the
+    cluster, or WRITE on at least one topic."""
+    authorizer = ctx.authorizer
+    if authorizer is None or cluster_allowed(ctx, Op.IDEMPOTENT_WRITE):
+        return True
+    return authorizer.authorize_any(
+        CLIENT_PRINCIPAL.get(), CLIENT_HOST.get(), Op.WRITE, ResourceType.TOPIC
+    )
 
 
 def denied_topics(

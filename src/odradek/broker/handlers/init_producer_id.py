@@ -28,8 +28,7 @@ from typing import Any
 
 from odradek.broker.auth.checks import (
     CLUSTER_DENIED,
-    Op,
-    cluster_allowed,
+    idempotent_write_allowed,
     require_transactional_id,
 )
 from odradek.broker.context import BrokerContext
@@ -50,8 +49,9 @@ _producer_ids = itertools.count(random.randrange(2**31))
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | Awaitable[ResponsePayload]:
     body = init_producer_id_body(request)
-    if body.transactional_id is None and not cluster_allowed(ctx, Op.IDEMPOTENT_WRITE):
-        return _answer(request, CLUSTER_DENIED, -1)  # Kafka: IDEMPOTENT_WRITE on the cluster
+    if body.transactional_id is None and not idempotent_write_allowed(ctx):
+        # Kafka (KIP-679): IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+        return _answer(request, CLUSTER_DENIED, -1)
     current: Any = request.body  # producer_id and producer_epoch exist from v3
     if (int(getattr(current, "producer_id", -1)) == -1) != (
         int(getattr(current, "producer_epoch", -1)) == -1
