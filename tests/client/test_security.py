@@ -18,7 +18,7 @@ from odradek.client.config import ADMIN, PRODUCER, SIMPLE_CONSUMER
 from odradek.client.consumer import Consumer
 from odradek.client.producer import Producer
 from odradek.client.security import ClientSecurity
-from odradek.errors import ConfigError, KafkaError
+from odradek.errors import ConfigError, ErrorCode, KafkaError
 from odradek.spark.clients import client_settings
 from odradek.testing.certificates import make_certificates
 from odradek.testing.secure_broker import (
@@ -126,6 +126,25 @@ def test_a_wrong_password_fails_requests(secure: SecureBroker) -> None:
     assert KafkaPrincipal("User", PLAIN_USER) not in {
         c.authenticator.principal for c in server._connections if c.listener.name == "SASL_SSL"
     }
+
+
+def test_a_producer_with_a_wrong_password_fails_its_send_with_the_login_error(
+    secure: SecureBroker,
+) -> None:
+    # max.block.ms is far away: the send must fail on the refused login, as Kafka's producer
+    # does, not wait for the topic's metadata until the block time is out.
+    conf = _conf(
+        secure, "SASL_PLAINTEXT", **{"sasl.mechanism": "SCRAM-SHA-256", "sasl.username": SCRAM_USER,
+                                     "sasl.password": "wrong", "max.block.ms": "120000"}
+    )  # fmt: skip
+    producer = Producer(conf)
+    try:
+        future = producer.send("any-topic", value=b"v")  # a send's failure is its future's
+        error = future.exception(timeout=90)
+    finally:
+        producer.close()
+    assert isinstance(error, KafkaError)
+    assert error.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
 
 
 def test_settings_are_checked() -> None:

@@ -36,6 +36,7 @@ from typing import Any, Final
 from odradek._types import TopicPartition
 from odradek.client.backoff import backoff_ms
 from odradek.client.config import ClientConfig
+from odradek.client.connection import LOGIN_ERRORS
 from odradek.client.network import NetworkClient, RequestFuture
 from odradek.errors import (
     ErrorCode,
@@ -462,6 +463,15 @@ class Metadata:
             self._last_error = error
             self._condition.notify_all()
 
+    def login_error(self) -> KafkaError | None:
+        """The refused SASL login of the last metadata attempt, if that is how it failed:
+        fatal for a caller waiting on metadata (Kafka's clients fail at once on it rather
+        than retrying until their timeout)."""
+        error = self._last_error
+        if isinstance(error, KafkaError) and error.error_code in LOGIN_ERRORS:
+            return error
+        return None
+
     def close(self) -> None:
         """Wakes every waiter; they fail at once."""
         with self._condition:
@@ -474,7 +484,12 @@ class Metadata:
         """Waits (other threads only) until the version exceeds ``version``; False on timeout."""
         with self._condition:
             return self._condition.wait_for(
-                lambda: self._cluster.version > version or self._closed, timeout_ms / 1000.0
+                lambda: (
+                    self._cluster.version > version
+                    or self._closed
+                    or self.login_error() is not None
+                ),
+                timeout_ms / 1000.0,
             )
 
     def wait_for_topic(
@@ -512,6 +527,11 @@ class Metadata:
             if self._closed:
                 raise KafkaError(
                     f"metadata for topic {topic!r}: closed", code=ErrorCode.NETWORK_EXCEPTION
+                )
+            refused = self.login_error()
+            if refused is not None:
+                raise KafkaError(
+                    f"metadata for topic {topic!r}: {refused}", code=refused.error_code
                 )
             remaining = deadline - monotonic_ms()
             if remaining <= 0:
