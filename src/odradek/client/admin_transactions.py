@@ -197,7 +197,9 @@ class TransactionAdmin:
             # The topic is of interest only during the call.
             self._requests.metadata.set_topics({tp.topic})
             try:
-                entry = self._producers_entry(tp, fields, deadline)
+                entry = self._leader_entry(
+                    tp, ApiKey.DESCRIBE_PRODUCERS, DESCRIBE_PRODUCERS_VERSIONS, fields, deadline
+                )
             finally:
                 self._requests.metadata.set_topics((), refresh=False)
         producers = [
@@ -240,24 +242,9 @@ class TransactionAdmin:
         with self._requests.lock:
             self._requests.metadata.set_topics({tp.topic})
             try:
-                while True:
-                    leader = self._leader(tp, deadline)
-                    body = self._requests.call(
-                        constant_node(leader),
-                        ApiKey.WRITE_TXN_MARKERS,
-                        WRITE_TXN_MARKERS_VERSIONS,
-                        fields,
-                        deadline,
-                    )
-                    entry = _marker_entry(body, tp)
-                    code = int(entry["error_code"])
-                    if code in _LEADER_CODES and self._requests.remaining(deadline) > 0:
-                        self._requests.metadata.request_update()
-                        self._requests.pause(deadline)
-                        continue
-                    if code:
-                        raise item_error(entry, str(tp))
-                    return
+                self._leader_entry(
+                    tp, ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSIONS, fields, deadline
+                )
             finally:
                 self._requests.metadata.set_topics((), refresh=False)
 
@@ -274,19 +261,28 @@ class TransactionAdmin:
                 continue
             raise error
 
-    def _producers_entry(
-        self, tp: TopicPartition, fields: dict[str, Any], deadline: int
+    def _leader_entry(
+        self,
+        tp: TopicPartition,
+        api_key: ApiKey,
+        versions: VersionRange,
+        fields: dict[str, Any],
+        deadline: int,
     ) -> dict[str, Any]:
+        """Sends ``api_key`` about ``tp`` to its leader and answers ``tp``'s entry of the
+        answer, asking the new leader again while the answer is a leader error (until the
+        deadline).
+
+        Raises:
+            KafkaError: the entry's error.
+        """
         while True:
             leader = self._leader(tp, deadline)
-            body = self._requests.call(
-                constant_node(leader),
-                ApiKey.DESCRIBE_PRODUCERS,
-                DESCRIBE_PRODUCERS_VERSIONS,
-                fields,
-                deadline,
-            )
-            entry = _partition_entry(body, tp)
+            body = self._requests.call(constant_node(leader), api_key, versions, fields, deadline)
+            if api_key is ApiKey.WRITE_TXN_MARKERS:
+                entry = _marker_entry(body, tp)
+            else:
+                entry = _partition_entry(body, tp)
             code = int(entry["error_code"])
             if code in _LEADER_CODES and self._requests.remaining(deadline) > 0:
                 self._requests.metadata.request_update()
