@@ -162,8 +162,8 @@ class VersionRange:
 #: The versions odradek decodes and answers, per API: what Kafka 4.0 serves (issue 19;
 #: version-inferring clients read a broker's age from these), with these choices — Produce
 #: v0-v2 and JoinGroup v0-v1 are still served (Kafka 4 dropped them, KIP-896; see below);
-#: Fetch goes to Kafka 4.1's v18, OffsetCommit to its v10 (topic ids) and ListOffsets to its
-#: v11 (KIP-1023's earliest-pending-upload spec); Produce v13 and OffsetFetch v10 (topic ids)
+#: Fetch goes to Kafka 4.1's v18, OffsetCommit and OffsetFetch to their v10 (topic ids) and
+#: ListOffsets to its v11 (KIP-1023's earliest-pending-upload spec); Produce v13 (topic ids)
 #: and InitProducerId v6 (KIP-939's two-phase commit) are not served yet.
 IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
     {
@@ -173,7 +173,7 @@ IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
         ApiKey.LIST_OFFSETS: VersionRange(1, 11),
         ApiKey.METADATA: VersionRange(0, 13),
         ApiKey.OFFSET_COMMIT: VersionRange(2, 10),
-        ApiKey.OFFSET_FETCH: VersionRange(1, 9),
+        ApiKey.OFFSET_FETCH: VersionRange(1, 10),
         ApiKey.FIND_COORDINATOR: VersionRange(0, 6),
         ApiKey.JOIN_GROUP: VersionRange(0, 9),
         ApiKey.HEARTBEAT: VersionRange(0, 4),
