@@ -1,4 +1,4 @@
-"""ListOffsets v11 (Kafka 4.1, KIP-1023) against an embedded broker: the earliest-pending-upload
+"""ListOffsets v11 (Kafka 4.2, KIP-1023) against an embedded broker: the earliest-pending-upload
 spec (-6) answers offset -1 and timestamp -1, as Kafka answers it for a topic without remote
 storage, next to the older specs in the same request; at v10 the same spec is INVALID_REQUEST."""
 

@@ -1,4 +1,4 @@
-"""OffsetFetch v10 (Kafka 4.1: topics by id) on an embedded broker: offsets committed by name
+"""OffsetFetch v10 (Kafka 4.2: topics by id) on an embedded broker: offsets committed by name
 (OffsetCommit v9) read back by topic id, the answer naming each topic by its id; an id the
 broker does not know answers UNKNOWN_TOPIC_ID for its partitions beside the known topic's
 offsets; asking for every offset (topics null) names each topic by id. Golden frames of the

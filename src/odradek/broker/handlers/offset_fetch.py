@@ -6,7 +6,7 @@ on every partition); v2+ may ask for every committed offset (topics null) and re
 group-level error; v5 adds the leader epoch; v8+ (KIP-709) ask for several groups at once,
 each answered on its own (one group's coordinator error does not touch the others); v9's
 member id and epoch belong to KIP-848 consumer groups and are not checked for classic groups;
-v10 (Kafka 4.1) names topics by id, in the request and the answer: an id this broker does not
+v10 (Kafka 4.2) names topics by id, in the request and the answer: an id this broker does not
 know answers UNKNOWN_TOPIC_ID for its partitions, and when every offset is asked for, those of
 a topic that no longer exists (no id to name it by) are left out.
 """
@@ -29,7 +29,7 @@ from odradek.protocol.builder import build_response, has_field
 from odradek.protocol.group_requests import offset_fetch_body
 
 API_KEY = ApiKey.OFFSET_FETCH
-#: The first version naming topics by id (Kafka 4.1's OffsetFetch v10).
+#: The first version naming topics by id (Kafka 4.2's OffsetFetch v10).
 _TOPIC_IDS: Final = 10
 
 
