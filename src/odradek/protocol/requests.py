@@ -65,8 +65,8 @@ class ProducePartitionData(Protocol):
 
 
 class ProduceTopicData(Protocol):
-    """v0-v12 name the topic (``name``), v13 gives its ``topic_id`` instead (KIP-516)."""
-
+    @property
+    def name(self) -> str: ...
     @property
     def partition_data(self) -> Sequence[ProducePartitionData]: ...
 

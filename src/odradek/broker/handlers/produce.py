@@ -18,15 +18,12 @@ A batch refused for some of its records — keyless records on a compacted topic
 INVALID_RECORD with those records named in ``record_errors`` (v8+, KIP-467) and the reason in
 ``error_message``, so the producer fails only them. From v10 (KIP-951) a partition answered
 NOT_LEADER_OR_FOLLOWER names its current leader and the response carries that broker's
-endpoint (``_leader_discovery``). From v13 (KIP-516, Kafka 4.1) topics are named by id, in the
-request and the answer; an id this broker does not know answers UNKNOWN_TOPIC_ID for each of
-its partitions.
+endpoint (``_leader_discovery``).
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Awaitable
 
 from odradek._types import TopicPartition
@@ -35,7 +32,6 @@ from odradek.broker.auth.checks import TOPIC_DENIED, Op, topic_allowed
 from odradek.broker.auth.throttle import produce_throttle_ms
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._leader_discovery import LeaderDiscovery
-from odradek.broker.handlers._topic_metadata import find_topic
 from odradek.broker.ports import PartitionPort
 from odradek.errors import (
     CorruptRecordError,
@@ -68,8 +64,6 @@ API_KEY = ApiKey.PRODUCE
 _FIRST_V2_ONLY_VERSION = 3
 #: Produce v10 is the first with KIP-951's leader-discovery fields.
 _FIRST_LEADER_DISCOVERY_VERSION = 10
-#: Produce v13 is the first naming topics by id (KIP-516).
-_FIRST_TOPIC_ID_VERSION = 13
 
 #: An acks=all partition that appended: its partition, the offset its high watermark must
 #: reach, and where its answer sits (the topic's list of answers, the index in it).
@@ -94,29 +88,18 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
     except KafkaError as error:
         return _refuse_all(request, body, error.error_code)
     legacy = request.api_version < _FIRST_V2_ONLY_VERSION
-    by_id = request.api_version >= _FIRST_TOPIC_ID_VERSION
     waits = acks.waits_for_replication
     responses = []
     failed = None
     waiting: list[_Waiting] = []
     replicated = True  # every acks=all append already passed by the high watermark
     for topic_data in body.topic_data:
-        topic_id: uuid.UUID | None = None
-        if by_id:
-            topic_id = getattr(topic_data, "topic_id", None)
-            found = None if topic_id is None else find_topic(ctx, topic_id)
-            if found is None:
-                responses.append(_refused(topic_data, ErrorCode.UNKNOWN_TOPIC_ID, "", topic_id))
-                failed = failed or PartitionProduceResponse(-1, ErrorCode.UNKNOWN_TOPIC_ID)
-                continue
-            name = found
-        else:
-            name = str(getattr(topic_data, "name", ""))
+        name = str(topic_data.name)
         # Read once per topic, not per partition.
         internal = ctx.topics.is_internal(name)
         partitions: list[PartitionProduceResponse] = []
         if ctx.authorizer is not None and not topic_allowed(ctx, Op.WRITE, name):  # Kafka's
-            responses.append(_refused(topic_data, TOPIC_DENIED, name, topic_id))
+            responses.append(_refused(topic_data, TOPIC_DENIED))
             failed = failed or PartitionProduceResponse(-1, TOPIC_DENIED)
             continue
         for partition_data in topic_data.partition_data:
@@ -135,7 +118,7 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes] | N
                 waiting.append((partition, required, partitions, len(partitions)))
                 replicated = replicated and partition.high_watermark >= required
             partitions.append(result)
-        responses.append(TopicProduceResponse(name, partitions, topic_id))
+        responses.append(TopicProduceResponse(name, partitions))
     if not acks.responds:
         if failed is not None:
             # Kafka closes the connection: an acks=0 producer has no other way to learn.
@@ -163,20 +146,19 @@ def _encode_with_leaders(
     discovery = LeaderDiscovery(ctx)
     named = [
         TopicProduceResponse(
-            topic.name,
+            name,
             [
                 answer._replace(
                     current_leader=discovery.current_leader(
-                        TopicPartition(topic.name, answer.partition_index)
+                        TopicPartition(name, answer.partition_index)
                     )
                 )
                 if answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
                 else answer
-                for answer in topic.partition_responses
+                for answer in partitions
             ],
-            topic.topic_id,
         )
-        for topic in responses
+        for name, partitions in responses
     ]
     return encode_produce_response(
         request.api_version,
@@ -211,26 +193,15 @@ async def _when_replicated(
 
 def _refuse_all(request: Request, body: ProduceRequestBody, code: ErrorCode) -> bytes:
     """Every partition answered ``code``, nothing appended (an invalid acks)."""
-    responses = [
-        _refused(
-            topic_data,
-            code,
-            str(getattr(topic_data, "name", "")),
-            getattr(topic_data, "topic_id", None),
-        )
-        for topic_data in body.topic_data
-    ]
+    responses = [_refused(topic_data, code) for topic_data in body.topic_data]
     return encode_produce_response(request.api_version, request.correlation_id, responses)
 
 
-def _refused(
-    topic_data: ProduceTopicData, code: ErrorCode, name: str, topic_id: uuid.UUID | None
-) -> TopicProduceResponse:
+def _refused(topic_data: ProduceTopicData, code: ErrorCode) -> TopicProduceResponse:
     """Every partition of the topic answered ``code``."""
     return TopicProduceResponse(
-        name,
+        str(topic_data.name),
         [PartitionProduceResponse(int(p.index), code) for p in topic_data.partition_data],
-        topic_id,
     )
 
 
