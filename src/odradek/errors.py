@@ -509,6 +509,14 @@ class ProducerClosedError(OdradekError):
     ``close`` gave up waiting (its future fails with this)."""
 
 
+class RecordNotAppendedError(OdradekError):
+    """A record was not written because the broker refused other records of its batch
+    (Produce v8+, KIP-467: the answer names the refused records, which fail with their own
+    INVALID_RECORD error). This record was not refused itself and may be sent again. No Kafka
+    error code: Java's producer fails such records with a plain ``KafkaException``.
+    ``__cause__`` is the error the broker answered for the batch."""
+
+
 # --- Group coordinator (odradek.broker.group) ----------------------------------------------
 
 

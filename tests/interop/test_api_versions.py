@@ -40,7 +40,7 @@ def kafka_python_admin(broker: Broker) -> Iterator[KafkaAdminClient]:
 
 
 def test_kafka_python_infers_a_kafka_4_broker(kafka_python_admin: KafkaAdminClient) -> None:
-    # kafka-python reads the broker's age from ApiVersions: ListOffsets v10 means 4.0.
+    # kafka-python reads the broker's age from ApiVersions: ListOffsets v10 means 4.0, v11 4.2.
     inferred = kafka_python_admin._manager.broker_version
     assert inferred >= (4, 0), inferred
 

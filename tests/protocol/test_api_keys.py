@@ -56,6 +56,8 @@ DIFFERS_FROM_KAFKA_4_0 = {
     ApiKey.FETCH: (4, 18),  # Kafka 4.1's v18: a follower's high watermark, a tagged field
     ApiKey.JOIN_GROUP: (0, 9),  # v0-v1 kept: dropping them buys nothing, may break an old client
     ApiKey.OFFSET_COMMIT: (2, 10),  # Kafka 4.1's v10: topics by id
+    ApiKey.LIST_OFFSETS: (1, 11),  # Kafka 4.2's v11: the earliest-pending-upload spec (-6)
+    ApiKey.OFFSET_FETCH: (1, 10),  # Kafka 4.2's v10: topics by id
 }
 
 #: Kafka's ``flexibleVersions`` (the first flexible version) of each API above.

@@ -80,7 +80,10 @@ REQUESTS: dict[ApiKey, dict[str, Any]] = {
         "group_id": "g",
         "topics": [{"name": "t", "partition_indexes": [0, 1]}],
         "groups": [
-            {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0, 1]}]},
+            {
+                "group_id": "g",
+                "topics": [{"name": "t", "topic_id": TOPIC_ID, "partition_indexes": [0, 1]}],
+            },
             {"group_id": "h", "topics": None},
         ],
     },
@@ -215,6 +218,7 @@ RESPONSES: dict[ApiKey, dict[str, Any]] = {
                 "topics": [
                     {
                         "name": "t",
+                        "topic_id": TOPIC_ID,  # v10
                         "partitions": [
                             {
                                 "partition_index": 0,

@@ -136,8 +136,8 @@ class OffsetCommitRequestBody(Protocol):
 
 
 class OffsetFetchTopicRequest(Protocol):
-    @property
-    def name(self) -> str: ...
+    """v1-v9 name the topic (``name``), v10 gives its ``topic_id`` instead."""
+
     @property
     def partition_indexes(self) -> Sequence[int]: ...
 

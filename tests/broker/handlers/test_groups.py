@@ -184,7 +184,7 @@ def test_group_apis_are_advertised(raw: RawClient) -> None:
     assert ranges[ApiKey.HEARTBEAT] == (0, 4)
     assert ranges[ApiKey.LEAVE_GROUP] == (0, 5)
     assert ranges[ApiKey.OFFSET_COMMIT] == (2, 10)  # Kafka 4.1's v10: topics by id
-    assert ranges[ApiKey.OFFSET_FETCH] == (1, 9)
+    assert ranges[ApiKey.OFFSET_FETCH] == (1, 10)  # v10: Kafka 4.2, topics by id
     assert ranges[ApiKey.DESCRIBE_GROUPS] == (0, 6)
     assert ranges[ApiKey.LIST_GROUPS] == (0, 5)
     assert ranges[ApiKey.DELETE_GROUPS] == (0, 2)

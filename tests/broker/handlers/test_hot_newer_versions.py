@@ -258,8 +258,8 @@ def test_list_offsets_newer_specs() -> None:
         )
     partition.delete_records_before(1)
     ctx = context(partition)
-    specs = [-1, -2, -3, -4, -5, -6]
-    for version in (7, 8, 9, 10):
+    specs = [-1, -2, -3, -4, -5, -6, -7]
+    for version in (7, 8, 9, 10, 11):
         response: Any = list_offsets.handle(ctx, list_offsets_request(version, specs))
         answers = [
             (int(p.error_code), p.offset, p.timestamp) for p in response.topics[0].partitions
@@ -271,7 +271,8 @@ def test_list_offsets_newer_specs() -> None:
             (ErrorCode.NONE, 1, 300),  # max timestamp: offset 1's 300
             (ErrorCode.NONE, 1, -1) if version >= 8 else invalid,  # earliest local
             (ErrorCode.NONE, -1, -1) if version >= 9 else invalid,  # latest tiered: none
-            invalid,
+            (ErrorCode.NONE, -1, -1) if version >= 11 else invalid,  # pending upload: none
+            invalid,  # no spec
         ], version
 
 

@@ -5,7 +5,9 @@ answers offset -1 and timestamp -1, as Kafka does. The newer specs, answered as 
 them for a log without tiered storage (odradek has none): max timestamp (-3, v7+, KIP-734) is
 the first record with the largest timestamp below the high watermark (-1 and -1 for an empty
 log); earliest local (-4, v8+, KIP-405) is the log start offset, since every record is local;
-latest tiered (-5, v9+, KIP-1005) is offset -1 with timestamp -1 (nothing is tiered). A spec
+latest tiered (-5, v9+, KIP-1005) and earliest pending upload (-6, v11+, KIP-1023) are offset
+-1 with timestamp -1 (nothing is tiered, nothing waits for an upload: Kafka's answer for a
+topic without remote storage). A spec
 in a version older than the one that defined it, or any other negative timestamp, is
 INVALID_REQUEST. The response is encoded by the hand-written
 encoder (``protocol.metadata_response``) at the versions it writes, by kio at any other.
@@ -37,8 +39,14 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 #: The first version that may ask for each newer spec.
-_SPEC_VERSIONS = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8, LATEST_TIERED_TIMESTAMP: 9}
+_SPEC_VERSIONS = {
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL_TIMESTAMP: 8,
+    LATEST_TIERED_TIMESTAMP: 9,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11,
+}
 
 
 def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | bytes:
@@ -80,13 +88,14 @@ def handle(ctx: BrokerContext, request: Request) -> ResponsePayload | bytes:
 
 
 def _spec(version: int, timestamp: int) -> int:
-    """The timestamp, or an invalid one (-6) for a spec this version does not know."""
+    """The timestamp, or an invalid one (``_INVALID``) for a spec this version does not know."""
     if timestamp < EARLIEST_TIMESTAMP and version < _SPEC_VERSIONS.get(timestamp, 0):
         return _INVALID
     return timestamp
 
 
-_INVALID = -6
+#: No spec and no timestamp (answered INVALID_REQUEST).
+_INVALID = -(2**63)
 
 
 def _list_offset(
@@ -110,7 +119,7 @@ def _list_offset(
         offset, found_timestamp = latest, -1
     elif timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         offset, found_timestamp = partition.log_start_offset, -1
-    elif timestamp == LATEST_TIERED_TIMESTAMP:
+    elif timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
         offset, found_timestamp = -1, -1
     elif timestamp == MAX_TIMESTAMP:
         newest = partition.offset_of_max_timestamp()

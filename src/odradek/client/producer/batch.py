@@ -14,7 +14,7 @@ the record futures' waiters, and logs — never raises — what a callback raise
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeAlias
 
 from odradek._types import TopicPartition
@@ -185,9 +185,16 @@ class ProducerBatch:
         return self.result.completed
 
     def complete(
-        self, base_offset: int, log_append_time_ms: int, error: BaseException | None
+        self,
+        base_offset: int,
+        log_append_time_ms: int,
+        error: BaseException | None,
+        record_errors: Mapping[int, BaseException] | None = None,
     ) -> bool:
         """Completes every record's future (once; see the module docstring).
+
+        ``record_errors`` gives the records at those batch indexes their own errors (a batch
+        the broker refused for some of its records, KIP-467); the others get ``error``.
 
         Returns:
             False when the batch was already completed (nothing happens).
@@ -197,15 +204,20 @@ class ProducerBatch:
             self.batch_size = self._builder.record_count
             self._builder = None
         return self.result.complete(
-            base_offset, log_append_time_ms, error, before_release=self._run_thunks
+            base_offset,
+            log_append_time_ms,
+            error,
+            before_release=self._run_thunks,
+            record_errors=record_errors,
         )
 
     def _run_thunks(self) -> None:
         thunks, self._thunks = self._thunks, None
         if not thunks:
             return
-        error = self.result.error
+        result = self.result
         for future, thunk in thunks:
+            error = result.error_of(future.batch_index)
             try:
                 thunk(future.metadata(), error)
             except Exception:

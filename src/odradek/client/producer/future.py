@@ -1,9 +1,10 @@
 """The outcome of a send: ``BatchResult`` (one per batch) and ``RecordFuture`` (one per record).
 
 A batch completes once, with a base offset or an error, and every record in it completes with
-it; so the waiting machinery (an event, a lock, the listeners) lives in the batch's
-``BatchResult`` and a ``RecordFuture`` is a small handle: the result, the record's position
-in the batch and what the metadata needs (Java's ``ProduceRequestResult`` and
+it (a batch the broker refused for some of its records, KIP-467, gives those records their own
+errors: ``record_errors``); so the waiting machinery (an event, a lock, the listeners) lives
+in the batch's ``BatchResult`` and a ``RecordFuture`` is a small handle: the result, the
+record's position in the batch and what the metadata needs (Java's ``ProduceRequestResult`` and
 ``FutureRecordMetadata``). ``RecordMetadata`` is built on demand.
 
 ``RecordFuture`` follows ``concurrent.futures.Future``'s reading API — ``done``,
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from odradek.client.producer.record import RecordMetadata
@@ -54,6 +55,7 @@ class BatchResult:
         "error",
         "log_append_time_ms",
         "partition",
+        "record_errors",
         "topic",
     )
 
@@ -63,6 +65,9 @@ class BatchResult:
         self.base_offset = NO_OFFSET
         self.log_append_time_ms = NO_TIMESTAMP
         self.error: BaseException | None = None
+        #: Errors of particular records by their index in the batch (KIP-467); the others
+        #: get ``error``.
+        self.record_errors: Mapping[int, BaseException] | None = None
         self._done = False
         self._event = threading.Event()
         self._lock = threading.Lock()
@@ -79,8 +84,12 @@ class BatchResult:
         log_append_time_ms: int,
         error: BaseException | None,
         before_release: Callable[[], None] | None = None,
+        record_errors: Mapping[int, BaseException] | None = None,
     ) -> bool:
         """Sets the outcome once; see the module docstring for the order of effects.
+
+        ``record_errors`` (with an ``error``) fails the records at those batch indexes with
+        their own errors and the others with ``error``.
 
         Returns:
             False when the result was already completed (nothing changes).
@@ -92,6 +101,7 @@ class BatchResult:
             self.base_offset = base_offset
             self.log_append_time_ms = log_append_time_ms
             self.error = error
+            self.record_errors = record_errors if error is not None else None
         if before_release is not None:
             before_release()
         with self._lock:
@@ -100,6 +110,15 @@ class BatchResult:
         for future, listener in listeners:
             future.run_listener(listener)
         return True
+
+    def error_of(self, batch_index: int) -> BaseException | None:
+        """The error of the record at ``batch_index`` (None: not failed, or not yet)."""
+        record_errors = self.record_errors
+        if record_errors is not None:
+            own = record_errors.get(batch_index)
+            if own is not None:
+                return own
+        return self.error
 
     def wait(self, timeout: float | None) -> bool:
         """Waits until completed; False when ``timeout`` (seconds) ran out first."""
@@ -158,10 +177,16 @@ class RecordFuture:
         return cls(result, 0, timestamp_ms, serialized_key_size, serialized_value_size)
 
     @property
+    def batch_index(self) -> int:
+        """The record's index in its batch (its offset delta)."""
+        return self._relative_offset
+
+    @property
     def batch(self) -> BatchResult:
         """The outcome this record shares with every record of its batch: one object per
         batch, so a caller with many futures can check deliveries per batch (``completed``,
-        ``error``) rather than per record."""
+        ``error``) rather than per record: a batch is appended whole or not at all, so
+        ``error`` is set whenever any of its records failed."""
         return self._result
 
     def done(self) -> bool:
@@ -187,8 +212,9 @@ class RecordFuture:
             raise KafkaTimeoutError(
                 f"no acknowledgement for a record to {result.topic} within {timeout} s"
             )
-        if result.error is not None:
-            raise result.error
+        error = result.error_of(self._relative_offset)
+        if error is not None:
+            raise error
         return self.metadata()
 
     get = result
@@ -204,7 +230,7 @@ class RecordFuture:
             raise KafkaTimeoutError(
                 f"no acknowledgement for a record to {result.topic} within {timeout} s"
             )
-        return result.error
+        return result.error_of(self._relative_offset)
 
     def add_done_callback(self, fn: Callable[[RecordFuture], object]) -> None:
         """Calls ``fn(future)`` once completed: at once (in this thread) when already done,
@@ -243,5 +269,6 @@ class RecordFuture:
         result = self._result
         state = "pending"
         if result.completed:
-            state = f"failed: {result.error!r}" if result.error is not None else "done"
+            error = result.error_of(self._relative_offset)
+            state = f"failed: {error!r}" if error is not None else "done"
         return f"<RecordFuture {result.topic}-{result.partition} {state}>"

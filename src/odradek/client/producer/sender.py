@@ -24,8 +24,12 @@ A response completes each batch: success → base offset (and log append time); 
 other error (MESSAGE_TOO_LARGE, INVALID_RECORD, ...) fails the batch's futures (Java's producer
 splits a batch refused as too large and retries the halves; this one does not: a record larger
 than the broker's ``message.max.bytes`` fails either way, and batches stay within
-``batch.size``). A lost connection or a request timeout is a retriable error of every batch of
-the request. **Ordering:** with more than one request in flight per connection a retried batch
+``batch.size``). When the answer names the records at fault (Produce v8+, KIP-467: keyless
+records on a compacted topic), those records fail with INVALID_RECORD and the broker's message,
+and the batch's other records, not appended either, with ``RecordNotAppendedError``; they are
+not retried, as in Java's producer (``Sender.failBatch``). A lost connection or a request
+timeout is a retriable error of every batch of the request. **Ordering:** with more than one
+request in flight per connection a retried batch
 can land after a later one of the same partition, and a batch whose request timed out after the
 broker appended it is appended again on retry (duplicate) — Kafka's behaviour without
 idempotence; ``max.in.flight.requests.per.connection=1`` removes the reordering.
@@ -68,9 +72,11 @@ from odradek.client.producer.sequences import ProducerSequences
 from odradek.client.producer.transactions import TransactionManager
 from odradek.errors import (
     ErrorCode,
+    InvalidRecordError,
     KafkaError,
     KafkaTimeoutError,
     OdradekError,
+    RecordNotAppendedError,
     error_for_code,
 )
 from odradek.protocol.api_keys import ApiKey, VersionRange
@@ -438,6 +444,9 @@ class Sender:
                 )
                 if needs_metadata_refresh(code):
                     self._metadata.request_update()
+                if partition.get("record_errors") and not error.retriable:
+                    self._fail_records(batch, error, partition, node)
+                    continue
                 self._fail_or_retry(batch, error, now)
         for batch in by_tp.values():
             self._fail_or_retry(
@@ -448,6 +457,43 @@ class Sender:
                 ),
                 now,
             )
+
+    def _fail_records(
+        self, batch: ProducerBatch, error: KafkaError, partition: dict[str, Any], node: int
+    ) -> None:
+        """Fails a batch the broker refused for the records it names (Produce v8+, KIP-467)
+        as Java's producer does: each named record with the partition's error (with one named
+        record) or INVALID_RECORD (with several: the code cannot say which record had which
+        reason), carrying the record's message, else the partition's; every other record
+        with ``RecordNotAppendedError``, never retried (the batch was not appended)."""
+        record_errors = partition["record_errors"]
+        code = error.error_code
+        fallback = partition.get("error_message") or code.name
+        by_index: dict[int, BaseException] = {}
+        for entry in record_errors:
+            index = entry["batch_index"]
+            text = (
+                f"{code.name if len(record_errors) == 1 else 'INVALID_RECORD'} for record "
+                f"{index} of the batch to {batch.tp} from broker {node}: "
+                f"{entry.get('batch_index_error_message') or fallback}"
+            )
+            if len(record_errors) == 1:
+                by_index[index] = error_for_code(code, text)
+            else:
+                by_index[index] = InvalidRecordError(text)
+        others = RecordNotAppendedError(
+            f"not appended to {batch.tp}: broker {node} refused {len(by_index)} other "
+            f"record(s) of its batch ({code.name}); this record itself may be sent again"
+        )
+        others.__cause__ = error
+        logger.debug(
+            "failing a batch of %d records to %s: %d refused by the broker (%s)",
+            batch.record_count,
+            batch.tp,
+            len(by_index),
+            error,
+        )
+        self._finish(batch, -1, -1, others, by_index)
 
     def _fail_or_retry(self, batch: ProducerBatch, error: KafkaError, now: int) -> None:
         settings = self._settings
@@ -492,9 +538,13 @@ class Sender:
         base_offset: int,
         log_append_time_ms: int,
         error: BaseException | None,
+        record_errors: dict[int, BaseException] | None = None,
     ) -> None:
         self._untrack(batch)
-        if batch.complete(base_offset, log_append_time_ms, error) and error is not None:
+        if (
+            batch.complete(base_offset, log_append_time_ms, error, record_errors)
+            and error is not None
+        ):
             with self._stats_lock:
                 self._stats["batches_failed"] += 1
             if self.transactions is not None:
