@@ -65,8 +65,13 @@ class ProducePartitionData(Protocol):
 
 
 class ProduceTopicData(Protocol):
+    """v0-v12 name the topic (``name``); v13 gives its ``topic_id`` instead (KIP-516): each
+    attribute exists only in its versions."""
+
     @property
     def name(self) -> str: ...
+    @property
+    def topic_id(self) -> uuid.UUID: ...
     @property
     def partition_data(self) -> Sequence[ProducePartitionData]: ...
 
