@@ -39,7 +39,8 @@ import asyncio
 import logging
 import struct
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
+from typing import cast
 
 from odradek._types import TopicPartition
 from odradek.broker.acks import Acks, check_enough_replicas, parse_acks
@@ -65,8 +66,10 @@ from odradek.protocol import (
     encode_produce_response,
 )
 from odradek.protocol.requests import (
+    NamedProduceTopicData,
     ProduceRequestBody,
     ProduceTopicData,
+    ProduceTopicDataById,
     duration_ms,
     produce_body,
 )
@@ -125,18 +128,28 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes | No
     return _produce(ctx, request, body, names, acks, throttle_ms)
 
 
+def _named(body: ProduceRequestBody) -> Sequence[NamedProduceTopicData]:
+    """A v0-v12 request's topics, which carry their names (no copy: a typed view)."""
+    return cast("Sequence[NamedProduceTopicData]", body.topic_data)
+
+
+def _by_id(body: ProduceRequestBody) -> Sequence[ProduceTopicDataById]:
+    """A v13+ request's topics, which carry their ids instead."""
+    return cast("Sequence[ProduceTopicDataById]", body.topic_data)
+
+
 #: v13's topics: each requested id's topic name (``None``: no topic has that id here).
-_Names = dict[uuid.UUID, str | None]
+_Names = dict[uuid.UUID | None, str | None]
 
 
 def _names_by_id(ctx: BrokerContext, body: ProduceRequestBody) -> _Names:
     """Each topic id of a v13 request resolved to its name, once per request (v0-v12 name
     their topics: the handler reads ``name`` and builds no such map)."""
     names: _Names = {}
-    for topic_data in body.topic_data:
+    for topic_data in _by_id(body):
         topic_id = topic_data.topic_id
         if topic_id not in names:
-            names[topic_id] = find_topic(ctx, topic_id)
+            names[topic_id] = None if topic_id is None else find_topic(ctx, topic_id)
     return names
 
 
@@ -158,12 +171,13 @@ def _produce(
     failed = None
     waiting: list[_Waiting] = []
     replicated = True  # every acks=all append already passed by the high watermark
-    for topic_data in body.topic_data:
+    # v0-v12 topics carry names; v13's ids are read through a cast (a typed view, no copy).
+    for topic_data in cast("Sequence[NamedProduceTopicData]", body.topic_data):
         if names is None:
             name = str(topic_data.name)
             topic_id = None
         else:
-            topic_id = topic_data.topic_id
+            topic_id = cast("ProduceTopicDataById", topic_data).topic_id
             found = names[topic_id]
             if found is None:  # Kafka's: every partition of an unknown id
                 responses.append(_refused(topic_data, ErrorCode.UNKNOWN_TOPIC_ID, "", topic_id))
@@ -233,11 +247,12 @@ def _to_verify(
     transaction open there (``names``: as ``_produce``'s; an unknown id's partitions are
     skipped). Anything else the append path answers."""
     found: list[_Unverified] = []
-    for topic_data in body.topic_data:
+    # v0-v12 topics carry names; v13's ids are read through a cast (a typed view, no copy).
+    for topic_data in cast("Sequence[NamedProduceTopicData]", body.topic_data):
         if names is None:
             name = str(topic_data.name)
         else:
-            known = names[topic_data.topic_id]
+            known = names[cast("ProduceTopicDataById", topic_data).topic_id]
             if known is None:
                 continue  # the append path answers UNKNOWN_TOPIC_ID
             name = known
@@ -365,12 +380,11 @@ async def _when_replicated(
 def _refuse_all(request: Request, body: ProduceRequestBody, code: ErrorCode) -> bytes:
     """Every partition answered ``code``, nothing appended (an invalid acks)."""
     by_id = request.api_version >= _FIRST_TOPIC_ID_VERSION
-    responses = [
-        _refused(topic_data, code, "", topic_data.topic_id)
+    responses = (
+        [_refused(topic_data, code, "", topic_data.topic_id) for topic_data in _by_id(body)]
         if by_id
-        else _refused(topic_data, code, str(topic_data.name), None)
-        for topic_data in body.topic_data
-    ]
+        else [_refused(topic_data, code, str(topic_data.name), None) for topic_data in _named(body)]
+    )
     return encode_produce_response(request.api_version, request.correlation_id, responses)
 
 
