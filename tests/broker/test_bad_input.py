@@ -403,7 +403,7 @@ def test_api_versions_too_new_gets_the_v0_fallback_and_the_connection_stays(env:
     assert body["error_code"] == ErrorCode.UNSUPPORTED_VERSION
     ranges = {e["api_key"]: (e["min_version"], e["max_version"]) for e in body["api_keys"]}
     assert ranges[ApiKey.API_VERSIONS] == (0, 4)
-    assert ranges[ApiKey.PRODUCE] == (0, 12)
+    assert ranges[ApiKey.PRODUCE] == (0, 13)
     assert ranges[ApiKey.METADATA] == (0, 13)
     # The client retries lower on the same connection.
     again = conn.request(

@@ -53,6 +53,7 @@ KAFKA_4_0 = {
 
 #: Where odradek serves more or less than Kafka 4.0, on purpose (see api_keys).
 DIFFERS_FROM_KAFKA_4_0 = {
+    ApiKey.PRODUCE: (0, 13),  # Kafka 4.1's v13: topics by id (KIP-516)
     ApiKey.FETCH: (4, 18),  # Kafka 4.1's v18: a follower's high watermark, a tagged field
     ApiKey.JOIN_GROUP: (0, 9),  # v0-v1 kept: dropping them buys nothing, may break an old client
     ApiKey.OFFSET_COMMIT: (2, 10),  # Kafka 4.1's v10: topics by id
@@ -145,7 +146,7 @@ def test_every_implemented_version_has_a_kio_request_and_response() -> None:
 
 def test_produce_v0_to_v2_are_served_though_kio_has_no_schema_for_them() -> None:
     assert ADVERTISED_ONLY_VERSIONS == {}
-    assert [v for v in range(15) if is_implemented(ApiKey.PRODUCE, v)] == list(range(13))
+    assert [v for v in range(15) if is_implemented(ApiKey.PRODUCE, v)] == list(range(14))
     # kio starts at v3 (as Kafka 4 does): the codec reads v0-v2 through the v3 schema.
     assert schema_versions(ApiKey.PRODUCE) == VersionRange(3, 13)
     assert not any(is_flexible(ApiKey.PRODUCE, v) for v in range(3))

@@ -202,7 +202,7 @@ def test_unknown_api_key_is_unsupported_and_carries_the_header() -> None:
 @pytest.mark.parametrize(
     ("api_key", "api_version"),
     [
-        (ApiKey.PRODUCE, 13),
+        (ApiKey.PRODUCE, 14),
         (ApiKey.FETCH, 19),
         (ApiKey.API_VERSIONS, 5),
         (ApiKey.SASL_HANDSHAKE, 2),

@@ -294,7 +294,7 @@ def test_api_versions_is_not_required_first(request_frame: FrameBuilder) -> None
     ("payload", "error_type"),
     [
         (struct.pack(">hhi", 9999, 0, 5), UnsupportedVersionError),  # unknown api key
-        (struct.pack(">hhih", ApiKey.PRODUCE, 13, 5, -1), UnsupportedVersionError),
+        (struct.pack(">hhih", ApiKey.PRODUCE, 14, 5, -1), UnsupportedVersionError),
         (struct.pack(">hhih", ApiKey.FETCH, 19, 5, -1), UnsupportedVersionError),
         (struct.pack(">hhih", ApiKey.METADATA, 4, 5, -1) + b"\x00", RequestDecodeError),
         (b"\x00\x03", RequestDecodeError),  # shorter than a header

@@ -6,6 +6,7 @@ import dataclasses
 import datetime
 import importlib
 import struct
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -41,7 +42,7 @@ def ours(response: Any) -> tuple[list[TopicProduceResponse], int]:
     """The same response as kio's object, in the encoder's input types."""
     topics = [
         TopicProduceResponse(
-            topic.name,
+            getattr(topic, "name", ""),
             [
                 PartitionProduceResponse(
                     partition_index=p.index,
@@ -58,6 +59,7 @@ def ours(response: Any) -> tuple[list[TopicProduceResponse], int]:
                 )
                 for p in topic.partition_responses
             ],
+            getattr(topic, "topic_id", None),  # v13
         )
         for topic in response.responses
     ]
@@ -149,7 +151,7 @@ def test_fields_of_later_versions_are_dropped_from_earlier_ones() -> None:
     assert b"bad" not in v5
 
 
-@pytest.mark.parametrize("version", [-1, 13])
+@pytest.mark.parametrize("version", [-1, 14])
 def test_versions_outside_the_range_are_refused(version: int) -> None:
     with pytest.raises(ValueError, match="not encoded here"):
         encode_produce_response(version, 1, [])
@@ -178,8 +180,29 @@ def test_one_topic_one_partition_fast_path_equals_kio(
     partition = data.draw(st.from_type(module.PartitionProduceResponse))
     response = dataclasses.replace(
         data.draw(st.from_type(schema)),
-        responses=(module.TopicProduceResponse(name=name, partition_responses=(partition,)),),
+        responses=(
+            module.TopicProduceResponse(name=name, partition_responses=(partition,))
+            if version < 13
+            else module.TopicProduceResponse(topic_id=None, partition_responses=(partition,)),
+        ),
     )
     topics, throttle_time_ms = ours(response)
     encoded = encode_produce_response(version, 3, topics, throttle_time_ms, endpoints(response))
     assert encoded == response_frame(response, 3)
+
+
+def test_golden_v13_names_the_topic_by_id() -> None:
+    topic_id = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
+    partition = PartitionProduceResponse(0, 0, 42, -1, 0)
+    encoded = encode_produce_response(13, 5, [TopicProduceResponse("t", [partition], topic_id)])
+    assert encoded[4:] == bytes.fromhex(
+        "00000005 00"  # correlation id, header tags
+        "02 00112233445566778899aabbccddeeff"  # responses: 1 — topic_id (no name from v13)
+        "02 00000000 0000 000000000000002a"  # partitions: 1 — index 0, no error, base offset 42
+        "ffffffffffffffff 0000000000000000"  # log_append_time_ms -1, log_start_offset 0
+        "01 00 00"  # no record errors, error_message null, tags
+        "00"  # the topic's tags
+        "00000000 00"  # throttle_time_ms, tags
+    )
+    v12 = encode_produce_response(12, 5, [TopicProduceResponse("t", [partition], topic_id)])
+    assert b"\x00\x11\x22\x33" not in v12, "the id is not written before v13"

@@ -21,7 +21,9 @@ from odradek.protocol.requests import (
     FetchRequestBody,
     ListOffsetsRequestBody,
     MetadataRequestBody,
+    NamedProduceTopicData,
     ProduceRequestBody,
+    ProduceTopicDataById,
     duration_ms,
     fetch_body,
     list_offsets_body,
@@ -115,6 +117,26 @@ def test_each_view_fits_every_decoded_version(api_key: ApiKey, version: int) -> 
     schema_version = max(version, 3) if api_key == ApiKey.PRODUCE else version
     request_class = load_request_schema(api_key, schema_version)
     assert _mismatches(VIEWS[api_key], request_class, request_class.__name__) == []
+
+
+class _ProduceByName(typing.Protocol):
+    @property
+    def topic_data(self) -> Sequence[NamedProduceTopicData]: ...
+
+
+class _ProduceById(typing.Protocol):
+    @property
+    def topic_data(self) -> Sequence[ProduceTopicDataById]: ...
+
+
+@pytest.mark.parametrize("version", range(3, 14))
+def test_the_produce_topic_views_fit_their_versions(version: int) -> None:
+    # Produce v3-v12 name each topic, v13 (KIP-516) gives its id instead: the handler reads
+    # each version through the view that fits it.
+    request_class = load_request_schema(ApiKey.PRODUCE, version)
+    by_name = _mismatches(_ProduceByName, request_class, "p")
+    by_id = _mismatches(_ProduceById, request_class, "p")
+    assert (by_name == [], by_id == []) == (version < 13, version >= 13)
 
 
 def test_the_checker_notices_a_field_a_version_lacks() -> None:

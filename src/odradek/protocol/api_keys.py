@@ -162,14 +162,14 @@ class VersionRange:
 #: The versions odradek decodes and answers, per API: what Kafka 4.0 serves (issue 19;
 #: version-inferring clients read a broker's age from these), with these choices — Produce
 #: v0-v2 and JoinGroup v0-v1 are still served (Kafka 4 dropped them, KIP-896; see below);
-#: Fetch goes to Kafka 4.1's v18; OffsetCommit and OffsetFetch to v10 (topic ids) and
-#: ListOffsets to v11 (KIP-1023's earliest-pending-upload spec), which Kafka 4.2 serves;
-#: Produce v13 (Kafka 4.1: topic ids) is not served yet, nor InitProducerId v6 (KIP-939's
-#: two-phase commit), which no released Kafka advertises.
+#: Fetch goes to Kafka 4.1's v18 and Produce to its v13 (topic ids); OffsetCommit and
+#: OffsetFetch to v10 (topic ids) and ListOffsets to v11 (KIP-1023's earliest-pending-upload
+#: spec), which Kafka 4.2 serves; InitProducerId v6 (KIP-939's two-phase commit) is not
+#: served: no released Kafka advertises it.
 IMPLEMENTED_VERSIONS: Mapping[ApiKey, VersionRange] = MappingProxyType(
     {
         # Produce v0-v2 carry message format v0/v1, up-converted to v2 batches on append.
-        ApiKey.PRODUCE: VersionRange(0, 12),
+        ApiKey.PRODUCE: VersionRange(0, 13),
         ApiKey.FETCH: VersionRange(4, 18),
         ApiKey.LIST_OFFSETS: VersionRange(1, 11),
         ApiKey.METADATA: VersionRange(0, 13),

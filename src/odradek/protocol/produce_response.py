@@ -1,6 +1,6 @@
 """The hot-path Produce response encoder: ``struct`` packing instead of kio's generic writer.
 
-This module owns the bytes of Produce responses v0-v12 (v9 is the first flexible version). The
+This module owns the bytes of Produce responses v0-v13 (v9 is the first flexible version). The
 rule it keeps: for every input, the output equals kio's encoding of the same response, byte
 for byte (tests/protocol/test_produce_response.py checks it with hypothesis); kio has no
 schema for v0-v2 (Kafka 4 dropped them), which are checked against golden bytes.
@@ -8,7 +8,8 @@ schema for v0-v2 (Kafka 4 dropped them), which are checked against golden bytes.
 Produce response body, by version (Kafka's ``ProduceResponse.json``)::
 
     responses: array of                          # compact array in v9+
-        name: string                             # compact string in v9+
+        name: string                             # compact string in v9-v12
+        topic_id: uuid                           # v13+ (KIP-516), instead of the name
         partition_responses: array of            # compact array in v9+
             index: int32
             error_code: int16
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import struct
+import uuid
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
@@ -55,11 +57,14 @@ from odradek.protocol.wire import (
 )
 
 #: The Produce versions ``encode_produce_response`` writes.
-PRODUCE_RESPONSE_VERSIONS: Final = VersionRange(0, 12)
+PRODUCE_RESPONSE_VERSIONS: Final = VersionRange(0, 13)
 
 _FIRST_FLEXIBLE: Final = 9
 #: The first version with KIP-951's leader-discovery tagged fields.
 _FIRST_LEADER_DISCOVERY: Final = 10
+#: The first version naming topics by id (KIP-516, Kafka 4.1).
+_FIRST_TOPIC_IDS: Final = 13
+_ZERO_ID: Final = bytes(16)
 _MIN_VERSION: Final = PRODUCE_RESPONSE_VERSIONS.min_version
 _MAX_VERSION: Final = PRODUCE_RESPONSE_VERSIONS.max_version
 
@@ -113,11 +118,13 @@ class NodeEndpoint(NamedTuple):
 class TopicProduceResponse(NamedTuple):
     """The per-partition results for one topic.
 
-    Field order is wire order in all three input types: the encoder unpacks them.
+    Field order is wire order in all three input types: the encoder unpacks them. ``topic_id``
+    is written instead of ``name`` from v13 (the zero UUID when None).
     """
 
     name: str
     partition_responses: Sequence[PartitionProduceResponse]
+    topic_id: uuid.UUID | None = None
 
 
 def encode_produce_response(
@@ -146,6 +153,7 @@ def encode_produce_response(
             node_endpoints = ()
         return _encode_flexible(
             api_version >= _FIRST_LEADER_DISCOVERY,
+            api_version >= _FIRST_TOPIC_IDS,
             correlation_id,
             responses,
             throttle_time_ms,
@@ -160,7 +168,7 @@ def encode_produce_response(
     parts: list[bytes] = [b"", _INT32.pack(len(responses))]
     append = parts.append
     # Unpacking relies on the input types' field order, which is the wire order.
-    for name, partitions in responses:
+    for name, partitions, _topic_id in responses:
         append(string(name) + _INT32.pack(len(partitions)))
         for (
             index,
@@ -207,7 +215,7 @@ def _encode_one_partition(
     throttle_time_ms: int,
 ) -> bytes:
     # The common response (one topic, one partition) in a single pack: 2x faster.
-    name, (partition,) = topic
+    name, (partition,), _topic_id = topic
     encoded = name.encode()
     layout = _one_partition_struct(len(encoded), with_log_start_offset)
     fields = partition[:5] if with_log_start_offset else partition[:4]
@@ -218,6 +226,7 @@ def _encode_one_partition(
 
 def _encode_flexible(
     leader_discovery: bool,
+    by_topic_id: bool,
     correlation_id: int,
     responses: Sequence[TopicProduceResponse],
     throttle_time_ms: int,
@@ -226,8 +235,12 @@ def _encode_flexible(
     # Response header v1: correlation id + empty tagged fields.
     parts: list[bytes] = [b"", NO_TAGGED_FIELDS, compact_array_length(len(responses))]
     append = parts.append
-    for name, partitions in responses:
-        append(compact_string(name) + compact_array_length(len(partitions)))
+    for name, partitions, topic_id in responses:
+        if by_topic_id:
+            head = _ZERO_ID if topic_id is None else topic_id.bytes
+        else:
+            head = compact_string(name)
+        append(head + compact_array_length(len(partitions)))
         for (
             index,
             error_code,

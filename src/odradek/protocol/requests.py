@@ -37,9 +37,11 @@ __all__ = [
     "ListOffsetsTopicRequest",
     "MetadataRequestBody",
     "MetadataTopicRequest",
+    "NamedProduceTopicData",
     "ProducePartitionData",
     "ProduceRequestBody",
     "ProduceTopicData",
+    "ProduceTopicDataById",
     "duration_ms",
     "fetch_body",
     "fetch_replica_id",
@@ -65,10 +67,26 @@ class ProducePartitionData(Protocol):
 
 
 class ProduceTopicData(Protocol):
-    @property
-    def name(self) -> str: ...
+    """v0-v12 name the topic (``NamedProduceTopicData``), v13 gives its id instead
+    (``ProduceTopicDataById``, KIP-516): what every version has."""
+
     @property
     def partition_data(self) -> Sequence[ProducePartitionData]: ...
+
+
+class NamedProduceTopicData(ProduceTopicData, Protocol):
+    """A topic of a Produce v0-v12 request, named."""
+
+    @property
+    def name(self) -> str: ...
+
+
+class ProduceTopicDataById(ProduceTopicData, Protocol):
+    """A topic of a Produce v13+ request, named by its id (KIP-516; nullable in kio's
+    schema)."""
+
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
 
 
 class ProduceRequestBody(Protocol):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from tests.broker._wire import Wire, wait_for
 
 from odradek import Broker
 from odradek._types import TopicPartition
+from odradek.broker.handlers._topic_metadata import topic_id_of
 from odradek.broker.txn.verification import TransactionVerifier
 from odradek.errors import ErrorCode
 from odradek.protocol.api_keys import ApiKey
@@ -376,3 +378,66 @@ def test_the_verifier_asks_a_remote_coordinator_in_one_batched_request(
     ]
     assert requests == 1
     assert unreachable == {tp: ErrorCode.NOT_ENOUGH_REPLICAS}
+
+
+def produce_txn_by_id(
+    wire: Wire, topic_ids: list[uuid.UUID], tid: str, pid: int, epoch: int, sequence: int
+) -> dict[uuid.UUID, int]:
+    """A transactional Produce v13 (KIP-516: topics by id) of one batch to partition 0 of each
+    id; returns each answered id's error code."""
+    batch = build_batch(
+        [SimpleRecord(1, None, b"v13")],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+        transactional=True,
+    )
+    reply = wire.request(
+        ApiKey.PRODUCE,
+        13,
+        {
+            "transactional_id": tid,
+            "acks": -1,
+            "timeout": 10_000,
+            "topic_data": [
+                {"topic_id": topic_id, "partition_data": [{"index": 0, "records": batch}]}
+                for topic_id in topic_ids
+            ],
+        },
+    )
+    return {
+        topic["topic_id"]: int(topic["partition_responses"][0]["error_code"])
+        for topic in reply["responses"]
+    }
+
+
+def test_a_transactional_produce_by_topic_id_is_verified(broker: Broker, wire: Wire) -> None:
+    """Produce v13 names topics by id: KIP-890's verification resolves them like the append
+    does — a batch outside the transaction is refused, one inside is appended — and an id no
+    topic has answers UNKNOWN_TOPIC_ID beside them."""
+    ctx = broker.app.ctx
+    assert ctx is not None
+    topic_id = topic_id_of(ctx, TOPIC)
+    unknown = uuid.uuid4()
+    result = init(wire, "by-id")
+    pid, epoch = result["producer_id"], result["producer_epoch"]
+    end = high_watermark(wire)
+    refused = produce_txn_by_id(wire, [topic_id, unknown], "by-id", pid, epoch, 0)
+    assert refused == {topic_id: ErrorCode.INVALID_TXN_STATE, unknown: ErrorCode.UNKNOWN_TOPIC_ID}
+    assert (high_watermark(wire), open_transaction_of(wire, pid)) == (end, None)
+    assert add_partitions(wire, "by-id", pid, epoch) == ErrorCode.NONE
+    start = high_watermark(wire)  # where its batch goes (others may hold the LSO lower)
+    appended = produce_txn_by_id(wire, [unknown, topic_id], "by-id", pid, epoch, 0)
+    assert appended == {unknown: ErrorCode.UNKNOWN_TOPIC_ID, topic_id: ErrorCode.NONE}
+    assert open_transaction_of(wire, pid) == start
+    ended = wire.request(
+        ApiKey.END_TXN,
+        3,
+        {
+            "transactional_id": "by-id",
+            "producer_id": pid,
+            "producer_epoch": epoch,
+            "committed": True,
+        },
+    )
+    assert ended["error_code"] == ErrorCode.NONE

@@ -18,7 +18,10 @@ A batch refused for some of its records — keyless records on a compacted topic
 INVALID_RECORD with those records named in ``record_errors`` (v8+, KIP-467) and the reason in
 ``error_message``, so the producer fails only them. From v10 (KIP-951) a partition answered
 NOT_LEADER_OR_FOLLOWER names its current leader and the response carries that broker's
-endpoint (``_leader_discovery``).
+endpoint (``_leader_discovery``). From v13 (KIP-516, Kafka 4.1) topics are named by id, in the
+request and the answer: each id is resolved to its topic's name once per request
+(``_names_by_id``), and an id this broker does not know answers UNKNOWN_TOPIC_ID for each of
+its partitions (nothing of it is appended or verified) while the request's other topics go on.
 
 Transaction verification (KIP-890 part 1, ``transaction.partition.verification.enable``): a
 transactional batch to a partition where its producer has no transaction open is appended only
@@ -35,7 +38,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-from collections.abc import Awaitable
+import uuid
+from collections.abc import Awaitable, Sequence
+from typing import cast
 
 from odradek._types import TopicPartition
 from odradek.broker.acks import Acks, check_enough_replicas, parse_acks
@@ -43,6 +48,7 @@ from odradek.broker.auth.checks import TOPIC_DENIED, Op, topic_allowed
 from odradek.broker.auth.throttle import produce_throttle_ms
 from odradek.broker.context import BrokerContext
 from odradek.broker.handlers._leader_discovery import LeaderDiscovery
+from odradek.broker.handlers._topic_metadata import find_topic
 from odradek.broker.ports import PartitionPort
 from odradek.errors import (
     CorruptRecordError,
@@ -60,8 +66,10 @@ from odradek.protocol import (
     encode_produce_response,
 )
 from odradek.protocol.requests import (
+    NamedProduceTopicData,
     ProduceRequestBody,
     ProduceTopicData,
+    ProduceTopicDataById,
     duration_ms,
     produce_body,
 )
@@ -81,6 +89,8 @@ API_KEY = ApiKey.PRODUCE
 _FIRST_V2_ONLY_VERSION = 3
 #: Produce v10 is the first with KIP-951's leader-discovery fields.
 _FIRST_LEADER_DISCOVERY_VERSION = 10
+#: Produce v13 is the first naming topics by id (KIP-516).
+_FIRST_TOPIC_ID_VERSION = 13
 
 #: An acks=all partition that appended: its partition, the offset its high watermark must
 #: reach, and where its answer sits (the topic's list of answers, the index in it).
@@ -110,36 +120,75 @@ def handle(ctx: BrokerContext, request: Request) -> bytes | Awaitable[bytes | No
         acks = parse_acks(int(body.acks))
     except KafkaError as error:
         return _refuse_all(request, body, error.error_code)
+    names = _names_by_id(ctx, body) if request.api_version >= _FIRST_TOPIC_ID_VERSION else None
     if ctx.txn_verifier is not None:
-        unverified = _to_verify(ctx, body)
+        unverified = _to_verify(ctx, body, names)
         if unverified:
-            return _verified_produce(ctx, request, body, acks, throttle_ms, unverified)
-    return _produce(ctx, request, body, acks, throttle_ms)
+            return _verified_produce(ctx, request, body, names, acks, throttle_ms, unverified)
+    return _produce(ctx, request, body, names, acks, throttle_ms)
+
+
+def _named(body: ProduceRequestBody) -> Sequence[NamedProduceTopicData]:
+    """A v0-v12 request's topics, which carry their names (no copy: a typed view)."""
+    return cast("Sequence[NamedProduceTopicData]", body.topic_data)
+
+
+def _by_id(body: ProduceRequestBody) -> Sequence[ProduceTopicDataById]:
+    """A v13+ request's topics, which carry their ids instead."""
+    return cast("Sequence[ProduceTopicDataById]", body.topic_data)
+
+
+#: v13's topics: each requested id's topic name (``None``: no topic has that id here).
+_Names = dict[uuid.UUID | None, str | None]
+
+
+def _names_by_id(ctx: BrokerContext, body: ProduceRequestBody) -> _Names:
+    """Each topic id of a v13 request resolved to its name, once per request (v0-v12 name
+    their topics: the handler reads ``name`` and builds no such map)."""
+    names: _Names = {}
+    for topic_data in _by_id(body):
+        topic_id = topic_data.topic_id
+        if topic_id not in names:
+            names[topic_id] = None if topic_id is None else find_topic(ctx, topic_id)
+    return names
 
 
 def _produce(
     ctx: BrokerContext,
     request: Request,
     body: ProduceRequestBody,
+    names: _Names | None,
     acks: Acks,
     throttle_ms: int,
     refusals: dict[TopicPartition, ErrorCode] | None = None,
 ) -> bytes | Awaitable[bytes] | None:
-    """Appends each partition's batch and answers (``refusals``: partitions answered with
-    the error given, nothing appended — those transaction verification refused)."""
+    """Appends each partition's batch and answers (``names``: a v13 request's topic names by
+    id, ``None`` before v13; ``refusals``: partitions answered with the error given, nothing
+    appended — those transaction verification refused)."""
     legacy = request.api_version < _FIRST_V2_ONLY_VERSION
     waits = acks.waits_for_replication
     responses = []
     failed = None
     waiting: list[_Waiting] = []
     replicated = True  # every acks=all append already passed by the high watermark
-    for topic_data in body.topic_data:
-        name = str(topic_data.name)
+    # v0-v12 topics carry names; v13's ids are read through a cast (a typed view, no copy).
+    for topic_data in cast("Sequence[NamedProduceTopicData]", body.topic_data):
+        if names is None:
+            name = str(topic_data.name)
+            topic_id = None
+        else:
+            topic_id = cast("ProduceTopicDataById", topic_data).topic_id
+            found = names[topic_id]
+            if found is None:  # Kafka's: every partition of an unknown id
+                responses.append(_refused(topic_data, ErrorCode.UNKNOWN_TOPIC_ID, "", topic_id))
+                failed = failed or PartitionProduceResponse(-1, ErrorCode.UNKNOWN_TOPIC_ID)
+                continue
+            name = found
         # Read once per topic, not per partition.
         internal = ctx.topics.is_internal(name)
         partitions: list[PartitionProduceResponse] = []
         if ctx.authorizer is not None and not topic_allowed(ctx, Op.WRITE, name):  # Kafka's
-            responses.append(_refused(topic_data, TOPIC_DENIED))
+            responses.append(_refused(topic_data, TOPIC_DENIED, name, topic_id))
             failed = failed or PartitionProduceResponse(-1, TOPIC_DENIED)
             continue
         for partition_data in topic_data.partition_data:
@@ -161,7 +210,11 @@ def _produce(
                 waiting.append((partition, required, partitions, len(partitions)))
                 replicated = replicated and partition.high_watermark >= required
             partitions.append(result)
-        responses.append(TopicProduceResponse(name, partitions))
+        responses.append(
+            TopicProduceResponse(name, partitions)
+            if topic_id is None
+            else TopicProduceResponse(name, partitions, topic_id)
+        )
     if not acks.responds:
         if failed is not None:
             # Kafka closes the connection: an acks=0 producer has no other way to learn.
@@ -186,13 +239,23 @@ def _produce(
 _Unverified = tuple[TopicPartition, PartitionPort, int, int, object]
 
 
-def _to_verify(ctx: BrokerContext, body: ProduceRequestBody) -> list[_Unverified]:
+def _to_verify(
+    ctx: BrokerContext, body: ProduceRequestBody, names: _Names | None
+) -> list[_Unverified]:
     """The partitions whose batch needs its coordinator's word first (KIP-890 part 1): a
     transactional data batch (magic 2) to a partition led here whose producer has no
-    transaction open there. Anything else the append path answers."""
+    transaction open there (``names``: as ``_produce``'s; an unknown id's partitions are
+    skipped). Anything else the append path answers."""
     found: list[_Unverified] = []
-    for topic_data in body.topic_data:
-        name = str(topic_data.name)
+    # v0-v12 topics carry names; v13's ids are read through a cast (a typed view, no copy).
+    for topic_data in cast("Sequence[NamedProduceTopicData]", body.topic_data):
+        if names is None:
+            name = str(topic_data.name)
+        else:
+            known = names[cast("ProduceTopicDataById", topic_data).topic_id]
+            if known is None:
+                continue  # the append path answers UNKNOWN_TOPIC_ID
+            name = known
         for partition_data in topic_data.partition_data:
             raw = partition_data.records
             if (
@@ -219,6 +282,7 @@ async def _verified_produce(
     ctx: BrokerContext,
     request: Request,
     body: ProduceRequestBody,
+    names: _Names | None,
     acks: Acks,
     throttle_ms: int,
     unverified: list[_Unverified],
@@ -253,7 +317,7 @@ async def _verified_produce(
                 "%s: transactional batch of producer %d refused: %s", tp, producer_id, code.name
             )
             refusals[tp] = code
-    result = _produce(ctx, request, body, acks, throttle_ms, refusals)
+    result = _produce(ctx, request, body, names, acks, throttle_ms, refusals)
     if result is None or isinstance(result, bytes):
         return result
     return await result
@@ -267,19 +331,20 @@ def _encode_with_leaders(
     discovery = LeaderDiscovery(ctx)
     named = [
         TopicProduceResponse(
-            name,
+            topic.name,
             [
                 answer._replace(
                     current_leader=discovery.current_leader(
-                        TopicPartition(name, answer.partition_index)
+                        TopicPartition(topic.name, answer.partition_index)
                     )
                 )
                 if answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
                 else answer
-                for answer in partitions
+                for answer in topic.partition_responses
             ],
+            topic.topic_id,
         )
-        for name, partitions in responses
+        for topic in responses
     ]
     return encode_produce_response(
         request.api_version,
@@ -314,15 +379,24 @@ async def _when_replicated(
 
 def _refuse_all(request: Request, body: ProduceRequestBody, code: ErrorCode) -> bytes:
     """Every partition answered ``code``, nothing appended (an invalid acks)."""
-    responses = [_refused(topic_data, code) for topic_data in body.topic_data]
+    by_id = request.api_version >= _FIRST_TOPIC_ID_VERSION
+    responses = (
+        [_refused(topic_data, code, "", topic_data.topic_id) for topic_data in _by_id(body)]
+        if by_id
+        else [_refused(topic_data, code, str(topic_data.name), None) for topic_data in _named(body)]
+    )
     return encode_produce_response(request.api_version, request.correlation_id, responses)
 
 
-def _refused(topic_data: ProduceTopicData, code: ErrorCode) -> TopicProduceResponse:
-    """Every partition of the topic answered ``code``."""
+def _refused(
+    topic_data: ProduceTopicData, code: ErrorCode, name: str, topic_id: uuid.UUID | None
+) -> TopicProduceResponse:
+    """Every partition of the topic answered ``code`` (the answer names the topic by
+    ``topic_id`` from v13, by ``name`` before)."""
     return TopicProduceResponse(
-        str(topic_data.name),
+        name,
         [PartitionProduceResponse(int(p.index), code) for p in topic_data.partition_data],
+        topic_id,
     )
 
 
