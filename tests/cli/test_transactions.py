@@ -7,6 +7,7 @@ without a traceback (exit 2 for usage, 1 for the broker's answer)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -90,11 +91,17 @@ def test_an_open_then_committed_transaction(
     assert mine[-1] == "0"  # the transaction's first offset
 
     producer.commit_transaction()
-    status, out, _ = odradek(
-        capsys, broker, "describe", "--transactional-id", TXN_ID, "--output", "json"
-    )
-    assert status == 0
-    document = json.loads("\n".join(out))
+    # EndTxn is answered once PrepareCommit is logged; CompleteCommit follows the markers.
+    deadline = time.monotonic() + 30
+    while True:
+        status, out, _ = odradek(
+            capsys, broker, "describe", "--transactional-id", TXN_ID, "--output", "json"
+        )
+        assert status == 0
+        document = json.loads("\n".join(out))
+        if document["state"] != "PrepareCommit" or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert document["state"] == "CompleteCommit"
     assert document["producer_id"] == int(producer_id)
     assert document["producer_epoch"] == int(described["ProducerEpoch"])

@@ -231,8 +231,13 @@ def test_an_expired_transaction_is_aborted_by_the_coordinator(broker: Broker, wi
     assert produce_txn(wire, "expiring", pid, epoch, 0) == ErrorCode.NONE
     assert last_stable_offset(wire) == start
     wait_for(lambda: last_stable_offset(wire) > start + 1, "the abort of the expired transaction")
+    # The marker is on the partition before the coordinator logs CompleteAbort (PrepareAbort,
+    # markers, then CompleteAbort, as in Kafka): wait for the last step too.
+    wait_for(
+        lambda: describe(wire, "expiring")["transaction_state"] == "CompleteAbort",
+        "the coordinator's CompleteAbort",
+    )
     state = describe(wire, "expiring")
-    assert state["transaction_state"] == "CompleteAbort"
     assert state["producer_epoch"] == epoch + 1  # fenced: the producer must start over
     topics = broker.app.topics
     assert topics is not None
