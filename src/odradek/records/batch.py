@@ -52,6 +52,9 @@ CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
 MAX_TIMESTAMP_OFFSET = 35
 PARTITION_LEADER_EPOCH_OFFSET = 12
+#: Where the producer id (int64) starts; the producer epoch (int16) and the base sequence
+#: (int32) follow it.
+PRODUCER_ID_OFFSET = 43
 #: The smallest legal ``batch_length`` (a header with no records).
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 NO_PRODUCER_ID = -1
@@ -67,8 +70,9 @@ _INT16 = struct.Struct(">h")
 
 _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08
-_TRANSACTIONAL_BIT = 0x10
-_CONTROL_BIT = 0x20
+#: Attribute bits of a transactional batch and of a control batch (a transaction marker).
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
 _DELETE_HORIZON_BIT = 0x40
 
 
@@ -142,11 +146,11 @@ class BatchHeader(NamedTuple):
 
     @property
     def is_transactional(self) -> bool:
-        return bool(self.attributes & _TRANSACTIONAL_BIT)
+        return bool(self.attributes & TRANSACTIONAL_BIT)
 
     @property
     def is_control(self) -> bool:
-        return bool(self.attributes & _CONTROL_BIT)
+        return bool(self.attributes & CONTROL_BIT)
 
     @property
     def has_delete_horizon(self) -> bool:
@@ -195,6 +199,20 @@ def parse_header(buf: ReadableBuffer, pos: int = 0) -> BatchHeader:
     if header.last_offset_delta < 0 or header.records_count < 0:
         raise CorruptRecordError(f"batch at position {pos} has a negative offset delta or count")
     return header
+
+
+def has_transactional_batch(buf: ReadableBuffer) -> bool:
+    """Whether ``buf`` (whole batches back to back) holds a transactional batch or marker,
+    read from each batch's length and attributes fields only (no header is parsed)."""
+    position = 0
+    end = len(buf)
+    while position + HEADER_SIZE <= end:
+        (length,) = _INT32.unpack_from(buf, position + 8)
+        (attributes,) = _INT16.unpack_from(buf, position + ATTRIBUTES_OFFSET)
+        if attributes & TRANSACTIONAL_BIT:
+            return True
+        position += LOG_OVERHEAD + length
+    return False
 
 
 def compute_crc(buf: ReadableBuffer, pos: int, size: int) -> int:
@@ -273,9 +291,9 @@ def make_attributes(
     if timestamp_type is TimestampType.LOG_APPEND_TIME:
         attributes |= _TIMESTAMP_TYPE_BIT
     if transactional:
-        attributes |= _TRANSACTIONAL_BIT
+        attributes |= TRANSACTIONAL_BIT
     if control:
-        attributes |= _CONTROL_BIT
+        attributes |= CONTROL_BIT
     return attributes
 
 

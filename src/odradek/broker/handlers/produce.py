@@ -75,9 +75,12 @@ from odradek.protocol.requests import (
 )
 from odradek.records.batch import (
     ATTRIBUTES_OFFSET,
+    CONTROL_BIT,
     HEADER_SIZE,
     MAGIC_OFFSET,
     MAGIC_V2,
+    PRODUCER_ID_OFFSET,
+    TRANSACTIONAL_BIT,
     read_prefix,
 )
 from odradek.records.legacy import is_legacy_message_set, upconvert_message_set
@@ -100,10 +103,8 @@ _NONE = ErrorCode.NONE
 _NO_LEADER = (-1, -1)
 #: Where a v2 batch keeps its attributes' low byte and its producer id and epoch.
 _ATTRIBUTES_LOW = ATTRIBUTES_OFFSET + 1
-_PRODUCER_ID_OFFSET = 43
 _PRODUCER = struct.Struct(">qh")
-_TRANSACTIONAL = 0x10
-_TXN_OR_CONTROL = 0x30
+_TXN_OR_CONTROL = TRANSACTIONAL_BIT | CONTROL_BIT
 
 
 def _upconverted(records: bytes) -> bytes | CorruptRecordError:
@@ -172,7 +173,7 @@ def _produce(
     waiting: list[_Waiting] = []
     replicated = True  # every acks=all append already passed by the high watermark
     # v0-v12 topics carry names; v13's ids are read through a cast (a typed view, no copy).
-    for topic_data in cast("Sequence[NamedProduceTopicData]", body.topic_data):
+    for topic_data in _named(body):
         if names is None:
             name = str(topic_data.name)
             topic_id = None
@@ -248,7 +249,7 @@ def _to_verify(
     skipped). Anything else the append path answers."""
     found: list[_Unverified] = []
     # v0-v12 topics carry names; v13's ids are read through a cast (a typed view, no copy).
-    for topic_data in cast("Sequence[NamedProduceTopicData]", body.topic_data):
+    for topic_data in _named(body):
         if names is None:
             name = str(topic_data.name)
         else:
@@ -262,7 +263,7 @@ def _to_verify(
                 not raw
                 or len(raw) < HEADER_SIZE
                 or raw[MAGIC_OFFSET] != MAGIC_V2
-                or raw[_ATTRIBUTES_LOW] & _TXN_OR_CONTROL != _TRANSACTIONAL
+                or raw[_ATTRIBUTES_LOW] & _TXN_OR_CONTROL != TRANSACTIONAL_BIT
             ):
                 continue
             tp = TopicPartition(name, int(partition_data.index))
@@ -271,7 +272,7 @@ def _to_verify(
                 continue
             if ctx.authorizer is not None and not topic_allowed(ctx, Op.WRITE, name):
                 continue
-            producer_id, epoch = _PRODUCER.unpack_from(raw, _PRODUCER_ID_OFFSET)
+            producer_id, epoch = _PRODUCER.unpack_from(raw, PRODUCER_ID_OFFSET)
             guard = partition.verification_guard(producer_id)
             if guard is not None:
                 found.append((tp, partition, producer_id, epoch, guard))

@@ -34,7 +34,6 @@ storage thread only flushes and deletes.
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable, Sequence
 
 from odradek._clock import SYSTEM_CLOCK, Clock
@@ -50,7 +49,13 @@ from odradek.broker.replication.isr import (
     reset_follower,
 )
 from odradek.errors import ErrorCode, KafkaError, KafkaStorageError, OffsetOutOfRangeError
-from odradek.records.batch import HEADER_SIZE, parse_header, validate_batch
+from odradek.records.batch import (
+    HEADER_SIZE,
+    PRODUCER_ID_OFFSET,
+    has_transactional_batch,
+    parse_header,
+    validate_batch,
+)
 from odradek.records.control import build_marker_batch
 from odradek.storage.leader_epoch_cache import EpochEndOffset
 from odradek.storage.log import AppendInfo, Log, LogReadInfo
@@ -72,9 +77,6 @@ _PROPOSE_AGAIN = frozenset(
     {ErrorCode.INELIGIBLE_REPLICA, ErrorCode.INVALID_REQUEST, ErrorCode.OPERATION_NOT_ATTEMPTED}
 )
 #: Where a batch's producer id (int64) starts in its header: -1 for a non-idempotent producer.
-_PRODUCER_ID_OFFSET = 43
-_INT32 = struct.Struct(">i")
-_INT16 = struct.Struct(">h")
 #: Kafka's ``producer.id.expiration.ms`` and ``producer.id.expiration.check.interval.ms``.
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
@@ -200,7 +202,7 @@ class Partition:
                 batches in one append.
         """
         # The producer id (int64, big-endian) is ≥ 0 when its top byte's sign bit is clear.
-        if len(data) >= HEADER_SIZE and data[_PRODUCER_ID_OFFSET] < 0x80:
+        if len(data) >= HEADER_SIZE and data[PRODUCER_ID_OFFSET] < 0x80:
             info = self._append_idempotent(data)
         else:
             # ``_leader_append`` and ``_maybe_advance_high_watermark``, inline (the hot path
@@ -691,7 +693,7 @@ class Partition:
             KafkaError: CORRUPT_MESSAGE, or INVALID_RECORD for offsets that go backwards.
         """
         state = self.producer_state  # loaded (if it must be) before this append
-        if not self.transactions.loaded and _has_transactional_batch(data):
+        if not self.transactions.loaded and has_transactional_batch(data):
             self.transactions.index(self.high_watermark)  # also loaded before it
         info = self.log.append(data, assign_offsets=False)
         # Producer state without checks: the leader checked (the headers were validated by
@@ -788,17 +790,3 @@ class Partition:
             f"Partition({self.topic_partition}, leo={self.log_end_offset}, "
             f"hw={self.high_watermark}, epoch={self.leader_epoch})"
         )
-
-
-def _has_transactional_batch(data: bytes | bytearray | memoryview) -> bool:
-    """Whether fetched ``data`` (whole batches) holds a transactional batch or marker (read
-    from the length and attributes fields only: this runs for every follower append)."""
-    position = 0
-    end = len(data)
-    while position + HEADER_SIZE <= end:
-        (length,) = _INT32.unpack_from(data, position + 8)
-        (attributes,) = _INT16.unpack_from(data, position + 21)
-        if attributes & 0x10:
-            return True
-        position += 12 + length
-    return False

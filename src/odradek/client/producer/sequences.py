@@ -42,13 +42,17 @@ from typing import Final
 
 from odradek._types import TopicPartition
 from odradek.client.producer.batch import ProducerBatch
-from odradek.records.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, compute_crc
+from odradek.records.batch import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    PRODUCER_ID_OFFSET,
+    TRANSACTIONAL_BIT,
+    compute_crc,
+)
 
 __all__ = ["ProducerSequences", "stamp_batch"]
 
-_TRANSACTIONAL_BIT: Final = 0x10
 _HEAD: Final = struct.Struct(">qhi")  # producer id, epoch, base sequence
-_HEAD_OFFSET: Final = 43
 _ATTRIBUTES: Final = struct.Struct(">h")
 _CRC: Final = struct.Struct(">I")
 _SEQUENCE_MODULUS: Final = 2**31
@@ -60,10 +64,10 @@ def stamp_batch(
     """A built v2 batch as an idempotent producer's: producer id, epoch and base sequence
     written in (and the transactional attribute set when ``transactional``), CRC recomputed."""
     patched = bytearray(data)
-    _HEAD.pack_into(patched, _HEAD_OFFSET, producer_id, epoch, base_sequence)
+    _HEAD.pack_into(patched, PRODUCER_ID_OFFSET, producer_id, epoch, base_sequence)
     if transactional:
         (attributes,) = _ATTRIBUTES.unpack_from(patched, ATTRIBUTES_OFFSET)
-        _ATTRIBUTES.pack_into(patched, ATTRIBUTES_OFFSET, attributes | _TRANSACTIONAL_BIT)
+        _ATTRIBUTES.pack_into(patched, ATTRIBUTES_OFFSET, attributes | TRANSACTIONAL_BIT)
     _CRC.pack_into(patched, CRC_OFFSET, compute_crc(patched, 0, len(patched)))
     return bytes(patched)
 
