@@ -2,11 +2,10 @@
 against one 3-broker cluster on a real ZooKeeper (one cluster for the module; the test that
 kills a broker runs last).
 
-What is true today: followers do not replicate yet and a broker that leaves the ISR never
-rejoins it, so a preferred election finds either the preferred replica leading already
-(ELECTION_NOT_NEEDED) or, after its broker was killed and came back, out of the ISR
-(PREFERRED_LEADER_NOT_AVAILABLE); an unclean election finds every partition with a live leader
-(ELECTION_NOT_NEEDED) once leadership has moved off the killed broker."""
+A preferred election finds the preferred replica leading already (ELECTION_NOT_NEEDED), or,
+while its broker is down, not live (PREFERRED_LEADER_NOT_AVAILABLE), or, once its broker is
+back and in the ISR again, electable; an unclean election finds every partition with a live
+leader (ELECTION_NOT_NEEDED) once leadership has moved off the killed broker."""
 
 from __future__ import annotations
 
@@ -160,10 +159,19 @@ def test_cli_leader_election_where_preferred_replicas_lead(
     assert err == "odradek: 1 replica(s) could not be elected\n"
 
 
+def _isr(cluster: Cluster) -> dict[int, list[int]]:
+    path = f"/brokers/topics/{TOPIC}/partitions"
+    return {
+        int(p): list(json.loads(cluster.store.get(f"{path}/{p}/state")[0])["isr"])
+        for p in cluster.store.children(path)
+    }
+
+
 def test_after_a_preferred_leader_is_killed_and_restarted(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Runs last: it leaves a broker out of the ISR (and PREFERRED_LEADER_NOT_AVAILABLE)."""
+    """Runs last. While the preferred leader's broker is down its partitions answer
+    PREFERRED_LEADER_NOT_AVAILABLE; once it is back in their ISR the election moves them home."""
     controller = cluster.controller_id()
     victim = next(b for b in cluster.brokers if b != controller)
     away = sorted(p for p, replicas in _assignment(cluster).items() if replicas[0] == victim)
@@ -179,8 +187,8 @@ def test_after_a_preferred_leader_is_killed_and_restarted(
         # Every partition has a live leader again: nothing for an unclean election to do.
         not_needed = int(ErrorCode.ELECTION_NOT_NEEDED)
         assert _codes(admin, ElectionType.UNCLEAN, tps) == dict.fromkeys(tps, not_needed)
-    cluster.restart(victim)
-    cluster.wait_until(lambda: victim in cluster.registered(), what="the broker back")
+
+    # The preferred replica is down: its partitions cannot go home, the others need nothing.
     status, out, err = _cli(
         capsys, "leader-election", "--bootstrap-server", survivor,
         "--election-type", "PREFERRED", "--all-topic-partitions",
@@ -194,3 +202,21 @@ def test_after_a_preferred_leader_is_killed_and_restarted(
     already = next(line for line in out if line.startswith("Valid replica already elected"))
     assert {f"{TOPIC}-{p}" for p in home} <= set(already.split(" partitions ")[1].split(", "))
     assert all(leader != victim for leader in _leaders(cluster).values())
+
+    # Back, caught up and in the ISR again: the same election moves its partitions home.
+    cluster.restart(victim)
+    cluster.wait_until(lambda: victim in cluster.registered(), what="the broker back")
+    cluster.wait_until(
+        lambda: all(victim in _isr(cluster)[p] for p in away),
+        what="the restarted broker back in the ISR of its partitions",
+    )
+    status, out, err = _cli(
+        capsys, "leader-election", "--bootstrap-server", survivor,
+        "--election-type", "PREFERRED", "--all-topic-partitions",
+    )  # fmt: skip
+    assert (status, err) == (0, "")
+    elected = next(line for line in out if line.startswith("Successfully completed"))
+    assert set(elected.split(" partitions ")[1].split(", ")) == {f"{TOPIC}-{p}" for p in away}
+    assert {p: leader for p, leader in _leaders(cluster).items() if p in away} == dict.fromkeys(
+        away, victim
+    )
