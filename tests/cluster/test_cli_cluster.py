@@ -34,7 +34,9 @@ def cluster(
     zookeeper: ZooKeeperEnsemble, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
     chroot = f"{zookeeper.connect_string}/t-{uuid.uuid4().hex[:12]}"
-    with Cluster(3, chroot, tmp_path_factory.mktemp("cluster")) as started:
+    # Leadership moves only when a test moves it, not by the controller's own rebalance.
+    settings = {"auto.leader.rebalance.enable": "false"}
+    with Cluster(3, chroot, tmp_path_factory.mktemp("cluster"), settings=settings) as started:
         started.wait_until(lambda: started.controller_id() is not None, what="a controller")
         with AdminClient({"bootstrap.servers": started.bootstrap_servers}) as admin:
             admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)]).all()

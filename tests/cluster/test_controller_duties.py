@@ -5,10 +5,8 @@ write (``/admin/preferred_replica_election``, ``/admin/delete_topics/<t>``).
 One cluster serves the module (a leader-imbalance check every second); each test uses topics
 of its own.
 
-A broker that comes back does not rejoin a partition's ISR until replication lets it catch up
-(the next issue). Where a test needs the preferred replica back in the ISR, it writes the
-partition state a leader's ISR expansion would write, then deletes ``/controller`` — the
-operator's way to make the brokers elect a controller again, which reads every state anew.
+A broker that comes back rejoins a partition's ISR once its follower has caught up; only then
+may the periodic check move leadership to it.
 """
 
 from __future__ import annotations
@@ -95,23 +93,6 @@ def _leaders_seen_by(address: str, topic: str) -> dict[int, int]:
     return {p.partition: p.leader for p in described[topic].partitions}
 
 
-def _rejoin_isr_and_reelect(cluster: Cluster, topic: str, partition: int, replica: int) -> None:
-    """Puts ``replica`` back in the partition's ISR as a leader's ISR expansion would, then
-    has the brokers elect a controller again (it reads the states anew)."""
-    state, version = _state(cluster, topic, partition)
-    assert replica not in state["isr"]
-    state["isr"] = [*state["isr"], replica]
-    cluster.store.set(
-        f"/brokers/topics/{topic}/partitions/{partition}/state",
-        json.dumps(state).encode(),
-        version,
-    )
-    epoch = cluster.controller_epoch()
-    assert epoch is not None
-    cluster.store.delete(CONTROLLER_PATH)
-    _wait(lambda: (cluster.controller_epoch() or 0) > epoch, "a new controller epoch")
-
-
 def _others(cluster: Cluster) -> tuple[int, int]:
     controller = cluster.controller_id()
     first, second = sorted(b for b in cluster.brokers if b != controller)
@@ -127,13 +108,8 @@ def test_leadership_goes_back_to_the_preferred_replica_without_a_request(
     cluster.kill(victim)
     _wait(lambda: _leader(cluster, "rebalanced", 0) == other, "leadership to move away")
     cluster.restart(victim)
-    state, _ = _state(cluster, "rebalanced", 0)
-    if victim not in state["isr"]:
-        # Back, but out of the ISR (no follower has caught up yet): no check may move
-        # leadership to it; it rejoins as a leader's ISR expansion would write it.
-        assert state["leader"] == other
-        _rejoin_isr_and_reelect(cluster, "rebalanced", 0, victim)
-    # Nobody asks for an election: the controller's periodic check moves it back.
+    # Nobody asks for an election: once its follower is back in the ISR, the controller's
+    # periodic check moves leadership back.
     _wait(lambda: _leader(cluster, "rebalanced", 0) == victim, "the preferred leader back")
     state, _ = _state(cluster, "rebalanced", 0)
     assert sorted(state["isr"]) == sorted([victim, other])

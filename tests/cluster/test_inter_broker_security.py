@@ -291,7 +291,8 @@ def test_with_acls_the_brokers_are_their_inter_broker_principal_and_super_users(
             ),
             "every replica holds the 50 records",
         )
-        assert sorted(_state(cluster, "audited")["isr"]) == [0, 1, 2]
+        # A follower slowed past replica.lag.time.max.ms leaves the ISR and rejoins later.
+        _wait(lambda: sorted(_state(cluster, "audited")["isr"]) == [0, 1, 2], "the full ISR")
 
 
 def test_a_broker_with_a_wrong_password_stays_out_of_the_isr(
@@ -315,7 +316,7 @@ def test_a_broker_with_a_wrong_password_stays_out_of_the_isr(
                 "broker 2 out of the ISR",
             )
             assert _produce(plaintext, "guarded", 20) == [None] * 20
-            assert sorted(_state(good, "guarded")["isr"]) == [0, 1]
+            assert 2 not in _state(good, "guarded")["isr"]
             assert _batches(bad, 2, "guarded", 0) == []
             log = bad.brokers[2].stderr_path.read_text()
             refused = [line for line in log.splitlines() if "cannot fetch from broker" in line]

@@ -30,7 +30,13 @@ def cluster(
     zookeeper: ZooKeeperEnsemble, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
     chroot = f"{zookeeper.connect_string}/t-{uuid.uuid4().hex[:12]}"
-    settings = {"replica.fetch.backoff.ms": "100", "replica.fetch.wait.max.ms": "100"}
+    settings = {
+        "replica.fetch.backoff.ms": "100",
+        "replica.fetch.wait.max.ms": "100",
+        # Leadership moves only when a test moves it: the controller's preferred-leader
+        # rebalance would add a leader epoch on some replicas while a test compares them.
+        "auto.leader.rebalance.enable": "false",
+    }
     with Cluster(3, chroot, tmp_path_factory.mktemp("cluster"), settings=settings) as started:
         started.wait_until(lambda: started.controller_id() is not None, what="a controller")
         yield started
