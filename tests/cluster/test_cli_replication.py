@@ -60,6 +60,15 @@ def test_a_killed_broker_leaves_partitions_under_replicated_and_unavailable(
             ),
             what="the controller to take the killed broker out",
         )
+        # ZooKeeper is written before the controller's UpdateMetadata reaches the survivor's
+        # cache, which the CLI reads: wait for the survivor to say so too.
+        cluster.wait_until(
+            lambda: (
+                len(_describe(capsys, survivor, "--under-replicated-partitions")) == 2
+                and len(_describe(capsys, survivor, "--unavailable-partitions")) == 1
+            ),
+            what="the survivor's metadata to take the killed broker out",
+        )
         under = _describe(capsys, survivor, "--under-replicated-partitions")
         unavailable = _describe(capsys, survivor, "--unavailable-partitions")
         assert main(["cluster", "describe", "--bootstrap-server", survivor]) == 0

@@ -158,7 +158,13 @@ def test_the_coordinator_exports_every_partition(
     elsewhere = [p for p, leader in leaders.items() if leader != coordinator.node_id]
     assert elsewhere, leaders
 
-    samples = _group_samples(coordinator_port)
+    # Lag on partitions led elsewhere comes from a fetch to their leader, bounded by a
+    # timeout: a first scrape on a loaded machine may leave those series out until it answers.
+    series = {_series("kafka_consumergroup_lag", p) for p in COMMITTED}
+    deadline = time.monotonic() + 60
+    while not series <= (samples := _group_samples(coordinator_port)).keys():
+        assert time.monotonic() < deadline, f"missing {sorted(series - samples.keys())}"
+        time.sleep(0.2)
     for partition, offset in COMMITTED.items():
         assert samples[_series("kafka_consumergroup_lag", partition)] == RECORDS - offset
         seconds = samples[_series("kafka_consumergroup_lag_seconds", partition)]

@@ -38,12 +38,14 @@ def cluster(zookeeper_chroot: str, tmp_path: Path) -> Iterator[Cluster]:
         yield started
 
 
-def _open_transaction(cluster: Cluster, transactional_id: str, prefix: str) -> Producer:
+def _open_transaction(
+    cluster: Cluster, transactional_id: str, prefix: str, timeout_ms: int
+) -> Producer:
     producer = Producer(
         {
             "bootstrap.servers": cluster.bootstrap_servers,
             "transactional.id": transactional_id,
-            "transaction.timeout.ms": 8000,
+            "transaction.timeout.ms": timeout_ms,
             "topic.metadata.refresh.interval.ms": 1000,
         }
     )
@@ -87,8 +89,11 @@ def test_a_new_coordinator_completes_one_transaction_and_aborts_the_other(
     cluster: Cluster,
 ) -> None:
     _create(cluster, TOPIC, partitions=1, configs={"min.insync.replicas": "2"})
-    committing = _open_transaction(cluster, "failover-commit", "kept")
-    abandoned = _open_transaction(cluster, "failover-abandon", "dropped")
+    # The failover (a ZooKeeper session to expire, an election, the coordinator's reload) can
+    # take longer than the abandoned transaction's 8 s on a slow machine: the committing one
+    # must outlive it.
+    committing = _open_transaction(cluster, "failover-commit", "kept", timeout_ms=60_000)
+    abandoned = _open_transaction(cluster, "failover-abandon", "dropped", timeout_ms=8_000)
     coordinator = _state(cluster, "__transaction_state")["leader"]
     cluster.kill(coordinator)
     _wait(

@@ -91,7 +91,9 @@ def run_kafka_python(bootstrap: str, topic: str, group: str) -> None:
     )
     tracker = Tracker()
     while True:
-        batches = consumer.poll(timeout_ms=100)
+        # Not 100 ms: kafka-python 3.0 can lose a completed join's assignment when a short
+        # poll's timer runs out under load (as tests/cli/test_groups.py found).
+        batches = consumer.poll(timeout_ms=1000)
         tracker.assigned([tp.partition for tp in consumer.assignment()])
         positions: dict[int, int] = {}
         for tp, records in batches.items():

@@ -185,9 +185,10 @@ def test_members_share_partitions_and_a_killed_member_is_replaced(
         wait_until(
             lambda: first.assignment() == list(range(PARTITIONS)),
             "the survivor to take every partition",
-            SESSION_TIMEOUT_S + 6,
+            SESSION_TIMEOUT_S + 10,
         )
-        assert time.monotonic() - killed_at < SESSION_TIMEOUT_S + 6
+        # The session timeout, a rebalance and a member's poll (up to 1 s) on a loaded machine.
+        assert time.monotonic() - killed_at < SESSION_TIMEOUT_S + 10
 
         produced.update(produce(bootstrap, topic, 40, start=80))
         everything = set(produced)

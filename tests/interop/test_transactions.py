@@ -156,6 +156,21 @@ def produce_with_odradek(bs: str, prefix: str) -> None:
 # --- readers --------------------------------------------------------------------------------
 
 
+def wait_for_markers(bs: str, topic: str) -> None:
+    """Until no transaction is open on partition 0: EndTxn is answered once the coordinator
+    has logged PrepareCommit / PrepareAbort, and the markers follow — a reader that took the
+    last stable offset before them would stop short of the last transaction."""
+    with (
+        SimpleConsumer({"bootstrap.servers": bs, "isolation.level": "read_committed"}) as stable,
+        SimpleConsumer({"bootstrap.servers": bs}) as high,
+    ):
+        wait_until(
+            lambda: stable.latest_offset(topic, 0) == high.latest_offset(topic, 0),
+            TIMEOUT_S,
+            what="the last stable offset up to the high watermark",
+        )
+
+
 def read_with_confluent(bs: str, topic: str, *, committed: bool = True) -> list[bytes]:
     consumer = Consumer(
         {
@@ -269,6 +284,7 @@ def test_transactional_producers_commit_and_abort_for_every_reader(broker: Broke
     produce_with_odradek(bs, "od")
     prefixes = ("ck", "kp", "aio", "od")
     expected = [value for prefix in prefixes for value in values(f"{prefix}-c", 0, 10)]
+    wait_for_markers(bs, TOPIC)
     assert read_with_confluent(bs, TOPIC) == expected
     assert read_with_kafka_python(bs, TOPIC) == expected
     assert asyncio.run(read_with_aiokafka(bs, TOPIC)) == expected
@@ -297,6 +313,7 @@ def test_a_fenced_producer_cannot_commit(broker: Broker) -> None:
         old.commit_transaction(TIMEOUT_S)
     error = refused.value.args[0]
     assert error.fatal() or "fenced" in error.str().lower(), error
+    wait_for_markers(bs, topic)
     assert read_with_confluent(bs, topic) == [b"live"]
 
 
@@ -319,6 +336,7 @@ def test_an_odradek_producer_fenced_by_a_newer_one_cannot_commit(broker: Broker)
             ErrorCode.PRODUCER_FENCED,
             ErrorCode.INVALID_PRODUCER_EPOCH,
         )
+    wait_for_markers(bs, topic)
     assert read_with_confluent(bs, topic) == [b"live"]
 
 

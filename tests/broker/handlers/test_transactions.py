@@ -224,7 +224,8 @@ def test_a_transaction_on_the_wire_and_its_descriptions(wire: Wire) -> None:
 
 
 def test_an_expired_transaction_is_aborted_by_the_coordinator(broker: Broker, wire: Wire) -> None:
-    result = init(wire, "expiring", timeout_ms=500)
+    # Long enough for three round trips on a loaded machine, short enough to wait out.
+    result = init(wire, "expiring", timeout_ms=2000)
     pid, epoch = result["producer_id"], result["producer_epoch"]
     assert add_partitions(wire, "expiring", pid, epoch) == ErrorCode.NONE
     start = last_stable_offset(wire)
