@@ -6,6 +6,7 @@ at each log's end."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ from odradek.storage.manager import (
     LogManager,
 )
 from odradek.storage.scheduler import ManualScheduler
+from odradek.storage.segment import LogSegment
 
 if TYPE_CHECKING:
     from tests.storage.conftest import BatchFactory
@@ -150,6 +152,54 @@ def test_delete_log_renames_then_removes(
     scheduler.run_due()
     assert not any(name.endswith("-delete") for name in os.listdir(directory))
     assert "orders-1" in os.listdir(directory)
+
+
+def test_a_deletion_renames_the_directory_only_once_a_flush_in_progress_is_done(
+    managers: ManagerFactory, make_batch: BatchFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A flush that took the log's segments just before ``delete_log`` renamed the directory
+    used to fsync the time index by its old path (FileNotFoundError in the storage thread;
+    the protocol fuzzer hit it). The rename now waits for the flush in progress."""
+    manager = managers()
+    manager.startup()
+    log = manager.get_or_create_log(TP0)
+    log.append(make_batch(2))
+    directory = os.path.join(manager.log_dirs[0], "orders-0")
+    in_flush, release = threading.Event(), threading.Event()
+    original = LogSegment.flush
+
+    def held_flush(segment: LogSegment) -> None:
+        in_flush.set()
+        release.wait(10)
+        original(segment)
+
+    monkeypatch.setattr(LogSegment, "flush", held_flush)
+    failures: list[BaseException] = []
+
+    def run(task: Callable[[], object]) -> threading.Thread:
+        def guarded() -> None:
+            try:
+                task()
+            except BaseException as error:  # what the storage thread would have logged
+                failures.append(error)
+
+        thread = threading.Thread(target=guarded)
+        thread.start()
+        return thread
+
+    flusher = run(log.flush)
+    assert in_flush.wait(10)
+    deleter = run(lambda: manager.delete_log(TP0))
+    deleter.join(0.3)
+    assert deleter.is_alive()  # waiting for the flush ...
+    assert os.path.isdir(directory)  # ... before renaming anything
+    release.set()
+    for thread in (flusher, deleter):
+        thread.join(10)
+        assert not thread.is_alive()
+    assert failures == []
+    assert not os.path.exists(directory)
+    assert manager.get_log(TP0) is None
 
 
 def test_a_deletion_left_by_a_crash_is_finished_at_startup(

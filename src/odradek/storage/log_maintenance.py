@@ -517,10 +517,12 @@ class LogMaintenance:
             for file in (segment.log, segment.offset_index, segment.time_index):
                 open_files.release(file)
 
-    def moved_to(self, directory: str) -> None:
-        """Records that the log's directory was renamed to ``directory`` (a deletion in
-        progress): files opened again from now on are looked for there."""
-        with self._lock:
+    def move_directory(self, directory: str) -> None:
+        """Renames the log's directory to ``directory`` (a deletion in progress); files opened
+        again from now on are looked for there. No flush runs meanwhile: one that took its
+        segments before the rename would fsync files by their old names, which are gone."""
+        with self._flush_lock, self._lock:
+            os.rename(self.directory, directory)
             self.directory = directory
             self._leader_epochs.path = os.path.join(directory, CHECKPOINT_FILE_NAME)
             for segment in self._segments.snapshot():

@@ -307,9 +307,8 @@ class LogManager:
             return False
         self.cleaner.abort_and_forget(topic_partition, directory)
         doomed = f"{log.directory}.{uuid.uuid4().hex}{_DELETE_DIR_SUFFIX}"
-        os.rename(log.directory, doomed)
+        log.move_directory(doomed)
         fsync_directory(directory)
-        log.moved_to(doomed)
         self._scheduler.schedule(f"delete log {topic_partition}", log.delete)
         if checkpoint:
             self.checkpoint_logs()
