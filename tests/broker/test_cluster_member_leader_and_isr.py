@@ -1,7 +1,8 @@
 """``ClusterMember.leader_and_isr`` over a real replica manager and logs: the logs of new
 partitions are made on the worker (not the event loop thread), a partition is served only once
 its log exists, the loop serves others meanwhile, a StopReplica waits for the LeaderAndIsr
-before it, and a log that cannot be made answers KAFKA_STORAGE_ERROR for its partition."""
+before it and deletes its logs on the worker too, and a log that cannot be made answers
+KAFKA_STORAGE_ERROR for its partition."""
 
 from __future__ import annotations
 
@@ -127,6 +128,28 @@ def test_a_stop_replica_waits_for_the_leader_and_isr_before_it(tmp_path: Path) -
             # Applied in arrival order: served, then stopped and deleted.
             assert replicas.partitions() == {}
             assert replicas.log_manager.get_log(TopicPartition(TOPIC, 0)) is None
+
+    asyncio.run(scenario())
+
+
+def test_a_stop_replica_deletes_the_logs_off_the_loop_then_answers(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        with real_leader(tmp_path, 1) as (replicas, _):
+            topics = GatedTopics()
+            topics.calls = 1  # the gate is for the first call only: no wait here
+            member = _member(replicas, topics)
+            await member.leader_and_isr(_leader_and_isr(range(200)))
+            made = len(topics.threads)
+            directory = Path(replicas.log_manager.log_dirs[0])
+            assert len(list(directory.glob(f"{TOPIC}-*"))) == 200
+            answer = await member.stop_replica(_stop_replica(range(200)))
+            assert {e["error_code"] for e in answer["partition_errors"]} == {ErrorCode.NONE}
+            # The renames (and directory fsyncs) ran on the worker, before the answer.
+            assert len(topics.threads) == made + 1
+            assert threading.get_ident() not in topics.threads
+            assert replicas.partitions() == {}
+            assert replicas.log_manager.all_logs() == {}
+            assert not [p for p in directory.glob(f"{TOPIC}-*") if not p.name.endswith("-delete")]
 
     asyncio.run(scenario())
 

@@ -243,12 +243,26 @@ class ClusterMember:
         """Applies a StopReplica request (after the LeaderAndIsr requests before it); returns
         the response's fields."""
         async with self._state_changes:
-            return self._stop_replica(body)
+            answer, doomed = self._stop_replica(body)
+            if doomed:
+                # Renames and directory fsyncs, one per log: never on the event loop (a
+                # deleted topic of thousands of partitions would stall every client).
+                await self.topics.run_on_worker(self._delete_logs, doomed)
+            return answer
 
-    def _stop_replica(self, body: Any) -> dict[str, Any]:
+    def _delete_logs(self, doomed: list[TopicPartition]) -> None:
+        log_manager = self.replicas.log_manager
+        for tp in doomed:
+            log_manager.delete_log(tp, checkpoint=False)
+        log_manager.checkpoint_logs()  # once for the request: per log, N deletions cost N²
+
+    def _stop_replica(self, body: Any) -> tuple[dict[str, Any], list[TopicPartition]]:
+        """Stops serving the request's partitions; returns the answer and the partitions whose
+        logs are to be deleted (by the caller, off the loop)."""
         if not self.cache.accept_controller(int(body.controller_id), int(body.controller_epoch)):
-            return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": []}
+            return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": []}, []
         delete = bool(body.delete_partitions)
+        doomed: list[TopicPartition] = []
         errors = []
         for entry in body.ungrouped_partitions:
             tp = TopicPartition(str(entry.topic_name), int(entry.partition_index))
@@ -256,7 +270,8 @@ class ClusterMember:
                 self.groups.release_partition(tp.partition)
             if tp.topic == TRANSACTION_STATE_TOPIC and self.transactions is not None:
                 self.transactions.release_partition(tp.partition)
-            self.replicas.remove_partition(tp, delete=delete, checkpoint=False)
+            if self.replicas.remove_partition(tp, delete=False) and delete:
+                doomed.append(tp)
             if delete:
                 self.cache.remove_partition(tp)
                 if not self.cache.has_topic(tp.topic):
@@ -264,9 +279,7 @@ class ClusterMember:
             errors.append(
                 {"topic_name": tp.topic, "partition_index": tp.partition, "error_code": 0}
             )
-        if delete and errors:  # once for the request: per log, N deletions cost N² writes
-            self.replicas.log_manager.checkpoint_logs()
-        return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+        return {"error_code": ErrorCode.NONE, "partition_errors": errors}, doomed
 
     def _update_cache(self, states: list[PartitionMetadata]) -> None:
         for topic in self.cache.update_partitions(states):
