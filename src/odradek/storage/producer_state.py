@@ -56,7 +56,7 @@ from typing import Any, NamedTuple
 from odradek._compiled import compiled_attr
 from odradek._types import ReadableBuffer
 from odradek.errors import CorruptRecordError, ErrorCode, KafkaError
-from odradek.records.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, BatchHeader
+from odradek.records.batch import CONTROL_BIT, HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, BatchHeader
 from odradek.records.crc import crc32c
 
 __all__ = [
@@ -74,8 +74,6 @@ __all__ = [
 MAX_CACHED_BATCHES = 5
 MAX_SEQUENCE = 2**31 - 1
 NO_PRODUCER_EPOCH = -1
-#: Attribute bit 5: a control batch (transaction markers), which is no producer's data.
-_CONTROL_BIT = 0x20
 SNAPSHOT_VERSION = 1
 
 _new_tuple = tuple.__new__
@@ -269,7 +267,7 @@ class ProducerState:
         producer_id = header.producer_id
         if producer_id < 0:
             return
-        if header.attributes & _CONTROL_BIT:
+        if header.attributes & CONTROL_BIT:
             self._mark(producer_id, header.producer_epoch, now_ms)
             return
         base_sequence = header.base_sequence
