@@ -8,8 +8,8 @@ ratios to the same probes on the idle broker measured first in the same run.
 
 ``--leader-and-isr`` measures instead the LeaderAndIsr a controller sends a broker for
 ``--partitions`` new partitions (a broker of a one-broker cluster on a ZooKeeper started here,
-sent the request as from its controller, at its controller epoch), probing with a Metadata
-request of every topic only.
+sent the request as from its controller, at its controller epoch), then the StopReplica that
+deletes them (as for a topic deletion), probing with a Metadata request of every topic only.
 
 A broker whose event loop were held by the change would answer about one probe during it, with
 a latency as long as the change; the goal is probe latencies of the same order as idle ones.
@@ -28,7 +28,12 @@ from typing import Any
 from odradek.controller.topics import ClusterMetadata
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.client_codec import decode_response, encode_request
-from odradek.protocol.inter_broker import LEADER_AND_ISR, LEADER_AND_ISR_VERSION
+from odradek.protocol.inter_broker import (
+    LEADER_AND_ISR,
+    LEADER_AND_ISR_VERSION,
+    STOP_REPLICA,
+    STOP_REPLICA_VERSION,
+)
 from odradek.records.codec import build_batch
 from odradek.records.record import SimpleRecord
 from odradek.testing.cluster import Cluster
@@ -157,6 +162,20 @@ def leader_and_isr_run(partitions: int, idle_probes: int) -> None:
             raise SystemExit("\n".join(["no answer; the broker's log:", *log[-15:]])) from None
         errors = {p["error_code"] for p in response["partition_errors"]}
         report(f"LAI {sorted(errors)}", seconds, latencies, idle)
+        # Then the StopReplica of a deletion: the same partitions, their logs deleted.
+        stop = {
+            "controller_id": controller,
+            "controller_epoch": epoch,
+            "delete_partitions": True,
+            "ungrouped_partitions": [
+                {"topic_name": LARGE_TOPIC, "partition_index": index} for index in range(partitions)
+            ],
+        }
+        seconds, latencies, response = during(
+            admin, STOP_REPLICA, STOP_REPLICA_VERSION, stop, prober, metadata_probe
+        )
+        errors = {p["error_code"] for p in response["partition_errors"]}
+        report(f"SR {sorted(errors)}", seconds, latencies, idle)
 
 
 def probe(connection: Connection, number: int) -> float:
