@@ -52,6 +52,8 @@ CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
 MAX_TIMESTAMP_OFFSET = 35
 PARTITION_LEADER_EPOCH_OFFSET = 12
+#: Where ``batch_length`` (int32) follows the base offset.
+_BATCH_LENGTH_OFFSET = 8
 #: Where the producer id (int64) starts; the producer epoch (int16) and the base sequence
 #: (int32) follow it.
 PRODUCER_ID_OFFSET = 43
@@ -207,7 +209,7 @@ def has_transactional_batch(buf: ReadableBuffer) -> bool:
     position = 0
     end = len(buf)
     while position + HEADER_SIZE <= end:
-        (length,) = _INT32.unpack_from(buf, position + 8)
+        (length,) = _INT32.unpack_from(buf, position + _BATCH_LENGTH_OFFSET)
         (attributes,) = _INT16.unpack_from(buf, position + ATTRIBUTES_OFFSET)
         if attributes & TRANSACTIONAL_BIT:
             return True

@@ -96,14 +96,19 @@ def add_partitions(wire: Wire, tid: str, pid: int, epoch: int) -> int:
     )
 
 
-def produce_txn(wire: Wire, tid: str | None, pid: int, epoch: int, sequence: int) -> int:
-    batch = build_batch(
-        [SimpleRecord(1, None, b"v")],
+def txn_batch(pid: int, epoch: int, sequence: int, value: bytes = b"v") -> bytes:
+    """One transactional batch of one record from producer ``pid`` at ``epoch``."""
+    return build_batch(
+        [SimpleRecord(1, None, value)],
         producer_id=pid,
         producer_epoch=epoch,
         base_sequence=sequence,
         transactional=True,
     )
+
+
+def produce_txn(wire: Wire, tid: str | None, pid: int, epoch: int, sequence: int) -> int:
+    batch = txn_batch(pid, epoch, sequence)
     reply = wire.request(
         ApiKey.PRODUCE,
         7,
@@ -391,13 +396,7 @@ def produce_txn_by_id(
 ) -> dict[uuid.UUID, int]:
     """A transactional Produce v13 (KIP-516: topics by id) of one batch to partition 0 of each
     id; returns each answered id's error code."""
-    batch = build_batch(
-        [SimpleRecord(1, None, b"v13")],
-        producer_id=pid,
-        producer_epoch=epoch,
-        base_sequence=sequence,
-        transactional=True,
-    )
+    batch = txn_batch(pid, epoch, sequence, b"v13")
     reply = wire.request(
         ApiKey.PRODUCE,
         13,

@@ -211,11 +211,7 @@ def _produce(
                 waiting.append((partition, required, partitions, len(partitions)))
                 replicated = replicated and partition.high_watermark >= required
             partitions.append(result)
-        responses.append(
-            TopicProduceResponse(name, partitions)
-            if topic_id is None
-            else TopicProduceResponse(name, partitions, topic_id)
-        )
+        responses.append(TopicProduceResponse(name, partitions, topic_id))
     if not acks.responds:
         if failed is not None:
             # Kafka closes the connection: an acks=0 producer has no other way to learn.

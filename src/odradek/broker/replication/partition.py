@@ -76,7 +76,6 @@ logger = logging.getLogger(__name__)
 _PROPOSE_AGAIN = frozenset(
     {ErrorCode.INELIGIBLE_REPLICA, ErrorCode.INVALID_REQUEST, ErrorCode.OPERATION_NOT_ATTEMPTED}
 )
-#: Where a batch's producer id (int64) starts in its header: -1 for a non-idempotent producer.
 #: Kafka's ``producer.id.expiration.ms`` and ``producer.id.expiration.check.interval.ms``.
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
