@@ -122,6 +122,21 @@ def produce_txn(wire: Wire, tid: str | None, pid: int, epoch: int, sequence: int
     return int(reply["responses"][0]["partition_responses"][0]["error_code"])
 
 
+def end_txn(wire: Wire, tid: str, pid: int, epoch: int, *, committed: bool) -> int:
+    """EndTxn v3: commits or aborts ``tid``'s transaction; returns the error code."""
+    ended = wire.request(
+        ApiKey.END_TXN,
+        3,
+        {
+            "transactional_id": tid,
+            "producer_id": pid,
+            "producer_epoch": epoch,
+            "committed": committed,
+        },
+    )
+    return int(ended["error_code"])
+
+
 def last_stable_offset(wire: Wire) -> int:
     reply = wire.request(
         ApiKey.LIST_OFFSETS,
@@ -213,17 +228,7 @@ def test_a_transaction_on_the_wire_and_its_descriptions(wire: Wire) -> None:
         "other": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     }
 
-    ended = wire.request(
-        ApiKey.END_TXN,
-        3,
-        {
-            "transactional_id": "wire-1",
-            "producer_id": pid,
-            "producer_epoch": epoch,
-            "committed": True,
-        },
-    )
-    assert ended["error_code"] == ErrorCode.NONE
+    assert end_txn(wire, "wire-1", pid, epoch, committed=True) == ErrorCode.NONE
     wait_for(lambda: last_stable_offset(wire) > start + 1, "the commit marker")
     wait_for(lambda: describe(wire, "wire-1")["transaction_state"] == "CompleteCommit", "complete")
 
@@ -326,17 +331,7 @@ def test_a_late_batch_after_its_abort_opens_no_hanging_transaction(wire: Wire) -
     start = last_stable_offset(wire)
     assert produce_txn(wire, "late", pid, epoch, 0) == ErrorCode.NONE
     assert open_transaction_of(wire, pid) == start
-    ended = wire.request(
-        ApiKey.END_TXN,
-        3,
-        {
-            "transactional_id": "late",
-            "producer_id": pid,
-            "producer_epoch": epoch,
-            "committed": False,
-        },
-    )
-    assert ended["error_code"] == ErrorCode.NONE
+    assert end_txn(wire, "late", pid, epoch, committed=False) == ErrorCode.NONE
     wait_for(lambda: describe(wire, "late")["transaction_state"] == "CompleteAbort", "the abort")
     end = high_watermark(wire)
     assert last_stable_offset(wire) == end
@@ -435,14 +430,4 @@ def test_a_transactional_produce_by_topic_id_is_verified(broker: Broker, wire: W
     appended = produce_txn_by_id(wire, [unknown, topic_id], "by-id", pid, epoch, 0)
     assert appended == {unknown: ErrorCode.UNKNOWN_TOPIC_ID, topic_id: ErrorCode.NONE}
     assert open_transaction_of(wire, pid) == start
-    ended = wire.request(
-        ApiKey.END_TXN,
-        3,
-        {
-            "transactional_id": "by-id",
-            "producer_id": pid,
-            "producer_epoch": epoch,
-            "committed": True,
-        },
-    )
-    assert ended["error_code"] == ErrorCode.NONE
+    assert end_txn(wire, "by-id", pid, epoch, committed=True) == ErrorCode.NONE
