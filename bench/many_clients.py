@@ -466,13 +466,15 @@ def pin_servers(server_pids: list[int]) -> str | None:
 def start_profiler(
     server: ServerProcess, phase: Phase, args: argparse.Namespace
 ) -> subprocess.Popen[bytes] | None:
-    """With ``--profile``: py-spy samples the real server through the phase's measured seconds
-    (each round overwrites the phase's file: the last round's profile is kept)."""
-    if not args.profile or server.kind != "real":
+    """With ``--profile``: py-spy samples the server through the phase's warm-up and measured
+    seconds, into ``PREFIX-<kind>-<phase>.txt`` (each round overwrites the file: the last
+    round's profile is kept). Both servers are sampled: what the log costs is the difference,
+    per request, between the two profiles of a phase."""
+    if not args.profile:
         return None
     spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
     label = phase.label.replace(" ", "").replace("=", "")
-    output = f"{args.profile}-{label}.txt"
+    output = f"{args.profile}-{server.kind}-{label}.txt"
     command = [spy, "record", "--pid", str(server.pid), "--rate", "1000", "--format", "raw"]
     command += ["--nonblocking", "--duration", str(int(args.warmup + args.seconds))]
     return subprocess.Popen([*command, "--output", output], stdout=subprocess.DEVNULL)
@@ -594,8 +596,8 @@ def main() -> None:
     parser.add_argument(
         "--profile",
         metavar="PREFIX",
-        help="sample the real server with py-spy in each phase: PREFIX-<phase>.txt, collapsed "
-        "stacks (py-spy's raw format)",
+        help="sample each server with py-spy in each phase: PREFIX-<kind>-<phase>.txt, "
+        "collapsed stacks (py-spy's raw format)",
     )
     args = parser.parse_args()
     if args.worker:
