@@ -133,20 +133,13 @@ class SocketTransport(RecordingTransport):
 def read_responses(sock: socket.socket, count: int) -> list[tuple[int, bytes]]:
     """``count`` response frames read from ``sock``: (correlation id, payload) each."""
     out = []
-    for _ in range(count):
-        (size,) = struct.unpack(">i", read_exactly(sock, 4))
-        payload = read_exactly(sock, size)
-        out.append((struct.unpack_from(">i", payload)[0], payload))
+    with sock.makefile("rb") as stream:
+        for _ in range(count):
+            (size,) = struct.unpack(">i", stream.read(4))
+            payload = stream.read(size)
+            assert len(payload) == size, "the connection ended early"
+            out.append((struct.unpack_from(">i", payload)[0], payload))
     return out
-
-
-def read_exactly(sock: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        assert chunk, "the connection ended early"
-        data += chunk
-    return data
 
 
 def base_offset(payload: bytes) -> int:
