@@ -1,8 +1,9 @@
 """The broker's network server: the only socket code in the broker.
 
 One asyncio ``Protocol`` per connection feeds bytes to a sans-I/O ``ServerConnection``,
-dispatches decoded requests through the router, and writes responses in request order. The
-responses produced while handling one read are coalesced into one write. A connection gets at
+dispatches decoded requests through the router, and writes responses in request order. Small
+responses are held until the end of the loop's pass, then written, one write per connection
+(``broker.held_writes``). A connection gets at
 most ``MAX_REQUESTS_PER_TURN`` requests handled per turn of the event loop and is not read
 while the rest of a read waits: one client's pipelined queue never holds up the others. Fetch
 responses carry file slices: small ones are read and written like any bytes; large ones go out
@@ -34,7 +35,6 @@ period), then close the connections.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import ipaddress
 import logging
@@ -46,6 +46,7 @@ from typing import cast
 from odradek.broker.auth.throttle import mute_ms, record_request_time
 from odradek.broker.connection_quotas import ConnectionQuotas, IdleConnections
 from odradek.broker.context import CLIENT_ENDPOINT, CLIENT_HOST, CLIENT_LISTENER, BrokerContext
+from odradek.broker.held_writes import EndOfPassWrites
 from odradek.broker.limits import BrokerLimits, is_ip_address
 from odradek.broker.metrics.requests import RequestMetrics
 from odradek.broker.principal import ANONYMOUS, CLIENT_PRINCIPAL, KafkaPrincipal
@@ -53,7 +54,7 @@ from odradek.broker.router import Response, Router
 from odradek.broker.security.authenticator import Authenticator
 from odradek.broker.security.listeners import ListenerSecurity
 from odradek.broker.security.tls import PrincipalMappingRules, subject_name
-from odradek.broker.server_listener import ServerListener
+from odradek.broker.server_listener import ServerListener, stop_accepting
 from odradek.errors import ConnectionStateError, KafkaError
 from odradek.net.sendfile import (
     FileRegion,
@@ -148,12 +149,11 @@ class BrokerServer:
         self.stopping = False
         #: Per-API request timing (``broker.metrics``); None: requests are not timed.
         self.request_metrics: RequestMetrics | None = None
-        #: Connections holding responses until the end of the loop's pass (``hold_writes``).
-        self._holding: list[KafkaProtocol] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
+        #: Connections holding responses until the end of the loop's pass.
+        self.end_of_pass = EndOfPassWrites()
 
     async def start(self) -> None:
-        loop = self._loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
         self.quotas = ConnectionQuotas(self.limits, await self._resolve_overrides())
         if self.limits.connections_max_idle_ms > 0:
             idle = IdleConnections(self.limits.connections_max_idle_ms)
@@ -203,7 +203,7 @@ class BrokerServer:
         if self._sweeper is not None:
             self._sweeper.cancel()
         for server in self._servers:
-            await self._stop_accepting(server)
+            await stop_accepting(server)
             server.close()
         deadline = asyncio.get_running_loop().time() + grace_seconds
         while any(c.busy for c in self._connections):
@@ -214,24 +214,6 @@ class BrokerServer:
             connection.close()
         for server in self._servers:
             await server.wait_closed()
-
-    @staticmethod
-    async def _stop_accepting(server: asyncio.Server) -> None:
-        """Stops taking new connections before the server is closed.
-
-        CPython's selector loop (3.11, 3.12) accepts a connection in one loop step and
-        attaches its transport to the server in a later one; if ``Server.close`` runs in
-        between, the attach fails an assertion and the accepted socket is leaked open. So the
-        listening sockets' readers go first, then the loop turns twice so accepts already under
-        way attach (and are aborted by ``connection_made``, since the server is stopping).
-        uvloop accepts differently and has no readers to remove.
-        """
-        loop = asyncio.get_running_loop()
-        for sock in server.sockets:
-            with contextlib.suppress(Exception):
-                loop.remove_reader(sock.fileno())
-        for _ in range(2):
-            await asyncio.sleep(0)
 
     def statistics(self) -> dict[str, int]:
         quotas = self.quotas.statistics()
@@ -318,32 +300,6 @@ class BrokerServer:
             for connection in paused:
                 connection.maybe_resume_reading()
 
-    def hold_writes(self, protocol: KafkaProtocol) -> None:
-        """Registers ``protocol``, which holds its first response of this pass of the loop:
-        every connection registered in the pass writes once the pass is over, by one
-        callback scheduled with the first (asyncio and uvloop run a callback scheduled during
-        a pass in the next one, after every read the pass delivered was served).
-
-        Why: on loopback the kernel runs the receiving client's wake-up inside the server's
-        ``write``, and waking a process on an idle core costs the server an inter-processor
-        interrupt (on a virtual machine, a VM exit). Written back to back, the responses
-        to one client process's connections wake it once per pass instead of once per
-        response: at 50 and 200 producer connections on a 2-core VM the server's system time
-        per request fell from 11-16 µs to 4-5 µs, and its requests/s rose by half
-        (``bench/many_clients.py``; ``docs/architecture.md``). Redis writes its replies before
-        its loop sleeps for the same reason."""
-        holding = self._holding
-        if not holding:
-            loop = self._loop or asyncio.get_running_loop()
-            loop.call_soon(self._write_held)
-        holding.append(protocol)
-
-    def _write_held(self) -> None:
-        holding = self._holding
-        self._holding = []
-        for protocol in holding:
-            protocol.write_held()
-
     @property
     def over_request_bytes(self) -> bool:
         bound = self.limits.queued_max_request_bytes
@@ -370,7 +326,7 @@ class KafkaProtocol(asyncio.Protocol):
         )
         self.transport: asyncio.Transport | None = None
         self._outbox: deque[Part] = deque()
-        #: Responses held until the end of the loop's pass (``BrokerServer.hold_writes``),
+        #: Responses held until the end of the loop's pass (``broker.held_writes``),
         #: written before anything else this connection writes or closes.
         self._held: list[bytes] = []
         self._writer: asyncio.Task[None] | None = None
@@ -725,7 +681,7 @@ class KafkaProtocol(asyncio.Protocol):
 
     def _write(self, parts: list[Part]) -> None:
         """Writes parts in order. Bytes and small records slices (read now) are joined and
-        held until the end of the loop's pass (``BrokerServer.hold_writes``); a slice large
+        held until the end of the loop's pass (``broker.held_writes``); a slice large
         enough for ``sendfile``, and whatever follows it until the outbox is empty, goes
         through the outbox, after what was held."""
         if not parts or self.transport is None or self._closing:
@@ -746,7 +702,7 @@ class KafkaProtocol(asyncio.Protocol):
             if data is not None:
                 held = self._held
                 if not held:
-                    self.server.hold_writes(self)
+                    self.server.end_of_pass.hold(self, self._loop)
                 held.append(data)
                 return
         self.write_held()
